@@ -1,0 +1,137 @@
+from django.conf import settings
+from django.contrib import admin, messages
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from . import services
+from .backends import BackendError, get_backend
+from .backends.ssh import fingerprint, probe_host_key
+from .forms import ClusterAccountForm
+from .models import Cluster, ClusterAccount, CredentialEvent
+
+
+class ClusterAccountInline(admin.TabularInline):
+    model = ClusterAccount
+    fields = ["username", "user", "auth_method", "has_secret"]
+    readonly_fields = ["has_secret"]
+    extra = 0
+    show_change_link = True
+    can_delete = False
+
+    @admin.display(boolean=True, description="credential stored")
+    def has_secret(self, obj):
+        return obj.has_secret
+
+    def has_add_permission(self, request, obj=None):
+        return False  # added on the account page, where the credential field lives
+
+
+@admin.register(Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    list_display = ["name", "title", "kind", "host", "port", "enabled", "host_key_status"]
+    list_filter = ["kind", "enabled"]
+    search_fields = ["name", "title", "host"]
+    readonly_fields = ["host_key", "host_key_pinned_at", "has_accounting"]
+    inlines = [ClusterAccountInline]
+    change_form_template = "admin/clusters/cluster/change_form.html"
+    fieldsets = [
+        (None, {"fields": ["name", "title", "kind", "enabled"]}),
+        ("Login node", {"fields": ["host", "port", "host_key", "host_key_pinned_at"]}),
+        ("Scheduler", {"fields": ["partitions", "gpu_types", "has_accounting"]}),
+        ("Job environment", {"fields": ["lab_dir", "preamble"]}),
+    ]
+
+    @admin.display(description="host key")
+    def host_key_status(self, obj):
+        return fingerprint(obj.host_key) if obj.host_key else "not pinned"
+
+    def get_urls(self):
+        own = [
+            path("<int:pk>/test-connection/", self.admin_site.admin_view(self.test_connection), name="cluster_test"),
+            path("<int:pk>/stage-lab-files/", self.admin_site.admin_view(self.stage_lab_files), name="cluster_stage"),
+        ]
+        return own + super().get_urls()
+
+    def test_connection(self, request, pk: int):
+        """Show the host key's fingerprint; pin it when the admin confirms; then log in and ask SLURM."""
+        cluster = get_object_or_404(Cluster, pk=pk)
+        if not self.has_change_permission(request, cluster):
+            raise PermissionError
+        context = {**self.admin_site.each_context(request), "cluster": cluster, "opts": self.model._meta}
+        try:
+            offered = probe_host_key(cluster.host, cluster.port)
+        except BackendError as exc:
+            context["error"] = str(exc)
+            return TemplateResponse(request, "admin/clusters/cluster/test_connection.html", context)
+        if request.method == "POST" and request.POST.get("host_key"):
+            if request.POST["host_key"].strip() != offered:
+                context["error"] = "The server's key changed while you were confirming it. Check it again."
+            else:
+                services.pin_host_key(cluster, offered, actor=request.user)
+                messages.success(request, f"Pinned {fingerprint(offered)} for {cluster}.")
+        context.update(offered=offered, offered_fingerprint=fingerprint(offered))
+        context["pinned_fingerprint"] = fingerprint(cluster.host_key) if cluster.host_key else ""
+        context["matches"] = cluster.host_key.strip() == offered
+        if context["matches"]:
+            try:
+                report = get_backend(cluster).test_connection()
+                context["report"] = report
+                if report.has_accounting is not None and report.has_accounting != cluster.has_accounting:
+                    Cluster.objects.filter(pk=cluster.pk).update(has_accounting=report.has_accounting)
+            except BackendError as exc:
+                context["error"] = str(exc)
+        return TemplateResponse(request, "admin/clusters/cluster/test_connection.html", context)
+
+    def stage_lab_files(self, request, pk: int):
+        cluster = get_object_or_404(Cluster, pk=pk)
+        if request.method != "POST" or not self.has_change_permission(request, cluster):
+            return redirect(reverse("admin:clusters_cluster_change", args=[pk]))
+        try:
+            count = get_backend(cluster).stage_lab_files(settings.GPULAB_LAB_FILES_DIR)
+        except BackendError as exc:
+            messages.error(request, f"Staging failed: {exc}")
+        else:
+            messages.success(request, f"Copied {count} files to {cluster.lab_dir} on {cluster}.")
+        return redirect(reverse("admin:clusters_cluster_change", args=[pk]))
+
+
+class ClusterAccountAdminForm(ClusterAccountForm):
+    class Meta(ClusterAccountForm.Meta):
+        fields = ["cluster", "user", "username", "auth_method"]
+
+
+@admin.register(ClusterAccount)
+class ClusterAccountAdmin(admin.ModelAdmin):
+    list_display = ["username", "cluster", "user", "auth_method", "has_secret", "updated_at"]
+    list_filter = ["cluster", "auth_method"]
+    search_fields = ["username", "user__username", "cluster__name"]
+    autocomplete_fields = ["user"]
+    form = ClusterAccountAdminForm
+    fields = ["cluster", "user", "username", "auth_method", "secret"]
+
+    @admin.display(boolean=True, description="credential stored")
+    def has_secret(self, obj):
+        return obj.has_secret
+
+    def save_model(self, request, obj, form, change):
+        services.save_account(obj, secret=form.cleaned_data.get("secret"), actor=request.user)
+
+    def delete_model(self, request, obj):
+        services.remove_account(obj, actor=request.user)
+
+    def delete_queryset(self, request, queryset):
+        for account in queryset:
+            services.remove_account(account, actor=request.user)
+
+
+@admin.register(CredentialEvent)
+class CredentialEventAdmin(admin.ModelAdmin):
+    list_display = ["at", "cluster", "action", "account_username", "account_owner", "actor", "detail"]
+    list_filter = ["cluster", "action"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

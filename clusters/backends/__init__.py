@@ -1,0 +1,33 @@
+"""Backends by Cluster.kind. To add one, see docs/adding-a-backend.md."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+from .base import BackendError, ClusterBackend
+
+if TYPE_CHECKING:
+    from clusters.models import Cluster, ClusterAccount
+
+BACKENDS: dict[str, str] = {
+    "slurm": "clusters.backends.slurm.SlurmBackend",
+}
+
+
+def backend_class(kind: str) -> type[ClusterBackend]:
+    try:
+        module_name, _, class_name = BACKENDS[kind].rpartition(".")
+    except KeyError:
+        raise BackendError(f"This portal has no backend for {kind} clusters yet.") from None
+    return getattr(import_module(module_name), class_name)
+
+
+def get_backend(cluster: Cluster, account: ClusterAccount | None = None) -> ClusterBackend:
+    """The backend for a cluster, acting as `account` (default: the cluster's service account)."""
+    account = account or cluster.service_account()
+    if account is None:
+        raise BackendError(
+            f"The cluster “{cluster.display_name}” has no service account. An admin must add one before jobs can run."
+        )
+    return backend_class(cluster.kind)(cluster, account)

@@ -1,0 +1,292 @@
+"""SLURM over SSH: sbatch, squeue/sacct/scontrol, scancel, and the job's output read over SFTP.
+
+Every command is built here from a fixed vocabulary; the only values that vary are job ids the portal
+recorded (digits), paths it chose (the lab directory and a job UUID) and the portal's own job UUID.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+import stat
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+from django.utils import timezone
+
+from jobs.states import TERMINAL_STATES, JobState
+
+from . import ssh
+from .base import (
+    BackendError,
+    ClusterBackend,
+    ConnectionReport,
+    LogChunk,
+    SchedulerStatus,
+    SchedulerUnavailable,
+    SubmitRejected,
+    SubmitRequest,
+)
+
+logger = logging.getLogger(__name__)
+
+COMMENT_PREFIX = "gpulab:"
+SCRIPT_NAME = "job.sh"
+LOG_NAME = "output.log"
+SCHEDULER_ID = re.compile(r"^\d+$")
+
+# squeue/sacct state → portal state. Anything unlisted counts as running (it is on a node).
+STATE_MAP = {
+    "PENDING": JobState.PENDING,
+    "REQUEUED": JobState.PENDING,
+    "REQUEUE_HOLD": JobState.PENDING,
+    "REQUEUE_FED": JobState.PENDING,
+    "RESV_DEL_HOLD": JobState.PENDING,
+    "COMPLETED": JobState.COMPLETED,
+    "CANCELLED": JobState.CANCELLED,
+    "TIMEOUT": JobState.TIMED_OUT,
+    "DEADLINE": JobState.TIMED_OUT,
+    "FAILED": JobState.FAILED,
+    "NODE_FAIL": JobState.FAILED,
+    "BOOT_FAIL": JobState.FAILED,
+    "OUT_OF_MEMORY": JobState.FAILED,
+    "PREEMPTED": JobState.FAILED,
+    "SPECIAL_EXIT": JobState.FAILED,
+    "REVOKED": JobState.FAILED,
+}
+TERMINAL_RAW = {raw for raw, state in STATE_MAP.items() if state in TERMINAL_STATES}
+
+# What slurm clients print when slurmctld does not answer: the job is fine, the controller is away.
+CONTROLLER_DOWN = re.compile(
+    r"Unable to contact slurm controller|Socket timed out|Connection refused|Zero Bytes were transmitted|"
+    r"slurm_load_jobs error: Unable to contact",
+    re.IGNORECASE,
+)
+UNKNOWN_JOB = re.compile(r"Invalid job id specified", re.IGNORECASE)
+
+
+def _parse_time(value: str) -> datetime | None:
+    if not value or value in {"N/A", "Unknown", "None"}:
+        return None
+    try:
+        return timezone.make_aware(datetime.fromisoformat(value))
+    except ValueError:
+        return None
+
+
+def _parse_exit_code(value: str) -> int | None:
+    """SLURM's "code:signal" → a shell-style exit code (128+signal when killed by one)."""
+    code, _, signal = value.partition(":")
+    try:
+        code_num, signal_num = int(code), int(signal or 0)
+    except ValueError:
+        return None
+    return 128 + signal_num if code_num == 0 and signal_num else code_num
+
+
+class SlurmBackend(ClusterBackend):
+    kind = "slurm"
+
+    # Paths: "~/x" is relative to the login home, which is where SSH commands and SFTP start.
+    def lab_path(self, *parts: str) -> str:
+        base = self.cluster.lab_dir.strip() or "~/gpulab"
+        if base == "~":
+            base = "."
+        elif base.startswith("~/"):
+            base = base[2:]
+        return posixpath.join(base, *parts)
+
+    def job_dir(self, job_id: uuid.UUID) -> str:
+        return self.lab_path("jobs", str(job_id))
+
+    def _run(self, argv: list[str]) -> ssh.CommandResult:
+        result = ssh.run(self.cluster, self.account, argv)
+        if not result.ok and CONTROLLER_DOWN.search(result.stderr):
+            raise SchedulerUnavailable(
+                f"The SLURM controller of “{self.cluster.display_name}” is not answering; jobs keep their last known "
+                "state until it is back."
+            )
+        return result
+
+    # -- submit -----------------------------------------------------------------------------------------------
+    def submit(self, request: SubmitRequest) -> str:
+        job_dir = self.job_dir(request.job_id)
+        with ssh.sftp(self.cluster, self.account) as sftp:
+            _makedirs(sftp, job_dir)
+            job_dir = sftp.normalize(job_dir)  # absolute, so --output does not resolve against --chdir
+            script_path = posixpath.join(job_dir, SCRIPT_NAME)
+            with sftp.open(script_path, "w") as fh:
+                fh.write(request.script)
+            sftp.chmod(script_path, 0o700)
+        result = self._run(
+            [
+                "sbatch",
+                "--parsable",
+                f"--comment={COMMENT_PREFIX}{request.job_id}",
+                f"--chdir={job_dir}",
+                f"--output={posixpath.join(job_dir, LOG_NAME)}",
+                script_path,
+            ]
+        )
+        scheduler_id = result.stdout.strip().split(";")[0] if result.ok else ""
+        if not SCHEDULER_ID.match(scheduler_id):
+            raise SubmitRejected(f"sbatch refused the job: {result.message()}")
+        return scheduler_id
+
+    def find_submitted(self, job_id: uuid.UUID) -> str | None:
+        comment = f"{COMMENT_PREFIX}{job_id}"
+        if self.cluster.has_accounting:
+            argv = ["sacct", "-X", "-n", "-P", "--format=JobIDRaw,Comment", f"--user={self.account.username}"]
+            argv.append("--starttime=now-7days")
+        else:
+            argv = ["squeue", "--states=all", "--noheader", "--format=%i|%k", f"--user={self.account.username}"]
+        result = self._run(argv)
+        if not result.ok:
+            raise BackendError(f"Could not list earlier submissions: {result.message()}")
+        for line in result.stdout.splitlines():
+            scheduler_id, _, found = line.partition("|")
+            if found.strip() == comment and SCHEDULER_ID.match(scheduler_id.strip()):
+                return scheduler_id.strip()
+        return None
+
+    # -- poll -------------------------------------------------------------------------------------------------
+    def poll(self, scheduler_ids: list[str]) -> dict[str, SchedulerStatus]:
+        ids = [i for i in scheduler_ids if SCHEDULER_ID.match(i)]
+        if not ids:
+            return {}
+        if self.cluster.has_accounting:
+            return self._sacct(ids)
+        result = self._run(
+            ["squeue", "--states=all", "--noheader", f"--jobs={','.join(ids)}", "--format=%i|%T|%r|%S|%e"]
+        )
+        if not result.ok:
+            if UNKNOWN_JOB.search(result.stderr):  # squeue fails outright when a lone id is unknown
+                return {}
+            raise BackendError(f"squeue failed: {result.message()}")
+        statuses: dict[str, SchedulerStatus] = {}
+        for line in result.stdout.splitlines():
+            fields = line.split("|")
+            if len(fields) != 5 or fields[0] not in ids:
+                continue
+            raw = fields[1].strip()
+            statuses[fields[0]] = SchedulerStatus(
+                scheduler_id=fields[0],
+                state=STATE_MAP.get(raw, JobState.RUNNING),
+                raw_state=raw,
+                reason="" if fields[2] in {"None", "(null)"} else fields[2],
+                started_at=_parse_time(fields[3]),
+                finished_at=_parse_time(fields[4]),
+            )
+        # squeue has no exit code: ask scontrol once per job, only as it finishes.
+        for scheduler_id, status in list(statuses.items()):
+            if status.raw_state in TERMINAL_RAW:
+                statuses[scheduler_id] = self._with_exit_code(status)
+        return statuses
+
+    def _with_exit_code(self, status: SchedulerStatus) -> SchedulerStatus:
+        result = self._run(["scontrol", "show", "job", "--oneliner", status.scheduler_id])
+        match = re.search(r"\bExitCode=(\d+:\d+)", result.stdout) if result.ok else None
+        if not match:
+            return status
+        return SchedulerStatus(**{**status.__dict__, "exit_code": _parse_exit_code(match.group(1))})
+
+    def _sacct(self, ids: list[str]) -> dict[str, SchedulerStatus]:
+        result = self._run(
+            ["sacct", "-X", "-n", "-P", f"--jobs={','.join(ids)}", "--format=JobIDRaw,State,ExitCode,Start,End,Reason"]
+        )
+        if not result.ok:
+            raise BackendError(f"sacct failed: {result.message()}")
+        statuses = {}
+        for line in result.stdout.splitlines():
+            fields = line.split("|")
+            if len(fields) != 6 or fields[0] not in ids:
+                continue
+            raw = fields[1].split()[0] if fields[1].strip() else "UNKNOWN"  # "CANCELLED by 1001"
+            statuses[fields[0]] = SchedulerStatus(
+                scheduler_id=fields[0],
+                state=STATE_MAP.get(raw, JobState.RUNNING),
+                raw_state=raw,
+                reason="" if fields[5] in {"None", ""} else fields[5],
+                exit_code=_parse_exit_code(fields[2]) if raw in TERMINAL_RAW else None,
+                started_at=_parse_time(fields[3]),
+                finished_at=_parse_time(fields[4]),
+            )
+        return statuses
+
+    # -- cancel and logs --------------------------------------------------------------------------------------
+    def cancel(self, scheduler_id: str) -> None:
+        if not SCHEDULER_ID.match(scheduler_id):
+            raise BackendError(f"{scheduler_id!r} is not a SLURM job id.")
+        result = self._run(["scancel", scheduler_id])
+        if not result.ok and not UNKNOWN_JOB.search(result.stderr):
+            raise BackendError(f"scancel failed: {result.message()}")
+
+    def read_log(self, job_id: uuid.UUID, offset: int, limit: int) -> LogChunk:
+        path = posixpath.join(self.job_dir(job_id), LOG_NAME)
+        with ssh.sftp(self.cluster, self.account) as sftp:
+            try:
+                size = sftp.stat(path).st_size or 0
+            except FileNotFoundError:
+                return LogChunk(offset=0, data="", eof=True, exists=False)
+            if offset > size:  # the file was truncated or replaced: start over
+                offset = 0
+            if offset == size:
+                return LogChunk(offset=offset, data="", eof=True)
+            with sftp.open(path, "rb") as fh:
+                fh.seek(offset)
+                raw = fh.read(min(limit, size - offset))
+        raw = _complete_utf8(raw)
+        next_offset = offset + len(raw)
+        return LogChunk(offset=next_offset, data=raw.decode("utf-8", errors="replace"), eof=next_offset >= size)
+
+    # -- admin actions ----------------------------------------------------------------------------------------
+    def test_connection(self) -> ConnectionReport:
+        version = self._run(["sinfo", "--version"])
+        if not version.ok:
+            return ConnectionReport(ok=False, lines=[f"sinfo failed: {version.message()}"])
+        partitions = self._run(["sinfo", "--noheader", "--format=%P %a %l %D %G"])
+        accounting = self._run(["sacct", "--noheader", "-X", "--jobs=1", "--format=JobID"])
+        has_accounting = accounting.ok and "disabled" not in accounting.stderr.lower()
+        lines = [f"Logged in as {self.account.username}; {version.stdout.strip()}."]
+        lines += [f"partition {line}" for line in partitions.stdout.splitlines()]
+        lines.append("SLURM accounting: " + ("available (sacct)" if has_accounting else "off (using scontrol)"))
+        return ConnectionReport(ok=True, lines=lines, has_accounting=has_accounting)
+
+    def stage_lab_files(self, source: Path) -> int:
+        copied = 0
+        with ssh.sftp(self.cluster, self.account) as sftp:
+            _makedirs(sftp, self.lab_path())
+            for local in sorted(source.rglob("*")):
+                relative = local.relative_to(source)
+                if any(part in {"__pycache__", "runs", ".pytest_cache"} for part in relative.parts):
+                    continue
+                remote = self.lab_path(*relative.parts)
+                if local.is_dir():
+                    _makedirs(sftp, remote)
+                elif local.is_file() and local.suffix != ".pyc":
+                    sftp.put(str(local), remote)
+                    sftp.chmod(remote, 0o755 if local.stat().st_mode & stat.S_IXUSR else 0o644)
+                    copied += 1
+        return copied
+
+
+def _makedirs(sftp, path: str) -> None:
+    current = "/" if path.startswith("/") else ""
+    for part in [p for p in path.split("/") if p]:
+        current = posixpath.join(current, part) if current else part
+        try:
+            sftp.stat(current)
+        except FileNotFoundError:
+            sftp.mkdir(current, mode=0o750)
+
+
+def _complete_utf8(raw: bytes) -> bytes:
+    """Drop a multi-byte character cut at the end of a chunk; the next read starts with it whole."""
+    for back in range(1, min(4, len(raw)) + 1):
+        byte = raw[-back]
+        if byte & 0b1100_0000 != 0b1000_0000:  # a lead byte or ASCII
+            needed = 1 if byte < 0x80 else 2 if byte >> 5 == 0b110 else 3 if byte >> 4 == 0b1110 else 4
+            return raw if back >= needed else raw[:-back]
+    return raw

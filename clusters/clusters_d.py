@@ -1,0 +1,194 @@
+"""Clusters from YAML files, one per cluster, in the style of Open OnDemand's clusters.d.
+
+    # /etc/gpulab/clusters.d/campus.yml  (the file name is the cluster's name)
+    v2:
+      metadata: {title: "Campus GPU cluster"}
+      login: {host: login.example.edu, port: 22, host_key_file: /etc/gpulab/campus.pub}
+      job: {adapter: slurm, partitions: [gpu], gpu_types: [a100], has_accounting: true}
+      gpulab:
+        lab_dir: ~/gpulab
+        preamble: "module load cuda"
+        courses: [hpc-2026]
+        service_account: {username: gpulab, private_key_file: /run/secrets/campus_key}
+
+Secrets are referenced, never inline: private_key_file / private_key_env / password_file / password_env.
+The host key may be given inline (it is public) or as host_key_file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from django.db import transaction
+
+from courses.models import Course
+
+from . import services
+from .models import AuthMethod, Cluster, ClusterAccount, ClusterKind
+
+NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")
+INLINE_SECRETS = {"private_key", "password", "secret", "token", "kubeconfig"}
+SECRET_REFS = {
+    "private_key_file": AuthMethod.KEY,
+    "private_key_env": AuthMethod.KEY,
+    "password_file": AuthMethod.PASSWORD,
+    "password_env": AuthMethod.PASSWORD,
+}
+
+
+class ClusterFileError(ValueError):
+    pass
+
+
+@dataclass
+class SyncResult:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _section(data: dict, key: str, where: str) -> dict:
+    value = data.get(key) or {}
+    if not isinstance(value, dict):
+        raise ClusterFileError(f"{where}: `{key}` must be a mapping.")
+    return value
+
+
+def _read_secret(ref: dict, where: str) -> tuple[str, str] | None:
+    inline = INLINE_SECRETS & set(ref)
+    if inline:
+        raise ClusterFileError(
+            f"{where}: `{sorted(inline)[0]}` is inline. Reference secrets with private_key_file, private_key_env, "
+            "password_file or password_env instead."
+        )
+    given = [key for key in SECRET_REFS if key in ref]
+    if not given:
+        return None
+    if len(given) > 1:
+        raise ClusterFileError(f"{where}: give one of {', '.join(given)}, not several.")
+    key = given[0]
+    if key.endswith("_file"):
+        try:
+            value = Path(ref[key]).read_text()
+        except OSError as exc:
+            raise ClusterFileError(f"{where}: cannot read {key} {ref[key]}: {exc.strerror}.") from None
+    else:
+        value = os.environ.get(str(ref[key]), "")
+        if not value:
+            raise ClusterFileError(f"{where}: the environment variable {ref[key]} named by {key} is not set.")
+    return SECRET_REFS[key], value
+
+
+def _host_key(login: dict, where: str) -> str:
+    if "host_key_file" in login:
+        try:
+            text = Path(login["host_key_file"]).read_text().strip()
+        except OSError as exc:
+            raise ClusterFileError(f"{where}: cannot read host_key_file: {exc.strerror}.") from None
+    else:
+        text = str(login.get("host_key") or "").strip()
+    if not text:
+        return ""
+    words = text.split()
+    if len(words) >= 3 and not words[0].startswith(("ssh-", "ecdsa-")):  # a known_hosts line: host type key
+        words = words[1:]
+    if len(words) < 2 or not words[0].startswith(("ssh-", "ecdsa-")):
+        raise ClusterFileError(f"{where}: the host key must look like “ssh-ed25519 AAAA…”.")
+    return f"{words[0]} {words[1]}"
+
+
+def parse_file(path: Path) -> dict:
+    where = path.name
+    name = path.stem
+    if not NAME.match(name):
+        raise ClusterFileError(f"{where}: the file name must be the cluster's name (lower-case letters, digits, - _).")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ClusterFileError(f"{where}: not valid YAML ({exc}).") from None
+    if not isinstance(data, dict) or not isinstance(data.get("v2"), dict):
+        raise ClusterFileError(f"{where}: expected a top-level `v2:` mapping.")
+    v2 = data["v2"]
+    login, job, extra = _section(v2, "login", where), _section(v2, "job", where), _section(v2, "gpulab", where)
+    kind = job.get("adapter", "slurm")
+    if kind not in ClusterKind.values:
+        raise ClusterFileError(f"{where}: job.adapter must be one of {', '.join(ClusterKind.values)}.")
+    if not login.get("host"):
+        raise ClusterFileError(f"{where}: login.host is required.")
+    port = login.get("port", 22)
+    if not isinstance(port, int) or not 0 < port < 65536:
+        raise ClusterFileError(f"{where}: login.port must be a port number.")
+    lists = {}
+    for key in ("partitions", "gpu_types"):
+        value = job.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) and re.fullmatch(r"[\w.-]+", v) for v in value):
+            raise ClusterFileError(f"{where}: job.{key} must be a list of names.")
+        lists[key] = value
+    account = _section(extra, "service_account", where)
+    secret = _read_secret(account, f"{where} service_account")
+    if account and not account.get("username"):
+        raise ClusterFileError(f"{where}: service_account.username is required.")
+    courses = extra.get("courses", [])
+    if not isinstance(courses, list):
+        raise ClusterFileError(f"{where}: gpulab.courses must be a list of course slugs.")
+    return {
+        "name": name,
+        "fields": {
+            "title": str(_section(v2, "metadata", where).get("title", "")),
+            "kind": kind,
+            "host": str(login["host"]),
+            "port": port,
+            "partitions": lists["partitions"],
+            "gpu_types": lists["gpu_types"],
+            "has_accounting": bool(job.get("has_accounting", False)),
+            "lab_dir": str(extra.get("lab_dir", "~/gpulab")),
+            "preamble": str(extra.get("preamble", "")),
+        },
+        "host_key": _host_key(login, where),
+        "account": {"username": account.get("username"), "secret": secret} if account else None,
+        "courses": courses,
+    }
+
+
+def sync_directory(directory: Path, *, actor=None) -> SyncResult:
+    result = SyncResult()
+    files = sorted([*directory.glob("*.yml"), *directory.glob("*.yaml")])
+    if not files:
+        result.errors.append(f"No *.yml files in {directory}.")
+    for path in files:
+        try:
+            spec = parse_file(path)
+            with transaction.atomic():
+                created = _apply(spec, actor)
+        except ClusterFileError as exc:
+            result.errors.append(str(exc))
+            continue
+        (result.created if created else result.updated).append(spec["name"])
+    return result
+
+
+def _apply(spec: dict, actor) -> bool:
+    cluster, created = Cluster.objects.update_or_create(name=spec["name"], defaults=spec["fields"])
+    if spec["host_key"] and spec["host_key"] != cluster.host_key:
+        services.pin_host_key(cluster, spec["host_key"], actor=actor)
+    if spec["account"]:
+        account = cluster.service_account() or ClusterAccount(cluster=cluster)
+        account.username = spec["account"]["username"]
+        secret = None
+        if spec["account"]["secret"]:
+            method, value = spec["account"]["secret"]
+            account.auth_method = method
+            secret = None if account.pk and account.secret() == value else value
+        services.save_account(account, secret=secret, actor=actor)
+    slugs = spec["courses"]
+    courses = list(Course.objects.filter(slug__in=slugs))
+    unknown = set(slugs) - {c.slug for c in courses}
+    if unknown:
+        raise ClusterFileError(f"{spec['name']}: no course with slug {', '.join(sorted(unknown))}.")
+    for course in courses:
+        course.clusters.add(cluster)
+    return created

@@ -1,0 +1,135 @@
+from django.conf import settings
+from django.db import models
+
+from . import crypto
+
+
+class ClusterKind(models.TextChoices):
+    SLURM = "slurm", "SLURM (over SSH)"
+    KUBERNETES = "kubernetes", "Kubernetes (API)"
+
+
+class Cluster(models.Model):
+    name = models.SlugField(unique=True, help_text="Short name used in the API, e.g. campus-gpu.")
+    title = models.CharField(max_length=200, blank=True, help_text="What students see, e.g. “Campus GPU cluster”.")
+    kind = models.CharField(max_length=16, choices=ClusterKind.choices, default=ClusterKind.SLURM)
+    enabled = models.BooleanField(default=True, help_text="Disabled clusters take no new jobs.")
+    host = models.CharField("login host", max_length=255)
+    port = models.PositiveIntegerField("SSH port", default=22)
+    host_key = models.TextField(
+        "pinned SSH host key",
+        blank=True,
+        help_text="Set by “Test connection” after an admin confirms the fingerprint. Connections that present "
+        "any other key are refused.",
+    )
+    host_key_pinned_at = models.DateTimeField(null=True, blank=True, editable=False)
+    partitions = models.JSONField(default=list, blank=True, help_text='Partitions students may use, e.g. ["gpu"].')
+    gpu_types = models.JSONField(default=list, blank=True, help_text='GRES GPU types, e.g. ["a100", "h100"].')
+    preamble = models.TextField(
+        "setup preamble",
+        blank=True,
+        help_text="Shell lines every job runs first, e.g. “module load cuda” or “source ~/venv/bin/activate”.",
+    )
+    lab_dir = models.CharField(
+        "lab directory",
+        max_length=255,
+        default="~/gpulab",
+        help_text="Where the bundled workloads are staged and job directories are created (absolute or ~/…).",
+    )
+    has_accounting = models.BooleanField(
+        "SLURM accounting (sacct)", default=False, help_text="Detected by “Test connection”."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.title or self.name
+
+    @property
+    def display_name(self) -> str:
+        return self.title or self.name
+
+    def account_for(self, user) -> "ClusterAccount | None":
+        """The identity a user's jobs run as: their own account if registered, else the service account."""
+        accounts = {a.user_id: a for a in self.accounts.filter(models.Q(user=user) | models.Q(user__isnull=True))}
+        return accounts.get(user.pk) or accounts.get(None)
+
+    def service_account(self) -> "ClusterAccount | None":
+        return self.accounts.filter(user__isnull=True).first()
+
+
+class AuthMethod(models.TextChoices):
+    KEY = "key", "SSH private key"
+    PASSWORD = "password", "Password"
+
+
+class ClusterAccount(models.Model):
+    """A login on a cluster. user=None is the cluster's service account, used by everyone without their own."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="accounts")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="cluster_accounts",
+        help_text="Empty for the cluster's service account.",
+    )
+    username = models.CharField("remote username", max_length=64)
+    auth_method = models.CharField(max_length=16, choices=AuthMethod.choices, default=AuthMethod.KEY)
+    # Fernet token (see clusters/crypto.py); never shown, never logged, never serialized.
+    secret_encrypted = models.TextField(editable=False, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cluster", "username"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "user"], name="clusteraccount_unique_user"),
+            models.UniqueConstraint(
+                fields=["cluster"], condition=models.Q(user__isnull=True), name="clusteraccount_one_service_account"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        owner = self.user.username if self.user_id else "service account"
+        return f"{self.username}@{self.cluster.name} ({owner})"
+
+    @property
+    def has_secret(self) -> bool:
+        return bool(self.secret_encrypted)
+
+    def set_secret(self, plaintext: str) -> None:
+        self.secret_encrypted = crypto.encrypt(plaintext)
+
+    def secret(self) -> str:
+        return crypto.decrypt(self.secret_encrypted) if self.secret_encrypted else ""
+
+
+class CredentialEvent(models.Model):
+    """Audit of credential changes. It names who and what, never the secret."""
+
+    class Action(models.TextChoices):
+        SET = "set", "Credential set"
+        CHANGED = "changed", "Credential changed"
+        REMOVED = "removed", "Account removed"
+        ROTATED = "rotated", "Re-encrypted under a new key"
+        HOST_KEY_PINNED = "host_key_pinned", "Host key pinned"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="credential_events")
+    account_username = models.CharField(max_length=64, blank=True)
+    account_owner = models.CharField(max_length=150, blank=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    action = models.CharField(max_length=32, choices=Action.choices)
+    detail = models.CharField(max_length=255, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at"]
+        indexes = [models.Index(fields=["cluster", "-at"], name="credevent_cluster_at")]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} on {self.cluster.name} by {self.actor or 'system'}"

@@ -1,0 +1,68 @@
+"""Credential and host-key changes, each recorded as a CredentialEvent (never with the secret)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from .backends import ssh
+from .models import Cluster, ClusterAccount, CredentialEvent
+
+
+def _event(account: ClusterAccount, action: str, actor, detail: str = "") -> None:
+    CredentialEvent.objects.create(
+        cluster=account.cluster,
+        account_username=account.username,
+        account_owner=account.user.username if account.user_id else "(service account)",
+        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        action=action,
+        detail=detail,
+    )
+
+
+@transaction.atomic
+def save_account(account: ClusterAccount, *, secret: str | None, actor) -> ClusterAccount:
+    """Save the account; a non-empty `secret` replaces the stored one, an empty one keeps it."""
+    is_new = account.pk is None
+    if secret:
+        account.set_secret(secret)
+    account.save()
+    if is_new:
+        _event(account, CredentialEvent.Action.SET, actor)
+    elif secret:
+        _event(account, CredentialEvent.Action.CHANGED, actor)
+    return account
+
+
+@transaction.atomic
+def remove_account(account: ClusterAccount, *, actor) -> None:
+    _event(account, CredentialEvent.Action.REMOVED, actor)
+    account.delete()
+
+
+@transaction.atomic
+def pin_host_key(cluster: Cluster, host_key: str, *, actor) -> None:
+    cluster.host_key = host_key.strip()
+    cluster.host_key_pinned_at = timezone.now()
+    cluster.save(update_fields=["host_key", "host_key_pinned_at", "updated_at"])
+    CredentialEvent.objects.create(
+        cluster=cluster,
+        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        action=CredentialEvent.Action.HOST_KEY_PINNED,
+        detail=ssh.fingerprint(cluster.host_key),
+    )
+
+
+def rotate_all(*, actor=None) -> int:
+    """Re-encrypt every stored secret under the newest CREDENTIAL_KEYS key."""
+    from . import crypto
+
+    count = 0
+    for account in ClusterAccount.objects.exclude(secret_encrypted="").select_related("cluster", "user"):
+        with transaction.atomic():
+            ClusterAccount.objects.filter(pk=account.pk).update(
+                secret_encrypted=crypto.rotate(account.secret_encrypted)
+            )
+            _event(account, CredentialEvent.Action.ROTATED, actor)
+        count += 1
+    return count

@@ -1,0 +1,56 @@
+"""The user's profile: their API token and their own cluster accounts (write-only credentials)."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from rest_framework.authtoken.models import Token
+
+from courses import access
+
+from . import services
+from .forms import ClusterAccountForm
+from .models import ClusterKind
+
+
+@login_required
+def profile(request):
+    clusters = access.visible_clusters(request.user).filter(kind=ClusterKind.SLURM)
+    form = ClusterAccountForm(request.POST or None, clusters=clusters)
+    if request.method == "POST" and form.is_valid():
+        account = form.save(commit=False)
+        account.user = request.user
+        existing = request.user.cluster_accounts.filter(cluster=account.cluster).first()
+        if existing is not None:
+            existing.username, existing.auth_method = account.username, account.auth_method
+            account = existing
+        services.save_account(account, secret=form.cleaned_data["secret"], actor=request.user)
+        messages.success(request, f"Your jobs on {account.cluster.display_name} now run as {account.username}.")
+        return redirect("profile")
+    context = {
+        "form": form,
+        "accounts": request.user.cluster_accounts.select_related("cluster"),
+        "token": Token.objects.filter(user=request.user).first(),
+    }
+    return render(request, "clusters/profile.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def remove_account(request, account_id: int):
+    account = request.user.cluster_accounts.filter(pk=account_id).select_related("cluster").first()
+    if account is None:
+        raise Http404("No such account.")
+    services.remove_account(account, actor=request.user)
+    messages.info(request, f"Removed; your jobs on {account.cluster.display_name} use the course's account again.")
+    return redirect("profile")
+
+
+@login_required
+@require_POST
+def new_token(request):
+    Token.objects.filter(user=request.user).delete()
+    Token.objects.create(user=request.user)
+    messages.success(request, "A new API token was made; the old one no longer works.")
+    return redirect("profile")

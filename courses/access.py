@@ -1,0 +1,161 @@
+"""The one place that answers "may this user see or act on this?".
+
+Views, the REST API, WebSocket consumers and Celery tasks all ask here. Anything a user may not see is
+reported as missing (Http404), so the answer never reveals that another student's job exists.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from .models import Course, Enrollment, Role
+
+if TYPE_CHECKING:
+    from clusters.models import Cluster
+    from jobs.models import Job, JobTemplate
+
+
+class LaunchRefused(Exception):
+    """The user may not launch this template on this cluster; the message says why, for the user."""
+
+
+def is_admin(user) -> bool:
+    return bool(user.is_authenticated and user.is_active and (user.is_staff or user.is_superuser))
+
+
+def courses_for(user) -> QuerySet[Course]:
+    """Courses the user belongs to (all of them for an admin)."""
+    if is_admin(user):
+        return Course.objects.all()
+    if not user.is_authenticated:
+        return Course.objects.none()
+    return Course.objects.filter(enrollments__user=user).distinct()
+
+
+def teaching_courses(user) -> QuerySet[Course]:
+    """Courses whose every job the user may see and cancel: taught ones, or all for an admin."""
+    if is_admin(user):
+        return Course.objects.all()
+    if not user.is_authenticated:
+        return Course.objects.none()
+    return Course.objects.filter(enrollments__user=user, enrollments__role=Role.INSTRUCTOR).distinct()
+
+
+def role_in(user, course: Course) -> str | None:
+    if not user.is_authenticated:
+        return None
+    return Enrollment.objects.filter(user=user, course=course).values_list("role", flat=True).first()
+
+
+def is_teaching(user, course: Course) -> bool:
+    return is_admin(user) or role_in(user, course) == Role.INSTRUCTOR
+
+
+def get_course(user, slug: str, *, teach: bool = False) -> Course:
+    """The course if the user belongs to it (teaches it, with teach=True); else 404."""
+    courses = teaching_courses(user) if teach else courses_for(user)
+    try:
+        return courses.get(slug=slug)
+    except Course.DoesNotExist:
+        raise Http404("No such course.") from None
+
+
+def visible_jobs(user) -> QuerySet[Job]:
+    """Jobs the user may see: their own, every job of a course they teach, everything for an admin."""
+    from jobs.models import Job
+
+    if is_admin(user):
+        return Job.objects.all()
+    if not user.is_authenticated:
+        return Job.objects.none()
+    return Job.objects.filter(Q(owner=user) | Q(course__in=teaching_courses(user)))
+
+
+def get_job(user, job_id, *, for_update: bool = False) -> Job:
+    """A job the user may see and act on (cancel, clone, read its log); 404 for anything else."""
+    try:
+        job_uuid = uuid.UUID(str(job_id))
+    except ValueError:
+        raise Http404("No such job.") from None
+    jobs = visible_jobs(user).select_related("template", "cluster", "course", "owner")
+    if for_update:
+        jobs = jobs.select_for_update(of=("self",))
+    try:
+        return jobs.get(pk=job_uuid)
+    except jobs.model.DoesNotExist:
+        raise Http404("No such job.") from None
+
+
+def visible_templates(user) -> QuerySet[JobTemplate]:
+    """Templates the user may read: published ones of their courses; drafts too in courses they teach."""
+    from jobs.models import JobTemplate
+
+    if is_admin(user):
+        return JobTemplate.objects.all()
+    published = Q(status=JobTemplate.Status.PUBLISHED, courses__in=courses_for(user))
+    authored = Q(courses__in=teaching_courses(user))
+    return JobTemplate.objects.filter(published | authored).distinct()
+
+
+def launchable_templates(user, course: Course) -> QuerySet[JobTemplate]:
+    from jobs.models import JobTemplate
+
+    if role_in(user, course) is None and not is_admin(user):
+        return JobTemplate.objects.none()
+    return course.templates.filter(status=JobTemplate.Status.PUBLISHED)
+
+
+def visible_clusters(user) -> QuerySet[Cluster]:
+    from clusters.models import Cluster
+
+    if is_admin(user):
+        return Cluster.objects.all()
+    return Cluster.objects.filter(courses__in=courses_for(user), enabled=True).distinct()
+
+
+def launchable_clusters(user, course: Course, template: JobTemplate | None = None) -> QuerySet[Cluster]:
+    from clusters.models import Cluster
+
+    if role_in(user, course) is None and not is_admin(user):
+        return Cluster.objects.none()
+    clusters = course.clusters.filter(enabled=True)
+    if template is not None:
+        clusters = clusters.filter(kind=template.backend)
+    return clusters
+
+
+def check_launch(user, course: Course, template: JobTemplate, cluster: Cluster) -> None:
+    """Raise LaunchRefused with a message the user can act on, unless they may launch this here."""
+    if not user.is_active:
+        raise LaunchRefused("Your account is disabled.")
+    if role_in(user, course) is None and not is_admin(user):
+        raise LaunchRefused(f"You are not enrolled in {course.name}.")
+    if not launchable_templates(user, course).filter(pk=template.pk).exists():
+        raise LaunchRefused(f"The template “{template.name}” is not published for {course.name}.")
+    if not launchable_clusters(user, course, template).filter(pk=cluster.pk).exists():
+        raise LaunchRefused(
+            f"The cluster “{cluster.name}” is not available to {course.name} for {template.get_backend_display()} "
+            "jobs. Pick one of the course's clusters."
+        )
+
+
+def may_author(user, template: JobTemplate) -> bool:
+    """Admins edit anything; instructors edit their own course templates, never built-in or shared ones."""
+    if is_admin(user):
+        return True
+    course_ids = set(template.courses.values_list("pk", flat=True))
+    taught = set(teaching_courses(user).values_list("pk", flat=True))
+    return not template.builtin and bool(course_ids) and course_ids <= taught
+
+
+def get_authorable_template(user, slug: str) -> JobTemplate:
+    from jobs.models import JobTemplate
+
+    template = JobTemplate.objects.filter(slug=slug).first()
+    if template is None or not may_author(user, template):
+        raise Http404("No such template.")
+    return template

@@ -1,0 +1,26 @@
+from django.contrib import admin
+
+from .models import Course, Enrollment
+
+
+class EnrollmentInline(admin.TabularInline):
+    model = Enrollment
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Course)
+class CourseAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "max_concurrent_jobs", "max_gpus"]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+    filter_horizontal = ["clusters"]
+    inlines = [EnrollmentInline]
+
+
+@admin.register(Enrollment)
+class EnrollmentAdmin(admin.ModelAdmin):
+    list_display = ["user", "course", "role"]
+    list_filter = ["course", "role"]
+    search_fields = ["user__username", "course__slug"]
+    autocomplete_fields = ["user", "course"]

@@ -1,0 +1,30 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from courses.models import Course
+from courses.roster import import_roster
+
+
+class Command(BaseCommand):
+    help = "Enroll the people in a CSV (username,email,role) in a course; all rows or none."
+
+    def add_arguments(self, parser):
+        parser.add_argument("course", help="the course's slug")
+        parser.add_argument("roster", type=Path, help="CSV file: username,email,role (student, instructor or ta)")
+
+    def handle(self, *args, course: str, roster: Path, **options):
+        try:
+            target = Course.objects.get(slug=course)
+        except Course.DoesNotExist:
+            raise CommandError(f"No course with slug {course!r}.") from None
+        try:
+            text = roster.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(f"Cannot read {roster}: {exc}") from None
+        result = import_roster(target, text)
+        for error in result.errors:
+            self.stderr.write(error)
+        if not result.ok:
+            raise CommandError(result.summary())
+        self.stdout.write(self.style.SUCCESS(result.summary()))

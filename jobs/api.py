@@ -1,0 +1,149 @@
+"""REST API v1. Same access rules as the pages: everything goes through courses.access."""
+
+from django.db.models import Q
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from clusters.backends import BackendError
+from courses import access
+from courses.models import Course
+
+from .cancellation import CancelRefused, request_cancel
+from .launch import LaunchInvalid, launch
+from .logs import read_log
+from .models import JobTemplate
+from .serializers import (
+    CloneSerializer,
+    ClusterSerializer,
+    JobCreateSerializer,
+    JobSerializer,
+    LogSerializer,
+    TemplateSerializer,
+)
+from .states import JobState
+
+
+class TemplateViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = TemplateSerializer
+    lookup_field = "slug"
+
+    def get_queryset(self):
+        return access.visible_templates(self.request.user).prefetch_related("courses").order_by("name")
+
+
+class ClusterViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = ClusterSerializer
+    lookup_field = "name"
+
+    def get_queryset(self):
+        return access.visible_clusters(self.request.user).order_by("name")
+
+
+def _refused(message: str) -> Response:
+    return Response({"detail": message}, status=status.HTTP_403_FORBIDDEN)
+
+
+class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
+    serializer_class = JobSerializer
+
+    def get_queryset(self):
+        jobs = access.visible_jobs(self.request.user).select_related("template", "cluster", "course", "owner")
+        state = self.request.query_params.get("state")
+        if state:
+            if state not in JobState.values:
+                raise ValidationError({"state": [f"Unknown state; one of {', '.join(JobState.values)}."]})
+            jobs = jobs.filter(state=state)
+        if self.request.query_params.get("course"):
+            jobs = jobs.filter(course__slug=self.request.query_params["course"])
+        if self.request.query_params.get("mine") in {"1", "true"}:
+            jobs = jobs.filter(owner=self.request.user)
+        return jobs.order_by("-created_at")
+
+    def get_object(self):
+        return access.get_job(self.request.user, self.kwargs["pk"])
+
+    @extend_schema(request=JobCreateSerializer, responses={201: JobSerializer})
+    def create(self, request, *args, **kwargs):
+        data = JobCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        template = access.visible_templates(request.user).filter(slug=data.validated_data["template"]).first()
+        if template is None:
+            raise ValidationError({"template": ["No template with this slug is available to you."]})
+        cluster = access.visible_clusters(request.user).filter(name=data.validated_data["cluster"]).first()
+        if cluster is None:
+            raise ValidationError({"cluster": ["No cluster with this name is available to you."]})
+        course = self._course_for(request.user, template, cluster, data.validated_data.get("course"))
+        return self._launch(request, course, template, cluster, data.validated_data["params"])
+
+    def _course_for(self, user, template: JobTemplate, cluster, slug: str | None) -> Course:
+        if slug:
+            return access.get_course(user, slug)
+        candidates = list(access.courses_for(user).filter(Q(templates=template) & Q(clusters=cluster)).distinct()[:2])
+        if len(candidates) == 1:
+            return candidates[0]
+        if candidates:
+            raise ValidationError({"course": ["This template and cluster are in several of your courses; name one."]})
+        first = access.courses_for(user).first()
+        if first is None:
+            raise ValidationError({"course": ["You are not enrolled in any course."]})
+        return first  # check_launch then says precisely what is missing
+
+    def _launch(self, request, course, template, cluster, params, source=None) -> Response:
+        try:
+            job = launch(
+                request.user, course=course, template=template, cluster=cluster, raw_params=params, cloned_from=source
+            )
+        except LaunchInvalid as exc:
+            raise ValidationError({"params": {name: [message] for name, message in exc.errors.items()}}) from None
+        except access.LaunchRefused as exc:
+            return _refused(str(exc))
+        body = JobSerializer(job, context={"request": request}).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={202: JobSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        job = self.get_object()
+        try:
+            message = request_cancel(request.user, job)
+        except CancelRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        job.refresh_from_db()
+        body = {**JobSerializer(job, context={"request": request}).data, "detail": message}
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=CloneSerializer, responses={201: JobSerializer})
+    @action(detail=True, methods=["post"])
+    def clone(self, request, pk=None):
+        source = self.get_object()
+        data = CloneSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        cluster = source.cluster
+        if data.validated_data.get("cluster"):
+            cluster = access.visible_clusters(request.user).filter(name=data.validated_data["cluster"]).first()
+            if cluster is None:
+                raise ValidationError({"cluster": ["No cluster with this name is available to you."]})
+        params = {**source.params, **data.validated_data["params"]}
+        return self._launch(request, source.course, source.template, cluster, params, source=source)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("offset", int, description="Byte offset to read from (0 = the start).")],
+        responses={200: LogSerializer},
+    )
+    @action(detail=True, methods=["get"])
+    def log(self, request, pk=None):
+        job = self.get_object()
+        try:
+            offset = int(request.query_params.get("offset", 0))
+        except ValueError:
+            raise ValidationError({"offset": ["A whole number of bytes."]}) from None
+        if offset < 0:
+            raise ValidationError({"offset": ["Must be 0 or more."]})
+        try:
+            chunk = read_log(job, offset)
+        except BackendError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        return Response({"offset": chunk.offset, "data": chunk.data, "eof": chunk.eof})

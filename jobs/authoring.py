@@ -1,0 +1,62 @@
+"""Instructor template authoring: preview with the defaults, and publishing only what renders and parses."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from .models import JobTemplate
+from .params import SchemaError, parse_schema
+from .rendering import RenderContext, RenderError, bash_syntax_error, render_script
+
+PREVIEW_JOB_ID = uuid.UUID(int=0)
+
+
+@dataclass
+class Preview:
+    script: str = ""
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def preview(body: str, parameters, cluster=None) -> Preview:
+    """The script as the defaults would render it on `cluster` (or a generic one), checked with bash -n."""
+    result = Preview()
+    try:
+        schema = parse_schema(parameters)
+    except SchemaError as exc:
+        result.errors.append(str(exc))
+        return result
+    values = {p.name: p.default for p in schema}
+    ctx = RenderContext(
+        job_id=str(PREVIEW_JOB_ID),
+        job_name="gpulab-preview",
+        lab_dir=cluster.lab_dir if cluster else "~/gpulab",
+        preamble=cluster.preamble if cluster else "",
+    )
+    try:
+        result.script = render_script(body, schema, values, ctx)
+    except RenderError as exc:
+        result.errors.append(str(exc))
+        return result
+    syntax = bash_syntax_error(result.script)
+    if syntax:
+        result.errors.append(f"bash -n: {syntax}")
+    return result
+
+
+def preview_template(template: JobTemplate) -> Preview:
+    cluster = next((c for course in template.courses.all() for c in course.clusters.all()), None)
+    return preview(template.body, template.parameters, cluster)
+
+
+def publish(template: JobTemplate) -> Preview:
+    """Publish if the template renders with its defaults and passes bash -n; the preview says why not."""
+    result = preview_template(template)
+    if result.ok:
+        JobTemplate.objects.filter(pk=template.pk).update(status=JobTemplate.Status.PUBLISHED)
+        template.status = JobTemplate.Status.PUBLISHED
+    return result

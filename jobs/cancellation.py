@@ -1,0 +1,48 @@
+"""Cancelling: immediately for a job not yet submitted, through the scheduler (scancel) otherwise."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from clusters.backends import get_backend
+
+from .models import Job
+from .polling import apply_status
+from .states import TERMINAL_STATES, EventKind, JobState, record, transition
+
+
+class CancelRefused(Exception):
+    pass
+
+
+def request_cancel(user, job: Job) -> str:
+    """Ask for the job to stop; returns what to tell the user."""
+    if job.state in TERMINAL_STATES:
+        raise CancelRefused(f"This job already ended ({job.get_state_display()}).")
+    if job.state == JobState.QUEUED and transition(
+        job, JobState.CANCELLED, actor=user, message="Cancelled before it was submitted."
+    ):
+        return "Cancelled before it reached the cluster."
+    with transaction.atomic():
+        asked = Job.objects.filter(pk=job.pk, cancel_requested_at__isnull=True).update(
+            cancel_requested_at=timezone.now()
+        )
+        if not asked:
+            return "Cancellation is already under way."
+        record(job, EventKind.CANCEL, "Cancel requested.", actor=user)
+        from workers.tasks import cancel_job
+
+        cancel_job.delay_on_commit(str(job.pk))
+    return "Cancelling: the cluster will stop the job in a moment."
+
+
+def cancel_on_cluster(job_id) -> None:
+    job = Job.objects.select_related("cluster", "account").filter(pk=job_id).first()
+    if job is None or job.state in TERMINAL_STATES or not job.scheduler_id:
+        return  # finished already, or the submit task cancels it right after sbatch
+    backend = get_backend(job.cluster, job.account)
+    backend.cancel(job.scheduler_id)
+    status = backend.poll([job.scheduler_id]).get(job.scheduler_id)
+    if status is not None and status.state in TERMINAL_STATES:
+        apply_status(job, status)

@@ -1,0 +1,137 @@
+"""Forms: the launch form generated from a template's schema, and the instructor's template editor."""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.core.validators import RegexValidator
+
+from courses.models import Course
+
+from .models import JobTemplate
+from .params import Param, SchemaError, parse_schema
+
+PARAM_PREFIX = "param_"
+
+
+def _field_for(param: Param, choices: tuple[str, ...] | None) -> forms.Field:
+    common = {"label": param.label, "help_text": param.help, "initial": param.default}
+    if param.type == "int":
+        return forms.IntegerField(min_value=param.min, max_value=param.max, **common)
+    if param.type == "float":
+        return forms.FloatField(min_value=param.min, max_value=param.max, **common)
+    if param.type == "bool":
+        return forms.BooleanField(required=False, **common)
+    if param.type == "choice":
+        options = choices if choices is not None else param.choices
+        return forms.ChoiceField(choices=[(c, c) for c in options], **common)
+    validators = [RegexValidator(f"^(?:{param.pattern})\\Z", f"Must match {param.pattern}.")] if param.pattern else []
+    return forms.CharField(max_length=param.max_length, required=False, strip=False, validators=validators, **common)
+
+
+class LaunchForm(forms.Form):
+    cluster = forms.ModelChoiceField(queryset=None, empty_label=None, help_text="Where the job runs.")
+
+    def __init__(self, *args, template: JobTemplate, clusters, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.template = template
+        self.schema = template.schema()
+        self.fields["cluster"].queryset = clusters
+        for param in self.schema:
+            options = None
+            if param.cluster_choices:
+                # Every option any of these clusters offers; the chosen cluster's list is enforced on submit.
+                seen: dict[str, None] = {}
+                for cluster in clusters:
+                    seen.update(dict.fromkeys(getattr(cluster, param.cluster_choices) or ()))
+                options = tuple(seen)
+            self.fields[PARAM_PREFIX + param.name] = _field_for(param, options)
+
+    def param_values(self) -> dict:
+        return {p.name: self.cleaned_data.get(PARAM_PREFIX + p.name) for p in self.schema}
+
+    def add_param_errors(self, errors: dict[str, str]) -> None:
+        for name, message in errors.items():
+            field = PARAM_PREFIX + name
+            self.add_error(field if field in self.fields else None, message)
+
+    @staticmethod
+    def initial_from(params: dict) -> dict:
+        return {PARAM_PREFIX + name: value for name, value in params.items()}
+
+
+class TemplateForm(forms.ModelForm):
+    parameters = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 12, "class": "mono", "spellcheck": "false"}),
+        help_text='A JSON list, e.g. [{"name": "epochs", "type": "int", "label": "Epochs", "default": 1, '
+        '"min": 1, "max": 20}]. Types: int, float, choice, bool, string.',
+    )
+
+    class Meta:
+        model = JobTemplate
+        fields = [
+            "name",
+            "slug",
+            "description",
+            "courses",
+            "body",
+            "parameters",
+            "max_gpus",
+            "max_nodes",
+            "max_minutes",
+        ]
+        widgets = {
+            "body": forms.Textarea(attrs={"rows": 16, "class": "mono", "spellcheck": "false"}),
+            "description": forms.Textarea(attrs={"rows": 3}),
+            "courses": forms.CheckboxSelectMultiple,
+        }
+
+    def __init__(self, *args, teaching, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["courses"].queryset = teaching
+        if self.instance.pk:
+            self.initial["parameters"] = json.dumps(self.instance.parameters, indent=2)
+
+    def clean_parameters(self):
+        try:
+            data = json.loads(self.cleaned_data["parameters"] or "[]")
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"Not valid JSON: {exc.msg} (line {exc.lineno}).") from None
+        try:
+            parse_schema(data)
+        except SchemaError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return data
+
+    def clean_courses(self):
+        courses = self.cleaned_data["courses"]
+        if not courses:
+            raise forms.ValidationError("Choose at least one of your courses.")
+        return courses
+
+
+class RosterUploadForm(forms.Form):
+    roster = forms.FileField(help_text="CSV with lines username,email,role (role: student, instructor or ta).")
+
+    def clean_roster(self):
+        upload = self.cleaned_data["roster"]
+        if upload.size > 1024 * 1024:
+            raise forms.ValidationError("The file is larger than 1 MB; split it.")
+        try:
+            return upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise forms.ValidationError("The file is not UTF-8 text; save it as CSV (UTF-8).") from None
+
+
+class CourseFilterForm(forms.Form):
+    state = forms.ChoiceField(required=False)
+    student = forms.CharField(required=False, max_length=150)
+    template = forms.CharField(required=False, max_length=50)
+
+    def __init__(self, *args, course: Course, **kwargs):
+        super().__init__(*args, **kwargs)
+        from .states import JobState
+
+        self.fields["state"].choices = [("", "any state"), *JobState.choices]
+        self.course = course

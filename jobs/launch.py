@@ -1,0 +1,126 @@
+"""Launching a job: access, typed validation, resource caps, the course quota, the Job row, the submit task."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Count, Sum
+
+from courses import access
+from courses.models import Role
+
+from .models import Job, JobTemplate
+from .params import requested_gpus, validate_values
+from .rendering import RenderContext, RenderError, render_script
+from .states import ACTIVE_STATES, EventKind, record
+
+
+class LaunchInvalid(Exception):
+    """Parameter values failed validation; `errors` maps field name → message."""
+
+    def __init__(self, errors: dict[str, str]):
+        super().__init__("Some values are not valid.")
+        self.errors = errors
+
+
+class QuotaExceeded(access.LaunchRefused):
+    pass
+
+
+def cluster_choices(cluster) -> dict[str, tuple[str, ...]]:
+    return {"partition": tuple(cluster.partitions or ()), "gpu_type": tuple(cluster.gpu_types or ())}
+
+
+def validate_launch(template: JobTemplate, cluster, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Typed values within the template's caps, or LaunchInvalid."""
+    values, errors = validate_values(template.schema(), raw, cluster_choices=cluster_choices(cluster))
+    if not errors:
+        errors.update(resource_cap_errors(template, values))
+    if errors:
+        raise LaunchInvalid(errors)
+    return values
+
+
+def resource_cap_errors(template: JobTemplate, values: Mapping[str, Any]) -> dict[str, str]:
+    errors = {}
+    if int(values.get("nodes", 1) or 1) > template.max_nodes:
+        errors["nodes"] = f"This template allows at most {template.max_nodes} node(s)."
+    if requested_gpus(values) > template.max_gpus:
+        field = "gpus_per_node" if "gpus_per_node" in values else "nodes"
+        errors[field] = f"This template allows at most {template.max_gpus} GPU(s) per job in total."
+    if int(values.get("time_minutes", 0) or 0) > template.max_minutes:
+        errors["time_minutes"] = f"This template allows at most {template.max_minutes} minutes."
+    return errors
+
+
+def render_for(template: JobTemplate, cluster, values: Mapping[str, Any], job_id: uuid.UUID) -> str:
+    ctx = RenderContext(
+        job_id=str(job_id),
+        job_name=f"gpulab-{template.slug}"[:64],
+        lab_dir=cluster.lab_dir,
+        preamble=cluster.preamble,
+        gpu_types=tuple(cluster.gpu_types or ()),
+    )
+    return render_script(template.body, template.schema(), values, ctx)
+
+
+def launch(user, *, course, template: JobTemplate, cluster, raw_params: Mapping[str, Any], cloned_from=None) -> Job:
+    """Create the job in `queued` and queue its submission on commit. Raises LaunchRefused or LaunchInvalid."""
+    access.check_launch(user, course, template, cluster)
+    values = validate_launch(template, cluster, raw_params)
+    account = cluster.account_for(user)
+    if account is None:
+        raise access.LaunchRefused(
+            f"The cluster “{cluster.display_name}” has no account to run jobs as yet; ask an admin to add one."
+        )
+    job_id = uuid.uuid4()
+    try:
+        script = render_for(template, cluster, values, job_id)
+    except RenderError as exc:
+        raise access.LaunchRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
+    gpus = requested_gpus(values)
+    with transaction.atomic():
+        _check_quota(user, course, gpus)
+        job = Job.objects.create(
+            id=job_id,
+            owner=user,
+            course=course,
+            template=template,
+            cluster=cluster,
+            account=account,
+            params=values,
+            script=script,
+            gpus=gpus,
+            cloned_from=cloned_from,
+        )
+        origin = f" (a clone of job {cloned_from.short_id})" if cloned_from else ""
+        record(job, EventKind.LAUNCH, f"Launched {template.name} on {cluster.display_name}{origin}.", actor=user)
+        from workers.tasks import submit_job
+
+        submit_job.delay_on_commit(str(job.pk))
+    return job
+
+
+def _check_quota(user, course, gpus: int) -> None:
+    """Quotas bind students. The user row lock makes one student's simultaneous launches take turns."""
+    if access.is_admin(user) or access.role_in(user, course) == Role.INSTRUCTOR:
+        return
+    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    active = Job.objects.filter(owner=user, course=course, state__in=ACTIVE_STATES).aggregate(
+        jobs=Count("pk"), gpus=Sum("gpus")
+    )
+    running_jobs, held_gpus = active["jobs"], active["gpus"] or 0
+    if running_jobs + 1 > course.max_concurrent_jobs:
+        raise QuotaExceeded(
+            f"You already have {running_jobs} unfinished job(s) in {course.name}; the course allows "
+            f"{course.max_concurrent_jobs} at a time. Wait for one to finish or cancel one."
+        )
+    if held_gpus + gpus > course.max_gpus:
+        raise QuotaExceeded(
+            f"This job needs {gpus} GPU(s) and your unfinished jobs hold {held_gpus}; {course.name} allows "
+            f"{course.max_gpus} per student. Ask for fewer GPUs or wait for a job to finish."
+        )

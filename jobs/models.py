@@ -1,0 +1,132 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+from clusters.models import ClusterKind
+
+from .params import Param, parse_schema
+from .states import ACTIVE_STATES, TERMINAL_STATES, EventKind, JobState
+
+
+class JobTemplate(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        PUBLISHED = "published", "Published"
+        ARCHIVED = "archived", "Archived"
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(unique=True)
+    description = models.TextField(blank=True, help_text="What the job does and what students should look for.")
+    backend = models.CharField(max_length=16, choices=ClusterKind.choices, default=ClusterKind.SLURM)
+    body = models.TextField(help_text="The script after the portal's #SBATCH header; {{ name }} inserts a parameter.")
+    parameters = models.JSONField(default=list, blank=True, help_text="The typed parameter schema (a JSON list).")
+    courses = models.ManyToManyField("courses.Course", blank=True, related_name="templates")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    max_gpus = models.PositiveIntegerField("max GPUs per job", default=8)
+    max_nodes = models.PositiveIntegerField("max nodes per job", default=2)
+    max_minutes = models.PositiveIntegerField("max time limit (minutes)", default=120)
+    builtin = models.BooleanField(default=False, editable=False, help_text="Shipped with the portal.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def schema(self) -> list[Param]:
+        return parse_schema(self.parameters)
+
+
+class Job(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="jobs")
+    course = models.ForeignKey("courses.Course", on_delete=models.PROTECT, related_name="jobs")
+    template = models.ForeignKey(JobTemplate, on_delete=models.PROTECT, related_name="jobs")
+    cluster = models.ForeignKey("clusters.Cluster", on_delete=models.PROTECT, related_name="jobs")
+    account = models.ForeignKey(
+        "clusters.ClusterAccount",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="jobs",
+        help_text="The cluster identity the job runs as.",
+    )
+    cloned_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="clones")
+    params = models.JSONField(default=dict)
+    script = models.TextField(help_text="The rendered script, exactly as submitted.")
+    gpus = models.PositiveIntegerField(default=0)
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
+    scheduler_id = models.CharField("scheduler id", max_length=64, blank=True)
+    scheduler_state = models.CharField(max_length=32, blank=True, help_text="The scheduler's own word, e.g. PENDING.")
+    scheduler_reason = models.CharField(max_length=255, blank=True, help_text="Why it waits, e.g. Resources.")
+    exit_code = models.IntegerField(null=True, blank=True)
+    error = models.TextField(blank=True, help_text="What went wrong, in words for the student.")
+    submit_attempts = models.PositiveIntegerField(default=0)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True, help_text="When the scheduler last reported the job.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["cluster", "state"], name="job_cluster_state"),
+            models.Index(fields=["owner", "-created_at"], name="job_owner_created"),
+            models.Index(fields=["course", "state"], name="job_course_state"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "scheduler_id"],
+                condition=~models.Q(scheduler_id=""),
+                name="job_unique_scheduler_id_per_cluster",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.template.name} #{str(self.pk)[:8]}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("jobs:detail", args=[self.pk])
+
+    @property
+    def short_id(self) -> str:
+        return str(self.pk)[:8]
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    @property
+    def can_cancel(self) -> bool:
+        return self.is_active and self.cancel_requested_at is None
+
+
+class JobEvent(models.Model):
+    """The audit trail of a job: every launch, state move and cancel request, with who and why."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(auto_now_add=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    kind = models.CharField(max_length=16, choices=EventKind.choices)
+    from_state = models.CharField(max_length=16, choices=JobState.choices, blank=True)
+    to_state = models.CharField(max_length=16, choices=JobState.choices, blank=True)
+    message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "pk"]
+        indexes = [models.Index(fields=["job", "at"], name="jobevent_job_at")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} {self.kind} {self.from_state}→{self.to_state}"

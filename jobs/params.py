@@ -1,0 +1,253 @@
+"""Typed job-template parameters: the schema, its validation, and validation of submitted values.
+
+A template's `parameters` is a list of objects like
+    {"name": "epochs", "type": "int", "label": "Epochs", "default": 1, "min": 1, "max": 20, "help": "…"}
+Types: int and float (min/max), choice (choices), bool, string (pattern, max_length).
+Every parameter needs a default that passes its own checks, so a template can always be previewed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+TYPES = ("int", "float", "choice", "bool", "string")
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+MAX_STRING_LENGTH = 256
+DEFAULT_STRING_LENGTH = 64
+
+# Parameters with these names set the job's SLURM resources; the portal writes the #SBATCH lines for them.
+RESOURCE_PARAMS = {
+    "partition": "--partition",
+    "nodes": "--nodes",
+    "ntasks_per_node": "--ntasks-per-node",
+    "gpus_per_node": "--gres",
+    "gpu_type": None,  # folded into --gres
+    "cpus_per_task": "--cpus-per-task",
+    "mem_gb": "--mem",
+    "time_minutes": "--time",
+}
+RESOURCE_TYPES = {
+    "partition": "choice",
+    "gpu_type": "choice",
+    "nodes": "int",
+    "ntasks_per_node": "int",
+    "gpus_per_node": "int",
+    "cpus_per_task": "int",
+    "mem_gb": "int",
+    "time_minutes": "int",
+}
+# Choices left empty in the schema are filled from the cluster (its partitions, its GPU types).
+CLUSTER_CHOICES = {"partition": "partitions", "gpu_type": "gpu_types"}
+
+
+class SchemaError(ValueError):
+    """The template's parameter schema is malformed; the message says where."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+    label: str
+    default: Any
+    help: str = ""
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] = field(default_factory=tuple)
+    pattern: str | None = None
+    max_length: int = DEFAULT_STRING_LENGTH
+
+    @property
+    def cluster_choices(self) -> str | None:
+        """The Cluster field that supplies this choice's options, when the schema leaves them empty."""
+        return CLUSTER_CHOICES.get(self.name) if self.type == "choice" and not self.choices else None
+
+    def clean(self, raw: Any, choices: tuple[str, ...] | None = None) -> Any:
+        """The typed value, or ValueError with a message for the form field."""
+        if self.type == "bool":
+            if isinstance(raw, bool):
+                return raw
+            if str(raw).strip().lower() in {"true", "1", "on", "yes"}:
+                return True
+            if str(raw).strip().lower() in {"false", "0", "off", "no", ""}:
+                return False
+            raise ValueError("Enter true or false.")
+        if raw is None or (isinstance(raw, str) and not raw.strip() and self.type != "string"):
+            raise ValueError("This field is required.")
+        if self.type == "int":
+            return self._bounded(self._to_int(raw))
+        if self.type == "float":
+            return self._bounded(self._to_float(raw))
+        text = raw if isinstance(raw, str) else str(raw)
+        if CONTROL_CHARS.search(text):
+            raise ValueError("Line breaks, tabs and other control characters are not allowed.")
+        if self.type == "choice":
+            allowed = choices if choices is not None else self.choices
+            if text not in allowed:
+                listed = ", ".join(allowed) or "(none available on this cluster)"
+                raise ValueError(f"Choose one of: {listed}.")
+            return text
+        if len(text) > self.max_length:
+            raise ValueError(f"At most {self.max_length} characters.")
+        if self.pattern and not re.fullmatch(self.pattern, text):
+            raise ValueError(f"Must match the pattern {self.pattern}.")
+        return text
+
+    @staticmethod
+    def _to_int(raw: Any) -> int:
+        if isinstance(raw, bool):
+            raise ValueError("Enter a whole number.")
+        if isinstance(raw, int):
+            return raw
+        if isinstance(raw, float) and raw.is_integer():
+            return int(raw)
+        text = str(raw).strip()
+        if not re.fullmatch(r"[+-]?\d{1,18}", text):
+            raise ValueError("Enter a whole number.")
+        return int(text)
+
+    @staticmethod
+    def _to_float(raw: Any) -> float:
+        if isinstance(raw, bool):
+            raise ValueError("Enter a number.")
+        try:
+            value = float(str(raw).strip()) if not isinstance(raw, int | float) else float(raw)
+        except ValueError:
+            raise ValueError("Enter a number.") from None
+        if not math.isfinite(value):
+            raise ValueError("Enter a finite number.")
+        return value
+
+    def _bounded(self, value):
+        if self.min is not None and value < self.min:
+            raise ValueError(f"Must be at least {_fmt(self.min)}.")
+        if self.max is not None and value > self.max:
+            raise ValueError(f"Must be at most {_fmt(self.max)}.")
+        return value
+
+    def as_dict(self) -> dict:
+        data = {"name": self.name, "type": self.type, "label": self.label, "default": self.default, "help": self.help}
+        if self.type in {"int", "float"}:
+            data.update(min=self.min, max=self.max)
+        if self.type == "choice":
+            data["choices"] = list(self.choices)
+        if self.type == "string":
+            data.update(pattern=self.pattern, max_length=self.max_length)
+        return data
+
+
+def _fmt(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else str(number)
+
+
+def parse_schema(data: Any) -> list[Param]:
+    """The schema as Params, or SchemaError naming the first problem."""
+    if not isinstance(data, list):
+        raise SchemaError("The parameter schema must be a list of parameter objects.")
+    params: list[Param] = []
+    seen: set[str] = set()
+    known_keys = {"name", "type", "label", "default", "help", "min", "max", "choices", "pattern", "max_length"}
+    for index, item in enumerate(data, start=1):
+        where = f"Parameter {index}"
+        if not isinstance(item, dict):
+            raise SchemaError(f"{where} must be an object.")
+        name = item.get("name")
+        if not isinstance(name, str) or not NAME.match(name):
+            raise SchemaError(f"{where}: name must be lower-case letters, digits and _ (starting with a letter).")
+        where = f"Parameter “{name}”"
+        if name in seen or name in {"lab_dir", "job_id"}:
+            raise SchemaError(f"{where} is defined twice or uses a reserved name.")
+        seen.add(name)
+        unknown = set(item) - known_keys
+        if unknown:
+            raise SchemaError(f"{where}: unknown keys {', '.join(sorted(unknown))}.")
+        kind = item.get("type")
+        if kind not in TYPES:
+            raise SchemaError(f"{where}: type must be one of {', '.join(TYPES)}.")
+        if name in RESOURCE_TYPES and kind != RESOURCE_TYPES[name]:
+            raise SchemaError(f"{where} sets a SLURM resource and must have type {RESOURCE_TYPES[name]}.")
+        param = _build(item, name, kind, where)
+        if param.cluster_choices is None:
+            try:
+                param.clean(param.default)
+            except ValueError as exc:
+                raise SchemaError(f"{where}: the default {param.default!r} is invalid: {exc}") from None
+        params.append(param)
+    return params
+
+
+def _build(item: dict, name: str, kind: str, where: str) -> Param:
+    label = item.get("label") or name.replace("_", " ").capitalize()
+    bounds = {}
+    for key in ("min", "max"):
+        value = item.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise SchemaError(f"{where}: {key} must be a number.")
+        bounds[key] = value
+    if bounds["min"] is not None and bounds["max"] is not None and bounds["min"] > bounds["max"]:
+        raise SchemaError(f"{where}: min is greater than max.")
+    choices = item.get("choices") or []
+    if kind == "choice":
+        if not isinstance(choices, list) or not all(isinstance(c, str) and c for c in choices):
+            raise SchemaError(f"{where}: choices must be a list of non-empty strings.")
+        if not choices and name not in CLUSTER_CHOICES:
+            raise SchemaError(f"{where}: a choice needs at least one option.")
+        if any(CONTROL_CHARS.search(c) for c in choices):
+            raise SchemaError(f"{where}: choices may not hold control characters.")
+    pattern = item.get("pattern")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError):
+            raise SchemaError(f"{where}: pattern is not a valid regular expression.") from None
+    max_length = item.get("max_length", DEFAULT_STRING_LENGTH)
+    if not isinstance(max_length, int) or not 1 <= max_length <= MAX_STRING_LENGTH:
+        raise SchemaError(f"{where}: max_length must be between 1 and {MAX_STRING_LENGTH}.")
+    if "default" not in item:
+        raise SchemaError(f"{where} needs a default.")
+    return Param(
+        name=name,
+        type=kind,
+        label=str(label)[:100],
+        default=item["default"],
+        help=str(item.get("help") or "")[:500],
+        min=bounds["min"],
+        max=bounds["max"],
+        choices=tuple(choices),
+        pattern=pattern,
+        max_length=max_length,
+    )
+
+
+def validate_values(
+    schema: list[Param], raw: Mapping[str, Any], *, cluster_choices: Mapping[str, tuple[str, ...]] | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Typed values for every parameter (defaults where absent) and per-field errors."""
+    values: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    names = {p.name for p in schema}
+    for key in raw:
+        if key not in names:
+            errors[key] = "This template has no such parameter."
+    for param in schema:
+        choices = None
+        if param.cluster_choices:
+            choices = tuple((cluster_choices or {}).get(param.name, ()))
+        value = raw.get(param.name, param.default)
+        if param.cluster_choices and param.name not in raw:
+            value = param.default if param.default in (choices or ()) else (choices[0] if choices else None)
+        try:
+            values[param.name] = param.clean(value, choices)
+        except ValueError as exc:
+            errors[param.name] = str(exc)
+    return values, errors
+
+
+def requested_gpus(values: Mapping[str, Any]) -> int:
+    """GPUs a job holds: nodes times GPUs per node (0 when the template asks for none)."""
+    return int(values.get("nodes", 1) or 1) * int(values.get("gpus_per_node", 0) or 0)

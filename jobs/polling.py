@@ -1,0 +1,126 @@
+"""Following jobs: one scheduler call per cluster per cycle, moves applied through the state machine.
+
+A cluster that does not answer changes nothing: jobs keep their last known state until it is back.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from clusters.backends import BackendError, get_backend
+from clusters.backends.base import SchedulerStatus
+from clusters.models import Cluster
+
+from .models import Job
+from .states import ON_SCHEDULER_STATES, TERMINAL_STATES, JobState, transition
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PollReport:
+    cluster: str
+    polled: int = 0
+    moved: int = 0
+    error: str = ""
+    moves: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def clusters_with_active_jobs() -> list[int]:
+    return list(
+        Job.objects.filter(state__in=ON_SCHEDULER_STATES)
+        .exclude(scheduler_id="")
+        .values_list("cluster_id", flat=True)
+        .distinct()
+        .order_by()
+    )
+
+
+def poll_cluster(cluster_id: int) -> PollReport:
+    cluster = Cluster.objects.filter(pk=cluster_id).first()
+    if cluster is None:
+        return PollReport(cluster=str(cluster_id), error="no such cluster")
+    report = PollReport(cluster=cluster.name)
+    jobs = list(
+        Job.objects.filter(cluster=cluster, state__in=ON_SCHEDULER_STATES)
+        .exclude(scheduler_id="")
+        .select_related("template")
+    )
+    report.polled = len(jobs)
+    if not jobs:
+        return report
+    try:
+        statuses = get_backend(cluster).poll([job.scheduler_id for job in jobs])
+    except BackendError as exc:
+        report.error = str(exc)
+        logger.warning("poll %s: %s (no job changes)", cluster.name, exc)
+        return report
+    now = timezone.now()
+    lost_before = now - timedelta(seconds=settings.GPULAB_LOST_AFTER)
+    seen = []
+    for job in jobs:
+        status = statuses.get(job.scheduler_id)
+        if status is None:
+            gone_since = job.last_seen_at or job.submitted_at or job.created_at
+            lost = gone_since < lost_before
+            if lost and transition(job, JobState.LOST, error=_lost_message(cluster), message=_lost_message(cluster)):
+                report.moved += 1
+            continue
+        seen.append(job.pk)
+        if apply_status(job, status):
+            report.moved += 1
+            report.moves.append((str(job.pk), job.scheduler_id, job.state))
+    Job.objects.filter(pk__in=seen).update(last_seen_at=now)
+    return report
+
+
+def _lost_message(cluster) -> str:
+    return (
+        f"The scheduler of {cluster.display_name} no longer knows this job and has no record of how it ended. "
+        "Its output may still be in the job directory."
+    )
+
+
+def apply_status(job: Job, status: SchedulerStatus) -> bool:
+    """Move the job to what the scheduler says; True if it moved. Unchanged jobs cost no write."""
+    fields = {"scheduler_state": status.raw_state[:32], "scheduler_reason": status.reason[:255]}
+    if status.state == job.state:
+        if (job.scheduler_state, job.scheduler_reason) != (fields["scheduler_state"], fields["scheduler_reason"]):
+            Job.objects.filter(pk=job.pk, state=job.state).update(**fields)
+        return False
+    if status.state in TERMINAL_STATES:
+        fields["exit_code"] = status.exit_code
+        fields["finished_at"] = status.finished_at
+        if status.state != JobState.COMPLETED:
+            fields["error"] = _ending_message(job, status)
+    if status.started_at and status.state != JobState.PENDING:
+        fields["started_at"] = job.started_at or status.started_at
+    message = f"The scheduler reports {status.raw_state}" + (f" ({status.reason})" if status.reason else "") + "."
+    return transition(job, status.state, message=message, **fields)
+
+
+def _ending_message(job: Job, status: SchedulerStatus) -> str:
+    if status.state == JobState.TIMED_OUT:
+        limit = job.params.get("time_minutes")
+        return f"The job reached its time limit{f' of {limit} minutes' if limit else ''} and was stopped."
+    if status.state == JobState.CANCELLED:
+        return "The job was cancelled."
+    if status.exit_code is not None:
+        return f"The job ended with exit code {status.exit_code} ({status.raw_state}). The log shows why."
+    return f"The job ended as {status.raw_state}. The log shows why."
+
+
+def stale_submissions() -> list[Job]:
+    """Jobs whose submit message was lost or whose worker died: queued or submitting for too long."""
+    stale_before = timezone.now() - timedelta(seconds=settings.GPULAB_SUBMIT_STALE_AFTER)
+    return list(
+        Job.objects.filter(
+            Q(state=JobState.QUEUED) | Q(state=JobState.SUBMITTING), updated_at__lt=stale_before
+        ).order_by("created_at")[:200]
+    )

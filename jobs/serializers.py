@@ -1,0 +1,57 @@
+from rest_framework import serializers
+
+from clusters.models import Cluster
+
+from .models import Job, JobTemplate
+
+
+class TemplateSerializer(serializers.ModelSerializer):
+    courses = serializers.SlugRelatedField(slug_field="slug", many=True, read_only=True)
+
+    class Meta:
+        model = JobTemplate
+        fields = ["slug", "name", "description", "backend", "status", "parameters", "courses", "max_gpus",
+                  "max_nodes", "max_minutes"]  # fmt: skip
+        read_only_fields = fields
+
+
+class ClusterSerializer(serializers.ModelSerializer):
+    """What students may know of a cluster. Credentials are not model fields here and never will be."""
+
+    class Meta:
+        model = Cluster
+        fields = ["name", "title", "kind", "enabled", "partitions", "gpu_types"]
+        read_only_fields = fields
+
+
+class JobSerializer(serializers.ModelSerializer):
+    template = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    course = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    url = serializers.HyperlinkedIdentityField(view_name="api:job-detail")
+
+    class Meta:
+        model = Job
+        fields = ["id", "url", "state", "template", "cluster", "course", "owner", "params", "gpus", "scheduler_id",
+                  "scheduler_state", "scheduler_reason", "created_at", "submitted_at", "started_at", "finished_at",
+                  "exit_code", "error", "cloned_from", "cancel_requested_at"]  # fmt: skip
+        read_only_fields = fields
+
+
+class JobCreateSerializer(serializers.Serializer):
+    template = serializers.SlugField(help_text="The template's slug.")
+    cluster = serializers.SlugField(help_text="The cluster's name.")
+    course = serializers.SlugField(required=False, help_text="Needed only when the pair is in several of your courses.")
+    params = serializers.DictField(required=False, default=dict, help_text="Parameter values; defaults fill the rest.")
+
+
+class CloneSerializer(serializers.Serializer):
+    cluster = serializers.SlugField(required=False)
+    params = serializers.DictField(required=False, default=dict, help_text="Values that differ from the original.")
+
+
+class LogSerializer(serializers.Serializer):
+    offset = serializers.IntegerField()
+    data = serializers.CharField()
+    eof = serializers.BooleanField()

@@ -1,0 +1,102 @@
+"""The job state machine: which moves exist, and the one function that makes them.
+
+A move is a conditional UPDATE (… WHERE state = <from>) plus a JobEvent in one transaction, so a
+duplicated or retried task finds the row already moved and changes nothing.
+"""
+
+from __future__ import annotations
+
+from django.db import models, transaction
+from django.utils import timezone
+
+
+class JobState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    SUBMITTING = "submitting", "Submitting"
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+    TIMED_OUT = "timed_out", "Timed out"
+    SUBMIT_FAILED = "submit_failed", "Submit failed"
+    LOST = "lost", "Lost"
+
+
+TERMINAL_STATES = frozenset(
+    {
+        JobState.COMPLETED,
+        JobState.FAILED,
+        JobState.CANCELLED,
+        JobState.TIMED_OUT,
+        JobState.SUBMIT_FAILED,
+        JobState.LOST,
+    }
+)
+ACTIVE_STATES = frozenset(set(JobState) - TERMINAL_STATES)
+ON_SCHEDULER_STATES = frozenset({JobState.PENDING, JobState.RUNNING})  # what a poll asks about
+_FINISHED_ON_SCHEDULER = {JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMED_OUT}
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    JobState.QUEUED: frozenset({JobState.SUBMITTING, JobState.CANCELLED, JobState.SUBMIT_FAILED}),
+    JobState.SUBMITTING: frozenset(
+        {JobState.PENDING, JobState.RUNNING, JobState.SUBMIT_FAILED, JobState.CANCELLED} | _FINISHED_ON_SCHEDULER
+    ),
+    JobState.PENDING: frozenset({JobState.RUNNING, JobState.LOST} | _FINISHED_ON_SCHEDULER),
+    JobState.RUNNING: frozenset({JobState.PENDING, JobState.LOST} | _FINISHED_ON_SCHEDULER),  # requeued → pending
+}
+
+
+class EventKind(models.TextChoices):
+    LAUNCH = "launch", "Launched"
+    STATE = "state", "State change"
+    CANCEL = "cancel", "Cancel requested"
+    NOTE = "note", "Note"
+
+
+def can_move(from_state: str, to_state: str) -> bool:
+    return to_state in TRANSITIONS.get(from_state, frozenset())
+
+
+def transition(job, to_state: str, *, actor=None, message: str = "", **fields) -> bool:
+    """Move `job` from the state it holds now to `to_state`; False (and no change) if someone moved it first.
+
+    `fields` are written in the same UPDATE (scheduler_id, exit_code, error, …). On success the instance is
+    updated to match the row.
+    """
+    from .models import Job, JobEvent
+
+    from_state = job.state
+    if not can_move(from_state, to_state):
+        return False
+    now = timezone.now()
+    fields["updated_at"] = now
+    if to_state == JobState.RUNNING and not job.started_at:
+        fields.setdefault("started_at", now)
+    if to_state in {JobState.PENDING, JobState.RUNNING} and from_state == JobState.SUBMITTING:
+        fields.setdefault("submitted_at", now)
+    if to_state in TERMINAL_STATES:
+        fields["finished_at"] = fields.get("finished_at") or now
+    with transaction.atomic():
+        moved = Job.objects.filter(pk=job.pk, state=from_state).update(state=to_state, **fields)
+        if not moved:
+            return False
+        JobEvent.objects.create(
+            job_id=job.pk,
+            actor=actor,
+            kind=EventKind.STATE,
+            from_state=from_state,
+            to_state=to_state,
+            message=message[:2000],
+        )
+    job.state = to_state
+    for name, value in fields.items():
+        setattr(job, name, value)
+    return True
+
+
+def record(job, kind: str, message: str, *, actor=None) -> None:
+    """An event that is not a move: a launch, a cancel request, a retry note."""
+    from .models import JobEvent
+
+    JobEvent.objects.create(job_id=job.pk, actor=actor, kind=kind, from_state=job.state, message=message[:2000])

@@ -1,0 +1,77 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from courses import access
+from jobs.authoring import preview, publish
+from jobs.forms import TemplateForm
+from jobs.models import JobTemplate
+
+
+@login_required
+def template_list(request, course_slug: str):
+    course = access.get_course(request.user, course_slug, teach=True)
+    templates = course.templates.prefetch_related("courses").order_by("status", "name")
+    rows = [(t, access.may_author(request.user, t)) for t in templates]
+    return render(request, "jobs/authoring/list.html", {"course": course, "rows": rows})
+
+
+@login_required
+def template_edit(request, course_slug: str, slug: str | None = None):
+    course = access.get_course(request.user, course_slug, teach=True)
+    template = access.get_authorable_template(request.user, slug) if slug else JobTemplate(created_by=request.user)
+    form = TemplateForm(
+        request.POST or None,
+        instance=template,
+        teaching=access.teaching_courses(request.user),
+        initial={"courses": [course]} if not slug else None,
+    )
+    if request.method == "POST" and form.is_valid():
+        saved = form.save(commit=False)
+        if saved.status == JobTemplate.Status.PUBLISHED:
+            saved.status = JobTemplate.Status.DRAFT  # an edit is re-checked before students see it
+            messages.info(request, "The template went back to draft; publish it again after checking the preview.")
+        saved.save()
+        form.save_m2m()
+        messages.success(request, f"Saved “{saved.name}”.")
+        return redirect("jobs:template_edit", course_slug=course.slug, slug=saved.slug)
+    checked = preview(template.body, template.parameters) if template.pk else None
+    context = {"course": course, "template": template, "form": form, "preview": checked}
+    return render(request, "jobs/authoring/edit.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def template_preview(request, course_slug: str):
+    """htmx: render what is in the editor now, without saving."""
+    course = access.get_course(request.user, course_slug, teach=True)
+    form = TemplateForm(request.POST, teaching=access.teaching_courses(request.user))
+    form.is_valid()
+    if "parameters" in form.errors:
+        result = None
+        errors = form.errors["parameters"]
+    else:
+        result = preview(request.POST.get("body", ""), form.cleaned_data.get("parameters", []), course.clusters.first())
+        errors = result.errors
+    return render(request, "jobs/authoring/_preview.html", {"preview": result, "errors": errors})
+
+
+@login_required
+@require_POST
+def template_publish(request, course_slug: str, slug: str):
+    course = access.get_course(request.user, course_slug, teach=True)
+    template = access.get_authorable_template(request.user, slug)
+    if course not in template.courses.all():
+        raise Http404("No such template.")
+    if request.POST.get("action") == "unpublish":
+        JobTemplate.objects.filter(pk=template.pk).update(status=JobTemplate.Status.DRAFT)
+        messages.info(request, f"“{template.name}” is a draft again; students no longer see it.")
+    else:
+        result = publish(template)
+        if result.ok:
+            messages.success(request, f"Published “{template.name}”.")
+        else:
+            messages.error(request, "Not published: " + " ".join(result.errors))
+    return redirect("jobs:template_edit", course_slug=course.slug, slug=template.slug)

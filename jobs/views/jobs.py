@@ -1,0 +1,66 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from clusters.backends import BackendError
+from courses import access
+from jobs.cancellation import CancelRefused, request_cancel
+from jobs.logs import read_log
+from jobs.models import Job
+
+
+def _list_queryset(queryset):
+    return queryset.select_related("template", "cluster", "course", "owner").order_by("-created_at")
+
+
+@login_required
+def my_jobs(request):
+    jobs = _list_queryset(Job.objects.filter(owner=request.user))
+    page = Paginator(jobs, 50).get_page(request.GET.get("page"))
+    template = "jobs/_job_rows.html" if request.headers.get("HX-Request") else "jobs/my_jobs.html"
+    return render(request, template, {"page": page, "jobs": page.object_list, "show_owner": False})
+
+
+@login_required
+def detail(request, job_id):
+    job = access.get_job(request.user, job_id)
+    events = job.events.select_related("actor")
+    return render(request, "jobs/detail.html", {"job": job, "events": events})
+
+
+@login_required
+def status(request, job_id):
+    """The job's state panel, refreshed by htmx while the job is not finished."""
+    job = access.get_job(request.user, job_id)
+    return render(request, "jobs/_status.html", {"job": job})
+
+
+@login_required
+def log(request, job_id):
+    """The next piece of the log from ?offset=N; htmx appends it and asks again from the new offset."""
+    job = access.get_job(request.user, job_id)
+    try:
+        offset = max(0, int(request.GET.get("offset", 0)))
+    except ValueError:
+        offset = 0
+    error = ""
+    try:
+        chunk = read_log(job, offset)
+    except BackendError as exc:
+        chunk, error = None, str(exc)
+    context = {"job": job, "chunk": chunk, "offset": chunk.offset if chunk else offset, "error": error}
+    context["done"] = job.is_terminal and chunk is not None and chunk.eof
+    return render(request, "jobs/_log.html", context)
+
+
+@login_required
+@require_POST
+def cancel(request, job_id):
+    job = access.get_job(request.user, job_id)
+    try:
+        messages.info(request, request_cancel(request.user, job))
+    except CancelRefused as exc:
+        messages.warning(request, str(exc))
+    return redirect(job)

@@ -1,0 +1,52 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+
+from courses import access
+from jobs.forms import LaunchForm
+from jobs.launch import LaunchInvalid, launch
+
+
+@login_required
+def launch_form(request, course_slug: str, template_slug: str):
+    course = access.get_course(request.user, course_slug)
+    template = get_object_or_404(access.launchable_templates(request.user, course), slug=template_slug)
+    clusters = access.launchable_clusters(request.user, course, template)
+    source = access.get_job(request.user, request.GET["from"]) if request.GET.get("from") else None
+    initial = {}
+    if source is not None:
+        initial = {**LaunchForm.initial_from(source.params), "cluster": source.cluster_id}
+    form = LaunchForm(request.POST or None, template=template, clusters=clusters, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            job = launch(
+                request.user,
+                course=course,
+                template=template,
+                cluster=form.cleaned_data["cluster"],
+                raw_params=form.param_values(),
+                cloned_from=source,
+            )
+        except LaunchInvalid as exc:
+            form.add_param_errors(exc.errors)
+        except access.LaunchRefused as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Launched {template.name}. It is queued for {job.cluster.display_name}.")
+            return redirect(job)
+    context = {
+        "course": course,
+        "template": template,
+        "form": form,
+        "source": source,
+        "has_clusters": clusters.exists(),
+    }
+    return render(request, "jobs/launch.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+def clone(request, job_id):
+    """Clone and edit: the launch form, filled with the job's values."""
+    job = access.get_job(request.user, job_id)
+    url = redirect("jobs:launch", course_slug=job.course.slug, template_slug=job.template.slug).url
+    return redirect(f"{url}?from={job.pk}")

@@ -1,0 +1,80 @@
+"""Reading settings from the environment. Every secret may also come from a file: NAME_FILE=/run/secrets/..."""
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+def env_str(name: str, default: str = "") -> str:
+    file_path = os.environ.get(f"{name}_FILE")
+    if file_path:
+        try:
+            return Path(file_path).read_text().strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"{name}_FILE={file_path} cannot be read: {exc.strerror}") from exc
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = env_str(name, "")
+    if not value:
+        return default
+    if value.lower() in {"1", "true", "yes", "on"}:
+        return True
+    if value.lower() in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={value!r} is not a boolean; use 1 or 0.")
+
+
+def env_int(name: str, default: int) -> int:
+    value = env_str(name, "")
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an integer.") from exc
+
+
+def env_float(name: str, default: float) -> float:
+    value = env_str(name, "")
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number.") from exc
+
+
+def env_list(name: str, default: list[str] | None = None) -> list[str]:
+    value = env_str(name, "")
+    if not value:
+        return list(default or [])
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def database_from_url(url: str, *, sqlite_default: Path) -> dict:
+    """The DATABASES['default'] entry for a postgres:// or sqlite:/// URL (SQLite file when the URL is empty)."""
+    if not url:
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(sqlite_default)}
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite":
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": unquote(parsed.path) or str(sqlite_default)}
+    if parsed.scheme in {"postgres", "postgresql"}:
+        options = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": unquote(parsed.path.lstrip("/")),
+            "USER": unquote(parsed.username or ""),
+            "PASSWORD": unquote(parsed.password or ""),
+            "HOST": parsed.hostname or "",
+            "PORT": str(parsed.port or ""),
+            "CONN_MAX_AGE": 60,
+            "CONN_HEALTH_CHECKS": True,
+            "OPTIONS": options,
+        }
+    raise ImproperlyConfigured(
+        f"DATABASE_URL scheme {parsed.scheme!r} is not supported; use postgres:// or sqlite:///."
+    )

@@ -1,0 +1,188 @@
+"""Settings, all from the environment (see README "Configuration"). DEBUG is off unless asked for."""
+
+from pathlib import Path
+
+from cryptography.fernet import Fernet
+from django.core.exceptions import ImproperlyConfigured
+
+from .env import database_from_url, env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", False)
+
+# Development-only fallbacks; with DEBUG off the portal refuses to start on them.
+_DEV_SECRET_KEY = "dev-only-insecure-secret-key-never-use-in-production-0123456789"  # noqa: S105
+_DEV_CREDENTIAL_KEY = "ZGV2LW9ubHktaW5zZWN1cmUtY3JlZGVudGlhbC1rZXk="
+
+SECRET_KEY = env_str("SECRET_KEY", _DEV_SECRET_KEY if DEBUG else "")
+# Fernet keys for cluster credentials, newest first; older keys still decrypt (see `manage.py rotate_credentials`).
+CREDENTIAL_KEYS = env_list("CREDENTIAL_KEYS", [_DEV_CREDENTIAL_KEY] if DEBUG else [])
+
+if not DEBUG:
+    if len(SECRET_KEY) < 40 or SECRET_KEY == _DEV_SECRET_KEY or SECRET_KEY.startswith("django-insecure"):
+        raise ImproperlyConfigured(
+            "SECRET_KEY is missing or too weak. Set SECRET_KEY (or SECRET_KEY_FILE) to 50 random characters, "
+            "e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))'."
+        )
+    if not CREDENTIAL_KEYS or _DEV_CREDENTIAL_KEY in CREDENTIAL_KEYS:
+        raise ImproperlyConfigured(
+            "CREDENTIAL_KEYS is missing. Set CREDENTIAL_KEYS (or CREDENTIAL_KEYS_FILE) to one or more Fernet keys, "
+            "comma-separated, newest first: python -c 'from cryptography.fernet import Fernet; "
+            "print(Fernet.generate_key().decode())'."
+        )
+for _key in CREDENTIAL_KEYS:
+    try:
+        Fernet(_key)
+    except ValueError as exc:
+        raise ImproperlyConfigured("CREDENTIAL_KEYS holds a value that is not a Fernet key.") from exc
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "courses",
+    "clusters",
+    "jobs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+ASGI_APPLICATION = "portal.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "courses.context_processors.teaching",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": database_from_url(env_str("DATABASE_URL"), sqlite_default=DATA_DIR / "portal.sqlite3")}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "jobs:catalog"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG
+
+# Behind TLS (a reverse proxy that sets X-Forwarded-Proto), set HTTPS=1.
+if env_bool("HTTPS", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 3600)
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+    "DEFAULT_THROTTLE_RATES": {"token": "30/minute"},
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "GPU Lab Portal API",
+    "DESCRIPTION": "Launch and follow lab jobs on the course's SLURM and Kubernetes clusters.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# Celery: the job row is the record; a task message may come twice and must change nothing the second time.
+CELERY_BROKER_URL = REDIS_URL
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 600)}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# How the portal follows jobs.
+GPULAB_POLL_INTERVAL = env_float("POLL_INTERVAL_SECONDS", 5.0)
+GPULAB_SUBMIT_STALE_AFTER = env_int("SUBMIT_STALE_AFTER_SECONDS", 120)  # a submit this old with no answer is retried
+GPULAB_SUBMIT_RETRIES = env_int("SUBMIT_RETRIES", 3)  # transient failures (unreachable host) before submit_failed
+GPULAB_SUBMIT_RETRY_DELAY = env_float("SUBMIT_RETRY_DELAY_SECONDS", 10.0)
+GPULAB_LOST_AFTER = env_int("LOST_AFTER_SECONDS", 900)  # gone from the scheduler this long → lost
+GPULAB_SSH_CONNECT_TIMEOUT = env_float("SSH_CONNECT_TIMEOUT_SECONDS", 10.0)
+GPULAB_SSH_COMMAND_TIMEOUT = env_float("SSH_COMMAND_TIMEOUT_SECONDS", 30.0)
+GPULAB_LOG_CHUNK_BYTES = env_int("LOG_CHUNK_BYTES", 64 * 1024)
+GPULAB_LAB_FILES_DIR = Path(env_str("LAB_FILES_DIR", str(BASE_DIR / "workloads")))
+# Named pauses that widen race windows in fault-injection tests (see portal/failpoints.py); empty in production.
+GPULAB_FAILPOINTS = env_str("FAILPOINTS", "")
+
+CELERY_BEAT_SCHEDULE = {
+    "poll-clusters": {"task": "workers.tasks.poll_clusters", "schedule": GPULAB_POLL_INTERVAL},
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"paramiko": {"level": "WARNING"}},
+}

@@ -1,0 +1,17 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from clusters import views as cluster_views
+
+urlpatterns = [
+    path("", include("jobs.urls")),
+    path("courses/", include("courses.urls")),
+    path("profile/", cluster_views.profile, name="profile"),
+    path("profile/token/", cluster_views.new_token, name="new_token"),
+    path("profile/accounts/<int:account_id>/remove/", cluster_views.remove_account, name="remove_account"),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/v1/", include("portal.api_urls")),
+    path("admin/", admin.site.urls),
+]

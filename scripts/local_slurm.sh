@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# A single-node SLURM cluster on this machine, reached through its own sshd on 127.0.0.1.
+# Shared by `make demo` and `make test`; run as root.
+#
+#   scripts/local_slurm.sh install   apt packages (munge, slurm-wlm, openssh-server)
+#   scripts/local_slurm.sh start     write configs, create the lab users and keys, start munged/slurmctld/slurmd/sshd
+#   scripts/local_slurm.sh stop      stop the daemons (configs and keys stay)
+#   scripts/local_slurm.sh status    sinfo as the lab user
+#
+# After `start`, $GPULAB_LOCAL_DIR/cluster.env describes how to reach the cluster (host, port, users, key paths,
+# pinned host key). Nothing listens on anything but loopback.
+set -euo pipefail
+
+LOCAL_DIR=${GPULAB_LOCAL_DIR:-/var/lib/gpulab-local}
+SSH_PORT=${GPULAB_SSH_PORT:-2222}
+SLURMCTLD_PORT=${GPULAB_SLURMCTLD_PORT:-6817}
+SLURMD_PORT=${GPULAB_SLURMD_PORT:-6818}
+SERVICE_USER=${GPULAB_SERVICE_USER:-labsvc}    # the cluster's service account
+PERSONAL_USER=${GPULAB_PERSONAL_USER:-labstudent}  # a student's own cluster account
+PERSONAL_PASSWORD=${GPULAB_PERSONAL_PASSWORD:-labstudent-pass}
+NODE=$(hostname -s)
+SLURM_ETC=/etc/slurm
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+log() { printf '[local-slurm] %s\n' "$*"; }
+
+install_packages() {
+  if command -v slurmctld >/dev/null && command -v munged >/dev/null && command -v sshd >/dev/null; then
+    return
+  fi
+  log "installing munge, slurm-wlm and openssh-server"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    munge slurm-wlm openssh-server openssh-client procps
+}
+
+ensure_user() {
+  local user=$1
+  id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
+  # A new account is locked ("!"), which sshd without PAM refuses even for keys; "*" means "no password".
+  if [ "$(getent shadow "$user" | cut -d: -f2)" = "!" ]; then usermod -p '*' "$user"; fi
+}
+
+ensure_key() {
+  local user=$1 key="$LOCAL_DIR/keys/$1"
+  local home
+  home=$(getent passwd "$user" | cut -d: -f6)
+  mkdir -p "$LOCAL_DIR/keys"
+  [ -f "$key" ] || ssh-keygen -q -t ed25519 -N '' -C "gpulab-$user" -f "$key"
+  install -d -m 700 -o "$user" -g "$user" "$home/.ssh"
+  install -m 600 -o "$user" -g "$user" "$key.pub" "$home/.ssh/authorized_keys"
+}
+
+write_slurm_conf() {
+  mkdir -p "$SLURM_ETC" "$LOCAL_DIR"/{slurmctld,slurmd,log,gpu}
+  # Placeholder device files: slurmd counts GPUs from File=, not from Count= alone.
+  for i in 0 1 2 3; do : >"$LOCAL_DIR/gpu/nvidia$i"; done
+  cat >"$SLURM_ETC/slurm.conf" <<EOF
+# Written by scripts/local_slurm.sh: a single-node teaching cluster on loopback.
+ClusterName=gpulab
+SlurmctldHost=$NODE(127.0.0.1)
+SlurmctldPort=$SLURMCTLD_PORT
+SlurmdPort=$SLURMD_PORT
+SlurmUser=root
+AuthType=auth/munge
+StateSaveLocation=$LOCAL_DIR/slurmctld
+SlurmdSpoolDir=$LOCAL_DIR/slurmd
+SlurmctldPidFile=$LOCAL_DIR/slurmctld.pid
+SlurmdPidFile=$LOCAL_DIR/slurmd.pid
+SlurmctldLogFile=$LOCAL_DIR/log/slurmctld.log
+SlurmdLogFile=$LOCAL_DIR/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+GresTypes=gpu
+MpiDefault=none
+ReturnToService=2
+SlurmdParameters=config_overrides
+MinJobAge=600
+MaxJobCount=20000
+KillWait=2
+InactiveLimit=0
+Waittime=0
+MessageTimeout=10
+SlurmctldTimeout=30
+SlurmdTimeout=60
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=16 RealMemory=16000 Gres=gpu:demo:4 State=UNKNOWN
+PartitionName=debug Nodes=$NODE Default=YES MaxTime=60 State=UP
+PartitionName=gpu Nodes=$NODE MaxTime=120 State=UP
+EOF
+  cat >"$SLURM_ETC/gres.conf" <<EOF
+NodeName=$NODE Name=gpu Type=demo File=$LOCAL_DIR/gpu/nvidia[0-3]
+EOF
+}
+
+write_sshd_conf() {
+  mkdir -p "$LOCAL_DIR/ssh" /run/sshd
+  [ -f "$LOCAL_DIR/ssh/host_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -f "$LOCAL_DIR/ssh/host_ed25519"
+  cat >"$LOCAL_DIR/ssh/sshd_config" <<EOF
+# Written by scripts/local_slurm.sh: the lab's login node, loopback only.
+Port $SSH_PORT
+ListenAddress 127.0.0.1
+HostKey $LOCAL_DIR/ssh/host_ed25519
+PidFile $LOCAL_DIR/ssh/sshd.pid
+PermitRootLogin no
+PubkeyAuthentication yes
+PasswordAuthentication yes
+KbdInteractiveAuthentication no
+UsePAM no
+AllowUsers $SERVICE_USER $PERSONAL_USER
+MaxSessions 64
+MaxStartups 64:30:128
+LogLevel INFO
+Subsystem sftp internal-sftp
+EOF
+}
+
+install_gpu_fixture() {
+  # No GPU on this machine: a stand-in nvidia-smi on the lab users' PATH so the GPU-check template runs.
+  install -m 755 "$HERE/fixtures/nvidia-smi" /usr/local/bin/nvidia-smi
+}
+
+write_env() {
+  local host_key
+  host_key=$(cut -d' ' -f1,2 "$LOCAL_DIR/ssh/host_ed25519.pub")
+  cat >"$LOCAL_DIR/cluster.env" <<EOF
+GPULAB_SSH_HOST=127.0.0.1
+GPULAB_SSH_PORT=$SSH_PORT
+GPULAB_SERVICE_USER=$SERVICE_USER
+GPULAB_SERVICE_KEY=$LOCAL_DIR/keys/$SERVICE_USER
+GPULAB_PERSONAL_USER=$PERSONAL_USER
+GPULAB_PERSONAL_KEY=$LOCAL_DIR/keys/$PERSONAL_USER
+GPULAB_PERSONAL_PASSWORD=$PERSONAL_PASSWORD
+GPULAB_HOST_KEY="$host_key"
+GPULAB_SLURM_LOG_DIR=$LOCAL_DIR/log
+EOF
+}
+
+is_running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+start() {
+  install_packages
+  ensure_user "$SERVICE_USER"
+  ensure_user "$PERSONAL_USER"
+  echo "$PERSONAL_USER:$PERSONAL_PASSWORD" | chpasswd
+  ensure_key "$SERVICE_USER"
+  ensure_key "$PERSONAL_USER"
+  write_slurm_conf
+  write_sshd_conf
+  install_gpu_fixture
+
+  mkdir -p /run/munge /var/log/munge /var/lib/munge
+  chown munge:munge /run/munge /var/log/munge /var/lib/munge
+  [ -s /etc/munge/munge.key ] || mungekey --create --keyfile /etc/munge/munge.key
+  chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key
+  pgrep -x munged >/dev/null || runuser -u munge -- /usr/sbin/munged
+
+  is_running "$LOCAL_DIR/slurmctld.pid" || slurmctld
+  is_running "$LOCAL_DIR/slurmd.pid" || slurmd
+  is_running "$LOCAL_DIR/ssh/sshd.pid" || /usr/sbin/sshd -f "$LOCAL_DIR/ssh/sshd_config" -E "$LOCAL_DIR/log/sshd.log"
+
+  write_env
+  wait_ready
+  log "ready: ssh -p $SSH_PORT -i $LOCAL_DIR/keys/$SERVICE_USER $SERVICE_USER@127.0.0.1"
+}
+
+wait_ready() {
+  for _ in $(seq 1 60); do
+    if sinfo --noheader --states=idle,mixed,allocated --format=%n 2>/dev/null | grep -q .; then
+      return 0
+    fi
+    scontrol update nodename="$NODE" state=resume >/dev/null 2>&1 || true
+    sleep 1
+  done
+  log "the node did not come up; last lines of the logs:"
+  tail -n 20 "$LOCAL_DIR"/log/slurm*.log >&2 || true
+  return 1
+}
+
+stop() {
+  for pidfile in "$LOCAL_DIR/ssh/sshd.pid" "$LOCAL_DIR/slurmd.pid" "$LOCAL_DIR/slurmctld.pid"; do
+    if is_running "$pidfile"; then kill "$(cat "$pidfile")" || true; fi
+  done
+  log "stopped sshd, slurmd and slurmctld (munged left running)"
+}
+
+case "${1:-}" in
+  install) install_packages ;;
+  start) start ;;
+  stop) stop ;;
+  status) runuser -u "$SERVICE_USER" -- sinfo ;;
+  *) echo "usage: $0 install|start|stop|status" >&2; exit 2 ;;
+esac

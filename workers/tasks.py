@@ -1,0 +1,53 @@
+"""Celery tasks. Thin: they take ids and call the apps' services, which re-read the rows."""
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+from django.core.cache import cache
+
+from clusters.backends import BackendError
+from jobs import cancellation, polling, submission
+from jobs.states import JobState
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(bind=True, max_retries=None)
+def submit_job(self, job_id: str) -> str:
+    outcome = submission.submit(job_id)
+    if outcome is submission.Outcome.RETRY:
+        attempts = submission.Job.objects.filter(pk=job_id).values_list("submit_attempts", flat=True).first() or 1
+        raise self.retry(countdown=submission.retry_delay(attempts))
+    return outcome.value
+
+
+@shared_task(autoretry_for=(BackendError,), retry_backoff=5, max_retries=5)
+def cancel_job(job_id: str) -> None:
+    cancellation.cancel_on_cluster(job_id)
+
+
+@shared_task
+def poll_cluster(cluster_id: int) -> dict:
+    # One poll per cluster at a time: a slow cycle is not overlapped by the next one.
+    lock_key = f"gpulab:poll:{cluster_id}"
+    if not cache.add(lock_key, "1", timeout=max(60, int(settings.GPULAB_POLL_INTERVAL * 10))):
+        return {"skipped": True}
+    try:
+        report = polling.poll_cluster(cluster_id)
+    finally:
+        cache.delete(lock_key)
+    return {"cluster": report.cluster, "polled": report.polled, "moved": report.moved, "error": report.error}
+
+
+@shared_task
+def poll_clusters() -> None:
+    """The beat task: one poll per cluster with jobs on its scheduler, and a sweep for stuck submissions."""
+    for cluster_id in polling.clusters_with_active_jobs():
+        poll_cluster.delay(cluster_id)
+    for job in polling.stale_submissions():
+        if job.state == JobState.SUBMITTING and job.submit_attempts > settings.GPULAB_SUBMIT_RETRIES + 1:
+            submission.give_up_on_stale(job)
+        else:
+            logger.info("resubmitting stale job %s (%s)", job.pk, job.state)
+            submit_job.delay(str(job.pk))
