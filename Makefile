@@ -1,0 +1,33 @@
+# GPU Lab Portal. On a fresh Debian/Ubuntu machine, as root:
+#   make demo   start the whole lab on this machine and print the URL and demo logins
+#   make test   install what the tests need, start the real services, run every check and test
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test venv lint unit stop-demo
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt requirements-test.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV); }
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-test.txt
+	touch $@
+
+demo:
+	bash scripts/demo.sh
+
+stop-demo:
+	bash scripts/demo.sh stop
+
+test:
+	bash scripts/test.sh
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+# Unit tests only: no services needed (SQLite, in-memory broker).
+unit: venv
+	$(VENV)/bin/pytest -m "not integration and not browser"

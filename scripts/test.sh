@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `make test`: install what the tests need, start the real services on 127.0.0.1, run lint, checks and tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GPULAB_LOCAL_DIR=${GPULAB_LOCAL_DIR:-/var/lib/gpulab-local}
+
+if [ "$(id -u)" != 0 ]; then echo "make test runs as root (it installs packages and starts daemons)." >&2; exit 1; fi
+
+need=()
+command -v slurmctld >/dev/null || need+=(slurm-wlm munge)
+command -v sshd >/dev/null || need+=(openssh-server openssh-client)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v chromium >/dev/null || need+=(chromium)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "[test] installing ${need[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" procps
+fi
+
+make -s venv
+
+bash scripts/services.sh start
+bash scripts/local_slurm.sh start
+cleanup() { bash scripts/local_slurm.sh stop || true; bash scripts/services.sh stop || true; }
+trap cleanup EXIT
+
+set -a
+# shellcheck disable=SC1091
+. "$GPULAB_LOCAL_DIR/services.env"
+# shellcheck disable=SC1091
+. "$GPULAB_LOCAL_DIR/cluster.env"
+set +a
+export GPULAB_REQUIRE_SERVICES=1 DJANGO_SETTINGS_MODULE=tests.settings
+
+echo "[test] lint and checks"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/python manage.py check
+.venv/bin/python manage.py makemigrations --check --dry-run
+
+echo "[test] pytest"
+.venv/bin/pytest "$@"

@@ -1,0 +1,160 @@
+"""Standard actors (an admin, an instructor, two students in one course, one student in another) and helpers."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from clusters.models import AuthMethod, Cluster, ClusterAccount
+from courses.models import Course, Enrollment, Role
+from jobs.models import JobTemplate
+
+PASSWORD = "correct-horse-battery-staple"
+
+SLEEP_TEMPLATE_BODY = """\
+echo "start on $(hostname)"
+sleep {{ seconds }}
+printf '%s\\n' {{ message }}
+echo done
+exit {{ exit_code }}
+"""
+
+SLEEP_TEMPLATE_PARAMS = [
+    {"name": "partition", "type": "choice", "label": "Partition", "default": "debug"},
+    {"name": "time_minutes", "type": "int", "label": "Time", "default": 5, "min": 1, "max": 10},
+    {"name": "gpus_per_node", "type": "int", "label": "GPUs", "default": 0, "min": 0, "max": 4},
+    {"name": "seconds", "type": "int", "label": "Seconds", "default": 1, "min": 0, "max": 600},
+    {"name": "exit_code", "type": "int", "label": "Exit code", "default": 0, "min": 0, "max": 255},
+    {"name": "message", "type": "string", "label": "Message", "default": "hello", "max_length": 200},
+]
+
+
+@pytest.fixture
+def make_user(db):
+    def make(username: str, **extra):
+        return get_user_model().objects.create_user(username=username, password=PASSWORD, **extra)
+
+    return make
+
+
+@pytest.fixture
+def admin_user(make_user):
+    return make_user("ada", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def course(db):
+    return Course.objects.create(slug="hpc", name="HPC Lab", max_concurrent_jobs=4, max_gpus=4)
+
+
+@pytest.fixture
+def other_course(db):
+    return Course.objects.create(slug="ml", name="ML Lab")
+
+
+@pytest.fixture
+def instructor(make_user, course):
+    user = make_user("ines")
+    Enrollment.objects.create(course=course, user=user, role=Role.INSTRUCTOR)
+    return user
+
+
+@pytest.fixture
+def alice(make_user, course):
+    user = make_user("alice")
+    Enrollment.objects.create(course=course, user=user, role=Role.STUDENT)
+    return user
+
+
+@pytest.fixture
+def bob(make_user, course):
+    user = make_user("bob")
+    Enrollment.objects.create(course=course, user=user, role=Role.STUDENT)
+    return user
+
+
+@pytest.fixture
+def carol(make_user, other_course):
+    """A student of another course."""
+    user = make_user("carol")
+    Enrollment.objects.create(course=other_course, user=user, role=Role.STUDENT)
+    return user
+
+
+@pytest.fixture
+def cluster(db, course):
+    """A cluster row (not reachable unless a test points it at the local SLURM)."""
+    cluster = Cluster.objects.create(
+        name="local",
+        title="Local SLURM",
+        host="127.0.0.1",
+        port=2222,
+        partitions=["debug", "gpu"],
+        gpu_types=["demo"],
+        lab_dir="~/gpulab-test",
+    )
+    account = ClusterAccount(cluster=cluster, username="labsvc", auth_method=AuthMethod.PASSWORD)
+    account.set_secret("not-a-real-password")
+    account.save()
+    course.clusters.add(cluster)
+    return cluster
+
+
+@pytest.fixture
+def sleep_template(db, course):
+    template = JobTemplate.objects.create(
+        name="Sleep and echo",
+        slug="sleep-echo",
+        description="Sleeps, prints a message, exits with a code.",
+        body=SLEEP_TEMPLATE_BODY,
+        parameters=SLEEP_TEMPLATE_PARAMS,
+        status=JobTemplate.Status.PUBLISHED,
+        max_gpus=4,
+        max_minutes=10,
+    )
+    template.courses.add(course)
+    return template
+
+
+@pytest.fixture
+def api_for():
+    def client_for(user) -> APIClient:
+        client = APIClient()
+        token, _ = Token.objects.get_or_create(user=user)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        return client
+
+    return client_for
+
+
+@pytest.fixture
+def login(client):
+    def as_user(user):
+        client.force_login(user)
+        return client
+
+    return as_user
+
+
+@pytest.fixture
+def fake_backend(monkeypatch):
+    """Routes every slurm cluster to tests.fakes.FakeBackend (unit tests only)."""
+    from clusters.backends import BACKENDS
+    from tests.fakes import FakeBackend
+
+    FakeBackend.reset()
+    monkeypatch.setitem(BACKENDS, "slurm", "tests.fakes.FakeBackend")
+    return FakeBackend
+
+
+@pytest.fixture
+def make_job(db, cluster, sleep_template, course):
+    """A job created through the real launch service (its submit message is not sent: no commit in `db` tests)."""
+    from jobs.launch import launch
+
+    def make(owner, **params):
+        return launch(owner, course=course, template=sleep_template, cluster=cluster, raw_params=params)
+
+    return make

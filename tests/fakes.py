@@ -1,0 +1,65 @@
+"""A fake at the backend interface, for unit tests of the jobs app. It is not SLURM and no test says it is."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+
+from clusters.backends.base import (
+    ClusterBackend,
+    ClusterUnreachable,
+    ConnectionReport,
+    LogChunk,
+    SchedulerStatus,
+    SubmitRequest,
+)
+
+
+class FakeBackend(ClusterBackend):
+    kind = "slurm"
+    submitted: dict[str, uuid.UUID] = {}  # scheduler id → portal job id
+    statuses: dict[str, SchedulerStatus] = {}
+    logs: dict[uuid.UUID, str] = {}
+    poll_calls: list[list[str]] = []
+    cancelled: list[str] = []
+    down = False
+    _ids = itertools.count(1000)
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.submitted, cls.statuses, cls.logs, cls.poll_calls, cls.cancelled = {}, {}, {}, [], []
+        cls.down = False
+
+    def _check(self) -> None:
+        if FakeBackend.down:
+            raise ClusterUnreachable("The fake cluster is down.")
+
+    def submit(self, request: SubmitRequest) -> str:
+        self._check()
+        scheduler_id = str(next(self._ids))
+        FakeBackend.submitted[scheduler_id] = request.job_id
+        return scheduler_id
+
+    def find_submitted(self, job_id):
+        self._check()
+        return next((sid for sid, jid in FakeBackend.submitted.items() if jid == job_id), None)
+
+    def poll(self, scheduler_ids):
+        self._check()
+        FakeBackend.poll_calls.append(list(scheduler_ids))
+        return {sid: FakeBackend.statuses[sid] for sid in scheduler_ids if sid in FakeBackend.statuses}
+
+    def cancel(self, scheduler_id):
+        self._check()
+        FakeBackend.cancelled.append(scheduler_id)
+
+    def read_log(self, job_id, offset, limit):
+        data = FakeBackend.logs.get(job_id, "").encode()
+        chunk = data[offset : offset + limit]
+        return LogChunk(offset=offset + len(chunk), data=chunk.decode(), eof=offset + len(chunk) >= len(data))
+
+    def test_connection(self):
+        return ConnectionReport(ok=True, lines=["fake"])
+
+    def stage_lab_files(self, source):
+        return 0

@@ -1,0 +1,23 @@
+"""Settings for the test suite: the real settings module, fed test-only keys.
+
+DEBUG stays off, as in production. Without REDIS_URL (a quick unit run) the cache and broker live in memory;
+`make test` starts PostgreSQL and Redis and exports DATABASE_URL and REDIS_URL, and then those are used.
+"""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-" + "k" * 40)
+# A fixed test key, and an older one to prove rotation works.
+os.environ.setdefault("CREDENTIAL_KEYS", "dGVzdHMtb25seS1jcmVkZW50aWFsLWtleS0wMDAwMDE=")
+os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost,127.0.0.1")
+
+from portal.settings import *  # noqa: E402, F403
+
+if not os.environ.get("REDIS_URL"):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    CELERY_BROKER_URL = "memory://"
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}  # noqa: F405
+WHITENOISE_USE_FINDERS = True
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"token": "1000/minute"}  # noqa: F405

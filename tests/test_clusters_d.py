@@ -1,0 +1,55 @@
+"""Clusters from clusters.d YAML: secrets by reference only."""
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from clusters.models import Cluster
+
+pytestmark = pytest.mark.django_db
+
+GOOD = """
+v2:
+  metadata: {title: Campus GPU}
+  login: {host: 127.0.0.1, port: 2222, host_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKkSOjxxdLDyrd3Dp0Zz0UhCwDcJsGjuD5iKkk5w8Okt"}
+  job: {adapter: slurm, partitions: [debug, gpu], gpu_types: [demo]}
+  gpulab:
+    lab_dir: ~/lab
+    preamble: "module load cuda"
+    courses: [hpc]
+    service_account: {username: labsvc, password_env: CAMPUS_PASSWORD}
+"""
+
+
+def test_sync_creates_cluster_account_and_course_link(tmp_path, course, monkeypatch):
+    monkeypatch.setenv("CAMPUS_PASSWORD", "from-the-environment")
+    (tmp_path / "campus.yml").write_text(GOOD)
+    call_command("sync_clusters", str(tmp_path))
+    cluster = Cluster.objects.get(name="campus")
+    assert cluster.title == "Campus GPU" and cluster.partitions == ["debug", "gpu"] and cluster.port == 2222
+    assert cluster.host_key.startswith("ssh-ed25519 AAAA") and cluster.host_key_pinned_at
+    assert cluster.service_account().secret() == "from-the-environment"
+    assert list(course.clusters.all()) == [cluster]
+    call_command("sync_clusters", str(tmp_path))  # idempotent
+    assert Cluster.objects.count() == 1 and cluster.credential_events.filter(action="set").count() == 1
+
+
+def test_inline_secret_is_refused(tmp_path, course):
+    (tmp_path / "campus.yml").write_text(GOOD.replace("password_env: CAMPUS_PASSWORD", "password: hunter2"))
+    with pytest.raises(CommandError):
+        call_command("sync_clusters", str(tmp_path))
+    assert not Cluster.objects.exists()
+
+
+def test_secret_file_reference(tmp_path, course):
+    secret = tmp_path / "secret"
+    secret.write_text("from-a-file")
+    (tmp_path / "campus.yml").write_text(GOOD.replace("password_env: CAMPUS_PASSWORD", f"password_file: {secret}"))
+    call_command("sync_clusters", str(tmp_path))
+    assert Cluster.objects.get().service_account().secret() == "from-a-file"
+
+
+def test_errors_name_the_file(tmp_path, capsys):
+    (tmp_path / "bad.yml").write_text("v2: {login: {}}")
+    with pytest.raises(CommandError):
+        call_command("sync_clusters", str(tmp_path))
+    assert "bad.yml: login.host is required" in capsys.readouterr().err

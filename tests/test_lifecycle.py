@@ -1,0 +1,156 @@
+"""State machine, submission, polling and cancelling, with a fake at the backend interface."""
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from clusters.backends.base import SchedulerStatus
+from jobs import polling, submission
+from jobs.cancellation import cancel_on_cluster, request_cancel
+from jobs.models import Job
+from jobs.states import JobState, can_move, transition
+
+pytestmark = pytest.mark.django_db
+
+
+def test_transition_is_conditional_and_audited(make_job, alice):
+    job = make_job(alice)
+    stale_copy = Job.objects.get(pk=job.pk)
+    assert transition(job, JobState.SUBMITTING, message="go")
+    assert not transition(stale_copy, JobState.SUBMITTING)  # a duplicate sees the row already moved
+    event = job.events.get(kind="state")
+    assert (event.from_state, event.to_state, event.message) == ("queued", "submitting", "go")
+
+
+def test_illegal_moves_do_nothing(make_job, alice):
+    job = make_job(alice)
+    assert not can_move("completed", "running")
+    assert not transition(job, JobState.COMPLETED)  # queued jobs never complete without being submitted
+    job.refresh_from_db()
+    assert job.state == "queued" and not job.events.filter(kind="state").exists()
+
+
+def test_submit_records_scheduler_id_and_duplicate_delivery_changes_nothing(fake_backend, make_job, alice):
+    job = make_job(alice)
+    assert submission.submit(job.pk) is submission.Outcome.SUBMITTED
+    assert submission.submit(job.pk) is submission.Outcome.NOTHING
+    job.refresh_from_db()
+    assert job.state == "pending" and job.scheduler_id in fake_backend.submitted
+    assert len(fake_backend.submitted) == 1 and job.submitted_at is not None
+
+
+def test_retried_submit_finds_the_earlier_submission(fake_backend, make_job, alice):
+    job = make_job(alice)
+    transition(job, JobState.SUBMITTING)
+    Job.objects.filter(pk=job.pk).update(submit_attempts=1)  # a worker died after sbatch
+    fake_backend.submitted["4242"] = job.pk
+    assert submission.submit(job.pk) is submission.Outcome.SUBMITTED
+    job.refresh_from_db()
+    assert job.scheduler_id == "4242" and len(fake_backend.submitted) == 1
+    assert "Found the earlier submission" in job.events.last().message
+
+
+def test_unreachable_cluster_retries_then_fails_with_its_message(fake_backend, make_job, alice, settings):
+    settings.GPULAB_SUBMIT_RETRIES = 1
+    fake_backend.down = True
+    job = make_job(alice)
+    assert submission.submit(job.pk) is submission.Outcome.RETRY
+    assert submission.submit(job.pk) is submission.Outcome.FAILED
+    job.refresh_from_db()
+    assert job.state == "submit_failed" and "fake cluster is down" in job.error and not fake_backend.submitted
+
+
+def test_submit_refuses_when_student_left_the_course(fake_backend, make_job, alice):
+    job = make_job(alice)
+    alice.enrollments.all().delete()
+    assert submission.submit(job.pk) is submission.Outcome.FAILED
+    job.refresh_from_db()
+    assert job.state == "submit_failed" and "not enrolled" in job.error and not fake_backend.submitted
+
+
+def _submitted(make_job, owner, fake):
+    job = make_job(owner)
+    submission.submit(job.pk)
+    job.refresh_from_db()
+    return job
+
+
+def test_one_poll_call_per_cluster_for_all_jobs(fake_backend, make_job, alice, bob, cluster):
+    jobs = [_submitted(make_job, owner, fake_backend) for owner in (alice, alice, bob)]
+    for job in jobs:
+        fake_backend.statuses[job.scheduler_id] = SchedulerStatus(job.scheduler_id, JobState.RUNNING, "RUNNING")
+    report = polling.poll_cluster(cluster.pk)
+    assert len(fake_backend.poll_calls) == 1 and sorted(fake_backend.poll_calls[0]) == sorted(
+        j.scheduler_id for j in jobs
+    )
+    assert report.moved == 3
+    assert set(Job.objects.values_list("state", flat=True)) == {"running"}
+
+
+def test_poll_applies_exit_codes_and_messages(fake_backend, make_job, alice, cluster):
+    job = _submitted(make_job, alice, fake_backend)
+    fake_backend.statuses[job.scheduler_id] = SchedulerStatus(job.scheduler_id, JobState.FAILED, "FAILED", exit_code=3)
+    polling.poll_cluster(cluster.pk)
+    job.refresh_from_db()
+    assert job.state == "failed" and job.exit_code == 3 and "exit code 3" in job.error and job.finished_at
+
+
+def test_cluster_outage_changes_no_job(fake_backend, make_job, alice, cluster):
+    job = _submitted(make_job, alice, fake_backend)
+    fake_backend.down = True
+    report = polling.poll_cluster(cluster.pk)
+    job.refresh_from_db()
+    assert report.error and job.state == "pending" and job.events.filter(to_state="failed").count() == 0
+
+
+def test_job_missing_from_scheduler_is_lost_only_after_grace(fake_backend, make_job, alice, cluster, settings):
+    settings.GPULAB_LOST_AFTER = 600
+    job = _submitted(make_job, alice, fake_backend)
+    polling.poll_cluster(cluster.pk)
+    job.refresh_from_db()
+    assert job.state == "pending"
+    Job.objects.filter(pk=job.pk).update(submitted_at=timezone.now() - timedelta(hours=1))
+    polling.poll_cluster(cluster.pk)
+    job.refresh_from_db()
+    assert job.state == "lost" and "no longer knows this job" in job.error
+
+
+def test_cancel_queued_job_is_immediate(make_job, alice):
+    job = make_job(alice)
+    request_cancel(alice, job)
+    job.refresh_from_db()
+    assert job.state == "cancelled" and job.events.get(to_state="cancelled").actor == alice
+
+
+def test_cancel_submitted_job_goes_through_the_scheduler(fake_backend, make_job, alice, cluster):
+    job = _submitted(make_job, alice, fake_backend)
+    request_cancel(alice, job)
+    fake_backend.statuses[job.scheduler_id] = SchedulerStatus(job.scheduler_id, JobState.CANCELLED, "CANCELLED")
+    cancel_on_cluster(job.pk)
+    job.refresh_from_db()
+    assert fake_backend.cancelled == [job.scheduler_id] and job.state == "cancelled"
+    assert job.events.filter(kind="cancel", actor=alice).exists()
+
+
+def test_stale_submissions_are_found(make_job, alice, settings):
+    settings.GPULAB_SUBMIT_STALE_AFTER = 60
+    job = make_job(alice)
+    assert polling.stale_submissions() == []
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    assert [j.pk for j in polling.stale_submissions()] == [job.pk]
+
+
+def test_submit_of_missing_job_is_quiet():
+    assert submission.submit(uuid.uuid4()) is submission.Outcome.NOTHING
+
+
+def test_log_endpoint_reads_from_offset(fake_backend, make_job, alice, api_for):
+    job = _submitted(make_job, alice, fake_backend)
+    fake_backend.logs[job.pk] = "line one\nline two\n"
+    client = api_for(alice)
+    first = client.get(f"/api/v1/jobs/{job.pk}/log/?offset=0").json()
+    assert first == {"offset": 18, "data": "line one\nline two\n", "eof": True}
+    assert client.get(f"/api/v1/jobs/{job.pk}/log/?offset=9").json()["data"] == "line two\n"
+    assert client.get(f"/api/v1/jobs/{job.pk}/log/?offset=-1").status_code == 400

@@ -1,0 +1,83 @@
+import pytest
+
+from jobs.params import SchemaError, parse_schema, requested_gpus, validate_values
+
+
+def schema(*items):
+    return parse_schema(list(items))
+
+
+def test_int_bounds_and_types():
+    (epochs,) = schema({"name": "epochs", "type": "int", "default": 1, "min": 1, "max": 20})
+    assert epochs.clean("7") == 7
+    for bad, message in [("0", "at least 1"), ("21", "at most 20"), ("1.5", "whole number"), ("x", "whole number")]:
+        with pytest.raises(ValueError, match=message):
+            epochs.clean(bad)
+    with pytest.raises(ValueError):
+        epochs.clean(True)
+
+
+def test_float_rejects_nan_and_bounds():
+    (lr,) = schema({"name": "lr", "type": "float", "default": 0.001, "min": 0, "max": 1})
+    assert lr.clean("0.5") == 0.5
+    for bad in ["nan", "inf", "2", "-1", "abc"]:
+        with pytest.raises(ValueError):
+            lr.clean(bad)
+
+
+def test_choice_bool_string():
+    precision, fp16, name = schema(
+        {"name": "precision", "type": "choice", "default": "bf16", "choices": ["fp32", "bf16"]},
+        {"name": "fp16", "type": "bool", "default": False},
+        {"name": "run_name", "type": "string", "default": "run", "pattern": "[a-z0-9-]+", "max_length": 8},
+    )
+    assert precision.clean("fp32") == "fp32"
+    with pytest.raises(ValueError, match="Choose one of: fp32, bf16"):
+        precision.clean("fp64")
+    assert fp16.clean("on") is True and fp16.clean("false") is False
+    with pytest.raises(ValueError, match="pattern"):
+        name.clean("Bad Name")
+    with pytest.raises(ValueError, match="At most 8"):
+        name.clean("a" * 9)
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ({"name": "Bad", "type": "int", "default": 1}, "lower-case"),
+        ({"name": "x", "type": "date", "default": 1}, "type must be"),
+        ({"name": "x", "type": "int"}, "needs a default"),
+        ({"name": "x", "type": "int", "default": 50, "max": 10}, "default 50 is invalid"),
+        ({"name": "x", "type": "int", "default": 1, "min": 5, "max": 1}, "min is greater"),
+        ({"name": "x", "type": "choice", "default": "a", "choices": []}, "at least one option"),
+        ({"name": "x", "type": "string", "default": "a", "pattern": "("}, "not a valid regular"),
+        ({"name": "x", "type": "string", "default": "a", "max_length": 9999}, "max_length"),
+        ({"name": "nodes", "type": "string", "default": "1"}, "must have type int"),
+        ({"name": "x", "type": "int", "default": 1, "colour": "red"}, "unknown keys"),
+    ],
+)
+def test_malformed_schema_is_refused_with_a_message(item, message):
+    with pytest.raises(SchemaError, match=message):
+        parse_schema([item])
+
+
+def test_duplicate_names_refused():
+    with pytest.raises(SchemaError, match="twice"):
+        schema({"name": "a", "type": "int", "default": 1}, {"name": "a", "type": "int", "default": 1})
+
+
+def test_values_default_and_per_field_errors():
+    params = schema(
+        {"name": "epochs", "type": "int", "default": 1, "min": 1, "max": 3},
+        {"name": "partition", "type": "choice", "default": "gpu"},
+    )
+    values, errors = validate_values(params, {"epochs": "9", "extra": 1}, cluster_choices={"partition": ("debug",)})
+    assert errors == {"extra": "This template has no such parameter.", "epochs": "Must be at most 3."}
+    values, errors = validate_values(params, {}, cluster_choices={"partition": ("debug",)})
+    assert errors == {} and values == {"epochs": 1, "partition": "debug"}  # cluster lacks "gpu": its first
+
+
+def test_requested_gpus():
+    assert requested_gpus({"nodes": 2, "gpus_per_node": 4}) == 8
+    assert requested_gpus({"gpus_per_node": 1}) == 1
+    assert requested_gpus({}) == 0

@@ -1,0 +1,132 @@
+"""The renderer: hostile values stay one inert word; placeholders where quoting would not hold are refused."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jobs.params import CONTROL_CHARS, parse_schema
+from jobs.rendering import RenderContext, RenderError, bash_syntax_error, check_placeholder_contexts, render_script
+
+SCHEMA = parse_schema(
+    [
+        {"name": "note", "type": "string", "label": "Note", "default": "x", "max_length": 256},
+        {"name": "flag", "type": "bool", "label": "Flag", "default": False},
+    ]
+)
+CTX = RenderContext(job_id="00000000-0000-0000-0000-000000000001", job_name="gpulab-t", lab_dir="~/gpulab")
+# The body writes the value, then its argument count, so word splitting or globbing would show.
+BODY = "printf '%s' {{ note }} > value.txt\nset -- {{ note }}\necho $# > argc.txt\n"
+
+HOSTILE = [
+    "$(touch pwned)",
+    "`touch pwned`",
+    "; touch pwned",
+    "a && touch pwned",
+    "x' ; touch pwned; echo '",
+    'x" ; touch pwned; echo "',
+    "--wrap=touch pwned",
+    "../../etc/passwd",
+    "*",
+    "~root",
+    "$HOME",
+    "${IFS}touch${IFS}pwned",
+    "a | tee pwned",
+    "> pwned",
+    "\\",
+    "",
+    "-n",
+    "!!",
+]
+
+
+def run_rendered(value: str, tmp_path: Path) -> set[str]:
+    script = render_script(BODY, SCHEMA, {"note": value, "flag": False}, CTX)
+    workdir = tmp_path / "job"
+    workdir.mkdir(exist_ok=True)
+    for child in workdir.iterdir():
+        child.unlink()
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    subprocess.run(["/bin/bash", "-c", script], cwd=workdir, env=env, check=True, timeout=10, capture_output=True)
+    assert (workdir / "value.txt").read_bytes().decode() == value
+    assert (workdir / "argc.txt").read_text().strip() == "1"
+    return {p.name for p in workdir.iterdir()}
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_hostile_value_is_one_inert_word(value, tmp_path):
+    assert run_rendered(value, tmp_path) == {"value.txt", "argc.txt"}
+    assert {p.name for p in tmp_path.iterdir()} == {"job"}  # nothing written outside the job directory
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60))
+def test_any_valid_string_reaches_the_script_unchanged(tmp_path, value):
+    if CONTROL_CHARS.search(value):
+        with pytest.raises(ValueError, match="control characters"):
+            SCHEMA[0].clean(value)
+        return
+    assert run_rendered(SCHEMA[0].clean(value), tmp_path) == {"value.txt", "argc.txt"}
+
+
+def test_newline_is_refused_by_validation():
+    with pytest.raises(ValueError, match="Line breaks"):
+        SCHEMA[0].clean("ok\ntouch pwned")
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ("echo '{{ note }}'", "single quotes"),
+        ('echo "hello {{ note }}"', "double quotes"),
+        ("echo `echo {{ note }}`", "backticks"),
+        ("cat <<EOF\n{{ note }}\nEOF", "here-document"),
+        ("#SBATCH --partition={{ note }}", "#SBATCH"),
+    ],
+)
+def test_placeholder_where_quoting_would_not_hold_is_refused(body, why):
+    with pytest.raises(RenderError, match=why):
+        check_placeholder_contexts(body)
+
+
+def test_placeholders_after_closed_quotes_and_in_comments_are_fine():
+    check_placeholder_contexts("echo \"a\" {{ note }} 'b' {{ note }}  # {{ note }}\ncat <<'X'\nplain\nX\necho {{ note }}")
+
+
+def test_unknown_placeholder_is_an_error():
+    with pytest.raises(RenderError, match="not a parameter"):
+        render_script("echo {{ nope }}", SCHEMA, {"note": "x", "flag": False}, CTX)
+    with pytest.raises(RenderError, match="does not start a placeholder"):
+        render_script("echo {{ Bad-Name }}", SCHEMA, {"note": "x", "flag": False}, CTX)
+
+
+def test_flag_renders_only_when_true():
+    body = "run {{ flag|flag:--fp16 }} done"
+    assert "run --fp16 done" in render_script(body, SCHEMA, {"note": "x", "flag": True}, CTX)
+    assert "run  done" in render_script(body, SCHEMA, {"note": "x", "flag": False}, CTX)
+
+
+def test_header_comes_from_resource_parameters():
+    schema = parse_schema(
+        [
+            {"name": "partition", "type": "choice", "default": "gpu"},
+            {"name": "nodes", "type": "int", "default": 2, "min": 1, "max": 4},
+            {"name": "gpus_per_node", "type": "int", "default": 2, "min": 0, "max": 8},
+            {"name": "gpu_type", "type": "choice", "default": "a100"},
+            {"name": "time_minutes", "type": "int", "default": 30, "min": 1, "max": 60},
+        ]
+    )
+    values = {"partition": "gpu", "nodes": 2, "gpus_per_node": 2, "gpu_type": "a100", "time_minutes": 30}
+    script = render_script("echo hi", schema, values, CTX)
+    for line in ["#SBATCH --partition=gpu", "#SBATCH --nodes=2", "#SBATCH --gres=gpu:a100:2", "#SBATCH --time=30"]:
+        assert line in script
+    assert script.startswith("#!/bin/bash\n")
+    assert 'export GPULAB_LAB_DIR="$HOME"/gpulab' in script
+
+
+def test_bash_syntax_check():
+    assert bash_syntax_error("echo ok\n") is None
+    assert "syntax error" in bash_syntax_error("if true; then echo\n")
