@@ -53,7 +53,7 @@ def submit(job_id) -> Outcome:
     )
     with transaction.atomic():
         job = (
-            Job.objects.select_for_update(skip_locked=True)
+            Job.objects.select_for_update(skip_locked=True, of=("self",))
             .select_related("cluster", "account", "template", "course", "owner")
             .filter(pk=job.pk, state=JobState.SUBMITTING)
             .first()

@@ -81,8 +81,9 @@ def test_course_page_filters_by_state_student_and_template(login, make_job, alic
     assert alice_job.short_id not in by_template
 
 
-def test_course_page_query_count_does_not_grow_with_jobs(login, make_job, alice, bob, instructor, course,
-                                                        django_assert_max_num_queries):
+def test_course_page_query_count_does_not_grow_with_jobs(
+    login, make_job, alice, bob, instructor, course, django_assert_max_num_queries
+):
     url = reverse("courses:jobs", args=[course.slug])
     client = login(instructor)
     make_job(alice)

@@ -134,7 +134,10 @@ class TestQuota:
         ]
         assert codes == [201, 201, 403]
         Job.objects.filter(owner=alice).update(state="completed")
-        assert client.post("/api/v1/jobs/", {"template": "sleep-echo", "cluster": "local"}, format="json").status_code == 201
+        assert (
+            client.post("/api/v1/jobs/", {"template": "sleep-echo", "cluster": "local"}, format="json").status_code
+            == 201
+        )
 
     def test_gpu_quota_message_says_what_to_do(self, api_for, alice, cluster, sleep_template, course):
         course.max_gpus = 3
@@ -151,4 +154,7 @@ class TestQuota:
         course.save()
         client = api_for(instructor)
         for _ in range(3):
-            assert client.post("/api/v1/jobs/", {"template": "sleep-echo", "cluster": "local"}, format="json").status_code == 201
+            assert (
+                client.post("/api/v1/jobs/", {"template": "sleep-echo", "cluster": "local"}, format="json").status_code
+                == 201
+            )

@@ -93,7 +93,9 @@ def test_placeholder_where_quoting_would_not_hold_is_refused(body, why):
 
 
 def test_placeholders_after_closed_quotes_and_in_comments_are_fine():
-    check_placeholder_contexts("echo \"a\" {{ note }} 'b' {{ note }}  # {{ note }}\ncat <<'X'\nplain\nX\necho {{ note }}")
+    check_placeholder_contexts(
+        "echo \"a\" {{ note }} 'b' {{ note }}  # {{ note }}\ncat <<'X'\nplain\nX\necho {{ note }}"
+    )
 
 
 def test_unknown_placeholder_is_an_error():

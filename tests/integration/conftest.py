@@ -1,0 +1,159 @@
+"""Fixtures for tests against the real services `make test` starts: PostgreSQL, Redis, SLURM behind sshd.
+
+The portal under test talks to SLURM only through sshd on 127.0.0.1; a real Celery worker (with beat)
+runs against the test database. Tests wait for real state changes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from clusters.models import AuthMethod, Cluster, ClusterAccount
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUIRED = ["GPULAB_SSH_HOST", "GPULAB_SSH_PORT", "GPULAB_SERVICE_KEY", "GPULAB_HOST_KEY", "REDIS_URL", "DATABASE_URL"]
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def services():
+    missing = [name for name in REQUIRED if not os.environ.get(name)]
+    if missing:
+        message = f"integration services not started (missing {', '.join(missing)}); run `make test`"
+        if os.environ.get("GPULAB_REQUIRE_SERVICES") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return {name: os.environ[name] for name in os.environ if name.startswith("GPULAB_")}
+
+
+def wait_for(predicate: Callable[[], object], *, timeout: float = 60, interval: float = 0.5, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def slurm(*argv: str) -> str:
+    """Ask SLURM directly (as root on this machine) to check what the portal did."""
+    return subprocess.run(list(argv), capture_output=True, text=True, check=False, timeout=30).stdout
+
+
+class Worker:
+    """A real `celery worker -B` process against the test database."""
+
+    def __init__(self, env: dict[str, str], logdir: Path):
+        self.base_env, self.logdir, self.proc, self.count = env, logdir, None, 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.logdir / f"worker-{self.count}.log"
+
+    def start(self, **extra_env: str) -> None:
+        self.count += 1
+        env = {**self.base_env, **extra_env}
+        celery = str(ROOT / ".venv/bin/celery")
+        subprocess.run([celery, "-A", "portal", "purge", "-f"], env=env, cwd=ROOT, capture_output=True, check=False)
+        argv = [celery, "-A", "portal", "worker", "-B", "--loglevel=INFO", "--concurrency=2", "--without-gossip",
+                "--without-mingle", "--without-heartbeat", "-s", str(self.logdir / "beat-schedule")]  # fmt: skip
+        self._log = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            argv, env=env, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        wait_for(lambda: "ready." in self.log_path.read_text(), timeout=60, what="the Celery worker to start")
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker (main process and children), as a crash or OOM kill would."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def logs(self) -> str:
+        return "".join(p.read_text(errors="replace") for p in sorted(self.logdir.glob("worker-*.log")))
+
+
+@pytest.fixture(scope="session")
+def worker(services, django_db_setup, django_db_blocker, tmp_path_factory):
+    db = settings.DATABASES["default"]
+    url = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "POLL_INTERVAL_SECONDS": "1",
+        "SUBMIT_RETRIES": "1",
+        "SUBMIT_RETRY_DELAY_SECONDS": "1",
+        "SUBMIT_STALE_AFTER_SECONDS": "6",
+        "SSH_CONNECT_TIMEOUT_SECONDS": "5",
+        "PYTHONUNBUFFERED": "1",
+    }
+    worker = Worker(env, tmp_path_factory.mktemp("worker"))
+    worker.start()
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture
+def cluster(transactional_db, course, services):
+    """The local SLURM cluster, reached through sshd on 127.0.0.1 with its pinned host key."""
+    cluster = Cluster.objects.create(
+        name="local",
+        title="Local SLURM",
+        host=services["GPULAB_SSH_HOST"],
+        port=int(services["GPULAB_SSH_PORT"]),
+        host_key=services["GPULAB_HOST_KEY"],
+        partitions=["debug", "gpu"],
+        gpu_types=["demo"],
+        lab_dir="~/gpulab-test",
+    )
+    account = ClusterAccount(cluster=cluster, username=services["GPULAB_SERVICE_USER"], auth_method=AuthMethod.KEY)
+    account.set_secret(Path(services["GPULAB_SERVICE_KEY"]).read_text())
+    account.save()
+    course.clusters.add(cluster)
+    return cluster
+
+
+@pytest.fixture(autouse=True)
+def _clean_slurm_queue(request):
+    yield
+    if "cluster" in request.fixturenames and os.environ.get("GPULAB_SERVICE_USER"):
+        for user in (os.environ["GPULAB_SERVICE_USER"], os.environ.get("GPULAB_PERSONAL_USER", "")):
+            if user:
+                subprocess.run(["scancel", f"--user={user}"], capture_output=True, check=False)
+
+
+@pytest.fixture
+def job_state():
+    from jobs.models import Job
+
+    def state_of(job, *states: str, timeout: float = 90):
+        def reached():
+            current = Job.objects.get(pk=job.pk)
+            return current if current.state in states else None
+
+        return wait_for(reached, timeout=timeout, what=f"job {job.pk} to reach {'/'.join(states)}")
+
+    return state_of
