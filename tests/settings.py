@@ -11,7 +11,7 @@ os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-" + "k" * 40)
 os.environ.setdefault("CREDENTIAL_KEYS", "dGVzdHMtb25seS1jcmVkZW50aWFsLWtleS0wMDAwMDE=")
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost,127.0.0.1")
 
-from portal.settings import *  # noqa: E402, F403
+from portal.settings import *  # noqa: F403
 
 if not os.environ.get("REDIS_URL"):
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

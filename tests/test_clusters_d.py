@@ -10,7 +10,10 @@ pytestmark = pytest.mark.django_db
 GOOD = """
 v2:
   metadata: {title: Campus GPU}
-  login: {host: 127.0.0.1, port: 2222, host_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKkSOjxxdLDyrd3Dp0Zz0UhCwDcJsGjuD5iKkk5w8Okt"}
+  login:
+    host: 127.0.0.1
+    port: 2222
+    host_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKkSOjxxdLDyrd3Dp0Zz0UhCwDcJsGjuD5iKkk5w8Okt"
   job: {adapter: slurm, partitions: [debug, gpu], gpu_types: [demo]}
   gpulab:
     lab_dir: ~/lab

@@ -129,7 +129,7 @@ def test_students_own_account_runs_jobs_as_them(
             "username": services["GPULAB_PERSONAL_USER"],
             "auth_method": "password",
             "secret": services["GPULAB_PERSONAL_PASSWORD"],
-        },  # fmt: skip
+        },
     )
     job = job_state(launch(api_for, alice, seconds=0), "completed")
     user = slurm("squeue", "--states=all", "--noheader", f"--jobs={job.scheduler_id}", "--format=%u").strip()
