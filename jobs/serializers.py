@@ -10,8 +10,18 @@ class TemplateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = JobTemplate
-        fields = ["slug", "name", "description", "backend", "status", "parameters", "courses", "max_gpus",
-                  "max_nodes", "max_minutes"]  # fmt: skip
+        fields = [
+            "slug",
+            "name",
+            "description",
+            "backend",
+            "status",
+            "parameters",
+            "courses",
+            "max_gpus",
+            "max_nodes",
+            "max_minutes",
+        ]
         read_only_fields = fields
 
 
@@ -33,9 +43,28 @@ class JobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Job
-        fields = ["id", "url", "state", "template", "cluster", "course", "owner", "params", "gpus", "scheduler_id",
-                  "scheduler_state", "scheduler_reason", "created_at", "submitted_at", "started_at", "finished_at",
-                  "exit_code", "error", "cloned_from", "cancel_requested_at"]  # fmt: skip
+        fields = [
+            "id",
+            "url",
+            "state",
+            "template",
+            "cluster",
+            "course",
+            "owner",
+            "params",
+            "gpus",
+            "scheduler_id",
+            "scheduler_state",
+            "scheduler_reason",
+            "created_at",
+            "submitted_at",
+            "started_at",
+            "finished_at",
+            "exit_code",
+            "error",
+            "cloned_from",
+            "cancel_requested_at",
+        ]
         read_only_fields = fields
 
 

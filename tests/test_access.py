@@ -131,7 +131,19 @@ class TestApiAccess:
 
     def test_job_json_has_the_documented_fields(self, api_for, alice_job, alice):
         body = api_for(alice).get(f"/api/v1/jobs/{alice_job.pk}/").json()
-        for key in ["id", "state", "template", "cluster", "owner", "params", "scheduler_id", "created_at",
-                    "started_at", "finished_at", "exit_code", "error"]:  # fmt: skip
+        for key in [
+            "id",
+            "state",
+            "template",
+            "cluster",
+            "owner",
+            "params",
+            "scheduler_id",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "exit_code",
+            "error",
+        ]:
             assert key in body
         assert body["owner"] == "alice" and body["template"] == "sleep-echo" and body["cluster"] == "local"

@@ -14,8 +14,17 @@ PARAMS = [{"name": "epochs", "type": "int", "label": "Epochs", "default": 1, "mi
 
 
 def _form(course, body, params=PARAMS, slug="my-train"):
-    return {"name": "My training", "slug": slug, "description": "", "courses": [course.pk], "body": body,
-            "parameters": json.dumps(params), "max_gpus": 1, "max_nodes": 1, "max_minutes": 10}  # fmt: skip
+    return {
+        "name": "My training",
+        "slug": slug,
+        "description": "",
+        "courses": [course.pk],
+        "body": body,
+        "parameters": json.dumps(params),
+        "max_gpus": 1,
+        "max_nodes": 1,
+        "max_minutes": 10,
+    }
 
 
 def test_instructor_creates_previews_and_publishes(login, instructor, course):

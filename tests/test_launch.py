@@ -16,8 +16,15 @@ def test_launch_form_creates_a_queued_job_and_queues_submit_on_commit(
     url = reverse("jobs:launch", args=[course.slug, sleep_template.slug])
     form = login(alice).get(url).content.decode()
     assert 'name="param_seconds"' in form and 'max="600"' in form
-    data = {"cluster": cluster.pk, "param_partition": "debug", "param_time_minutes": 2, "param_gpus_per_node": 0,
-            "param_seconds": 3, "param_exit_code": 0, "param_message": "hi there"}  # fmt: skip
+    data = {
+        "cluster": cluster.pk,
+        "param_partition": "debug",
+        "param_time_minutes": 2,
+        "param_gpus_per_node": 0,
+        "param_seconds": 3,
+        "param_exit_code": 0,
+        "param_message": "hi there",
+    }
     with django_capture_on_commit_callbacks(execute=True):
         response = login(alice).post(url, data)
     job = Job.objects.get()

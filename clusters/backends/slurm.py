@@ -114,7 +114,10 @@ class SlurmBackend(ClusterBackend):
     def submit(self, request: SubmitRequest) -> str:
         job_dir = self.job_dir(request.job_id)
         with ssh.sftp(self.cluster, self.account) as sftp:
-            _makedirs(sftp, job_dir)
+            try:
+                sftp.mkdir(job_dir, mode=0o750)  # the usual case: lab_dir/jobs exists, one round trip
+            except OSError:
+                _makedirs(sftp, job_dir)  # first job on this cluster, or a retry that finds the directory
             job_dir = sftp.normalize(job_dir)  # absolute, so --output does not resolve against --chdir
             script_path = posixpath.join(job_dir, SCRIPT_NAME)
             with sftp.open(script_path, "w") as fh:

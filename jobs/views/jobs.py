@@ -26,15 +26,26 @@ def my_jobs(request):
 @login_required
 def detail(request, job_id):
     job = access.get_job(request.user, job_id)
-    events = job.events.select_related("actor")
-    return render(request, "jobs/detail.html", {"job": job, "events": events})
+    context = {"job": job, "events": job.events.select_related("actor"), "parameters": _labelled_params(job)}
+    return render(request, "jobs/detail.html", context)
+
+
+def _labelled_params(job) -> list[tuple[str, object]]:
+    """The job's values in the template's order, under their labels; values the schema lost stay visible."""
+    try:
+        labels = {p.name: p.label for p in job.template.schema()}
+    except ValueError:
+        labels = {}
+    ordered = [(labels[name], job.params[name]) for name in labels if name in job.params]
+    return ordered + [(name, value) for name, value in job.params.items() if name not in labels]
 
 
 @login_required
 def status(request, job_id):
     """The job's state panel, refreshed by htmx while the job is not finished."""
     job = access.get_job(request.user, job_id)
-    return render(request, "jobs/_status.html", {"job": job})
+    context = {"job": job, "events": job.events.select_related("actor"), "oob": True}
+    return render(request, "jobs/_status.html", context)
 
 
 @login_required

@@ -69,8 +69,20 @@ class Worker:
         env = {**self.base_env, **extra_env}
         celery = str(ROOT / ".venv/bin/celery")
         subprocess.run([celery, "-A", "portal", "purge", "-f"], env=env, cwd=ROOT, capture_output=True, check=False)
-        argv = [celery, "-A", "portal", "worker", "-B", "--loglevel=INFO", "--concurrency=2", "--without-gossip",
-                "--without-mingle", "--without-heartbeat", "-s", str(self.logdir / "beat-schedule")]  # fmt: skip
+        argv = [
+            celery,
+            "-A",
+            "portal",
+            "worker",
+            "-B",
+            "--loglevel=INFO",
+            "--concurrency=2",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-s",
+            str(self.logdir / "beat-schedule"),
+        ]
         self._log = self.log_path.open("w")
         self.proc = subprocess.Popen(
             argv, env=env, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True

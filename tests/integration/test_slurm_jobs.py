@@ -38,8 +38,15 @@ def test_launch_from_the_form_runs_pending_running_completed(
     worker, login, alice, cluster, sleep_template, course, job_state, api_for
 ):
     url = reverse("jobs:launch", args=[course.slug, sleep_template.slug])
-    data = {"cluster": cluster.pk, "param_partition": "debug", "param_time_minutes": 2, "param_gpus_per_node": 1,
-            "param_seconds": 4, "param_exit_code": 0, "param_message": "hello from the lab"}  # fmt: skip
+    data = {
+        "cluster": cluster.pk,
+        "param_partition": "debug",
+        "param_time_minutes": 2,
+        "param_gpus_per_node": 1,
+        "param_seconds": 4,
+        "param_exit_code": 0,
+        "param_message": "hello from the lab",
+    }
     assert login(alice).post(url, data).status_code == 302
     job = job_state(Job.objects.get(), "completed")
     moves = list(job.events.filter(kind="state").values_list("to_state", flat=True))
@@ -145,8 +152,11 @@ def test_worker_killed_during_submission_submits_exactly_once(
     worker.start(FAILPOINTS="submit.after_sbatch=60")  # hold the worker between sbatch and recording the id
     job = launch(api_for, alice, seconds=1)
     comment = f"gpulab:{job.pk}"
-    wait_for(lambda: comment in slurm("squeue", "--states=all", "--noheader", "--format=%k"), timeout=60,
-             what="sbatch to have run")  # fmt: skip
+    wait_for(
+        lambda: comment in slurm("squeue", "--states=all", "--noheader", "--format=%k"),
+        timeout=60,
+        what="sbatch to have run",
+    )
     assert Job.objects.get(pk=job.pk).state == "submitting"
     worker.kill()
     worker.start()  # the stale-submission sweep finds the job and the retry finds the earlier sbatch
@@ -158,11 +168,18 @@ def test_worker_killed_during_submission_submits_exactly_once(
 @pytest.mark.timeout(300)
 def test_slurmctld_outage_keeps_last_state_and_recovers(worker, api_for, alice, cluster, sleep_template, job_state):
     job = job_state(launch(api_for, alice, seconds=20), "running")
-    pidfile = Path(subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, check=True)
-                   .stdout.split("SlurmctldPidFile")[1].split("=")[1].split()[0])  # fmt: skip
+    pidfile = Path(
+        subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, check=True)
+        .stdout.split("SlurmctldPidFile")[1]
+        .split("=")[1]
+        .split()[0]
+    )
     subprocess.run(["kill", pidfile.read_text().strip()], check=True)
-    wait_for(lambda: subprocess.run(["scontrol", "ping"], capture_output=True, text=True).stdout.count("DOWN"),
-             timeout=30, what="slurmctld to stop")  # fmt: skip
+    wait_for(
+        lambda: subprocess.run(["scontrol", "ping"], capture_output=True, text=True).stdout.count("DOWN"),
+        timeout=30,
+        what="slurmctld to stop",
+    )
     try:
         import time
 

@@ -1,0 +1,59 @@
+"""A student in Chromium: log in, launch from the form, watch the state change and the log grow."""
+
+import os
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from tests.conftest import PASSWORD
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def page(live_server, monkeypatch):
+    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are still synchronous.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    if not os.path.exists(CHROMIUM):
+        pytest.fail("Debian's chromium is not installed; `make test` installs it.")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-quic",
+            ],
+        )
+        context = browser.new_context(viewport={"width": 1280, "height": 720})
+        yield context.new_page()
+        browser.close()
+
+
+@pytest.mark.timeout(180)
+def test_student_launches_from_the_form_and_watches_the_job(
+    worker, page, live_server, alice, cluster, sleep_template, course
+):
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.click(f"a[href='/courses/{course.slug}/launch/{sleep_template.slug}/']")
+    page.fill("#id_param_seconds", "6")
+    page.fill("#id_param_message", "chromium says hi")
+    page.click("#launch")
+
+    state = page.locator("#job-state")
+    expect(state).to_have_attribute("data-state", "running", timeout=60_000)
+    expect(page.locator("#log")).to_contain_text("start on", timeout=30_000)
+    expect(state).to_have_attribute("data-state", "completed", timeout=60_000)
+    expect(page.locator("#log")).to_contain_text("chromium says hi", timeout=30_000)
+    expect(page.locator("#log")).to_contain_text("done", timeout=30_000)
+    expect(page.locator("#log-poller")).to_have_text("End of log.", timeout=30_000)
+    expect(page.locator("#job-timeline")).to_contain_text("Completed")  # the timeline follows without a reload
+    page.screenshot(path=os.environ.get("GPULAB_SCREENSHOT", "/tmp/gpulab-job-page.png"), full_page=True)
