@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# `make demo`: the whole lab on this machine. PostgreSQL, Redis, a one-node SLURM cluster behind sshd on
+# 127.0.0.1, the portal (gunicorn), a Celery worker with beat; then the URL and the demo logins.
+# `make stop-demo` stops the portal processes (scripts/demo.sh stop).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+export GPULAB_LOCAL_DIR=${GPULAB_LOCAL_DIR:-/var/lib/gpulab-local}
+RUN=$ROOT/var/demo
+BIND=${GPULAB_DEMO_BIND:-127.0.0.1:8000}
+LAB_VENV=${GPULAB_LAB_VENV:-/opt/gpulab-lab-venv}
+
+log() { printf '[demo] %s\n' "$*"; }
+
+stop() {
+  for name in web worker; do
+    if [ -f "$RUN/$name.pid" ] && kill -0 "$(cat "$RUN/$name.pid")" 2>/dev/null; then
+      kill "$(cat "$RUN/$name.pid")" && log "stopped $name"
+    fi
+    rm -f "$RUN/$name.pid"
+  done
+}
+
+if [ "${1:-}" = "stop" ]; then stop; exit 0; fi
+if [ "$(id -u)" != 0 ]; then echo "make demo runs as root (it installs packages and starts daemons)." >&2; exit 1; fi
+
+need=()
+command -v slurmctld >/dev/null || need+=(slurm-wlm munge)
+command -v sshd >/dev/null || need+=(openssh-server openssh-client)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v redis-server >/dev/null || need+=(redis-server)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+  log "installing ${need[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" procps
+fi
+make -s venv
+bash scripts/services.sh start
+bash scripts/local_slurm.sh start
+
+mkdir -p "$RUN"
+if [ ! -f "$RUN/portal.env" ]; then
+  log "generating the portal's secrets in var/demo/portal.env"
+  .venv/bin/python - "$RUN/portal.env" <<'PY'
+import secrets, sys
+from cryptography.fernet import Fernet
+with open(sys.argv[1], "w") as fh:
+    fh.write(f"SECRET_KEY={secrets.token_urlsafe(50)}\nCREDENTIAL_KEYS={Fernet.generate_key().decode()}\n")
+PY
+  chmod 600 "$RUN/portal.env"
+fi
+set -a
+# shellcheck disable=SC1091
+. "$RUN/portal.env"; . "$GPULAB_LOCAL_DIR/services.env"; . "$GPULAB_LOCAL_DIR/cluster.env"
+set +a
+export DEBUG=0 DJANGO_SETTINGS_MODULE=portal.settings ALLOWED_HOSTS=${ALLOWED_HOSTS:-localhost,127.0.0.1,${BIND%:*}}
+
+# The lab's Python for the Tiny LM templates: the CPU build of PyTorch in a venv the lab users can read.
+if [ "${GPULAB_DEMO_TORCH:-1}" = 1 ] && [ ! -x "$LAB_VENV/bin/python" ]; then
+  log "creating the lab's Python environment in $LAB_VENV (PyTorch, CPU build)"
+  python3 -m venv "$LAB_VENV" && "$LAB_VENV/bin/pip" install -q torch==2.13.0 || log "PyTorch could not be installed; Tiny LM jobs will fail until it is"
+fi
+
+.venv/bin/python manage.py migrate -v0
+.venv/bin/python manage.py collectstatic --noinput -v0
+.venv/bin/python manage.py demo_setup --logins "$RUN/logins.txt"
+
+mkdir -p "$RUN/clusters.d"
+cat >"$RUN/clusters.d/local.yml" <<EOF2
+# The demo's single-node SLURM cluster, reached through sshd on 127.0.0.1 (written by scripts/demo.sh).
+v2:
+  metadata: {title: "Local SLURM (demo)"}
+  login: {host: $GPULAB_SSH_HOST, port: $GPULAB_SSH_PORT, host_key: "$GPULAB_HOST_KEY"}
+  job: {adapter: slurm, partitions: [debug, gpu], gpu_types: [demo]}
+  gpulab:
+    lab_dir: ~/gpulab
+    preamble: |
+      if [ -x $LAB_VENV/bin/python ]; then export PYTHON=$LAB_VENV/bin/python; fi
+    courses: [demo]
+    service_account: {username: $GPULAB_SERVICE_USER, private_key_file: $GPULAB_SERVICE_KEY}
+EOF2
+.venv/bin/python manage.py sync_clusters "$RUN/clusters.d"
+.venv/bin/python manage.py load_templates --course demo
+.venv/bin/python manage.py stage_lab_files local
+
+stop
+log "starting the portal on http://$BIND and a Celery worker with beat"
+.venv/bin/gunicorn portal.wsgi --bind "$BIND" --workers 3 --threads 4 --daemon --pid "$RUN/web.pid" \
+  --access-logfile "$RUN/web-access.log" --error-logfile "$RUN/web.log"
+nohup .venv/bin/celery -A portal worker -B --concurrency 4 --loglevel INFO -s "$RUN/beat-schedule" \
+  --pidfile "$RUN/worker.pid" >"$RUN/worker.log" 2>&1 &
+for _ in $(seq 1 60); do
+  if curl -fsS -o /dev/null "http://$BIND/login/" 2>/dev/null || .venv/bin/python -c "import urllib.request,sys; urllib.request.urlopen('http://$BIND/login/', timeout=2)" 2>/dev/null; then
+    break
+  fi
+  sleep 1
+done
+
+cat <<EOF2
+
+  GPU Lab Portal is running: http://$BIND/
+
+  Logins (also in var/demo/logins.txt):
+$(sed 's/^/    /' "$RUN/logins.txt")
+
+  admin: /admin/ (clusters, accounts, templates, courses) · API: /api/v1/ (schema at /api/v1/schema/)
+  Logs: var/demo/web.log, var/demo/worker.log · Stop: make stop-demo
+EOF2
