@@ -32,6 +32,8 @@ set -a
 # shellcheck disable=SC1091
 . "$GPULAB_LOCAL_DIR/cluster.env"
 set +a
+# Database 1 of Redis: a demo running on this machine (database 0) must not take the tests' task messages.
+export REDIS_URL="${REDIS_URL%/*}/1"
 export GPULAB_REQUIRE_SERVICES=1 DJANGO_SETTINGS_MODULE=tests.settings
 
 echo "[test] lint and checks"
