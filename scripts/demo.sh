@@ -24,17 +24,7 @@ stop() {
 if [ "${1:-}" = "stop" ]; then stop; exit 0; fi
 if [ "$(id -u)" != 0 ]; then echo "make demo runs as root (it installs packages and starts daemons)." >&2; exit 1; fi
 
-need=()
-command -v slurmctld >/dev/null || need+=(slurm-wlm munge)
-command -v sshd >/dev/null || need+=(openssh-server openssh-client)
-ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
-command -v redis-server >/dev/null || need+=(redis-server)
-python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
-if [ ${#need[@]} -gt 0 ]; then
-  log "installing ${need[*]}"
-  apt-get update -q
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" procps
-fi
+bash scripts/ensure_packages.sh
 make -s venv
 bash scripts/services.sh start
 bash scripts/local_slurm.sh start
@@ -91,7 +81,7 @@ log "starting the portal on http://$BIND and a Celery worker with beat"
 nohup .venv/bin/celery -A portal worker -B --concurrency 4 --loglevel INFO -s "$RUN/beat-schedule" \
   --pidfile "$RUN/worker.pid" >"$RUN/worker.log" 2>&1 &
 for _ in $(seq 1 60); do
-  if curl -fsS -o /dev/null "http://$BIND/login/" 2>/dev/null || .venv/bin/python -c "import urllib.request,sys; urllib.request.urlopen('http://$BIND/login/', timeout=2)" 2>/dev/null; then
+  if curl -fsS -o /dev/null "http://$BIND/login/" 2>/dev/null; then
     break
   fi
   sleep 1

@@ -6,18 +6,7 @@ export GPULAB_LOCAL_DIR=${GPULAB_LOCAL_DIR:-/var/lib/gpulab-local}
 
 if [ "$(id -u)" != 0 ]; then echo "make test runs as root (it installs packages and starts daemons)." >&2; exit 1; fi
 
-need=()
-command -v slurmctld >/dev/null || need+=(slurm-wlm munge)
-command -v sshd >/dev/null || need+=(openssh-server openssh-client)
-ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
-command -v redis-server >/dev/null || need+=(redis-server)
-command -v chromium >/dev/null || need+=(chromium)
-python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "[test] installing ${need[*]}"
-  apt-get update -q
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" procps
-fi
+bash scripts/ensure_packages.sh --browser
 
 make -s venv
 

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install the Debian packages the lab needs, only those missing. Shared by `make demo` and `make test`.
+#   scripts/ensure_packages.sh            PostgreSQL, Redis, SLURM + munge, sshd, python3-venv
+#   scripts/ensure_packages.sh --browser  the same, and Chromium for the browser tests
+set -euo pipefail
+need=()
+command -v slurmctld >/dev/null || need+=(slurm-wlm munge)
+command -v sshd >/dev/null || need+=(openssh-server openssh-client)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v curl >/dev/null || need+=(curl)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+if [ "${1:-}" = "--browser" ]; then command -v chromium >/dev/null || need+=(chromium); fi
+if [ ${#need[@]} -gt 0 ]; then
+  echo "[packages] installing ${need[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" procps
+fi

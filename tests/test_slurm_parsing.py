@@ -1,0 +1,46 @@
+"""Parsers of the SLURM backend. The sacct path is checked on sacct's pipe-separated output format here,
+because the local test cluster runs without accounting (the squeue/scontrol path runs for real in integration)."""
+
+from clusters.backends.slurm import SlurmBackend, _complete_utf8, _parse_exit_code, _parse_time
+from clusters.backends.ssh import CommandResult
+from clusters.models import Cluster
+
+
+def test_exit_codes():
+    assert _parse_exit_code("0:0") == 0
+    assert _parse_exit_code("3:0") == 3
+    assert _parse_exit_code("0:9") == 137  # killed by SIGKILL, like a shell reports it
+    assert _parse_exit_code("junk") is None
+
+
+def test_times():
+    assert _parse_time("N/A") is None and _parse_time("Unknown") is None
+    assert _parse_time("2026-11-21T04:27:07").isoformat().startswith("2026-11-21T04:27:07")
+
+
+def test_a_cut_multibyte_character_waits_for_the_next_chunk():
+    text = "loss=2.3 ✓".encode()
+    assert _complete_utf8(text) == text
+    assert _complete_utf8(text[:-1]) == text[:-3]  # "✓" is three bytes; two of them are held back
+    assert _complete_utf8(b"") == b""
+
+
+def test_sacct_output_is_parsed(db):
+    cluster = Cluster(name="acct", host="127.0.0.1", has_accounting=True)
+    backend = SlurmBackend(cluster, account=None)
+    sacct_output = (
+        "101|COMPLETED|0:0|2026-11-21T10:00:00|2026-11-21T10:05:00|None\n"
+        "102|CANCELLED by 1001|0:15|2026-11-21T10:00:00|2026-11-21T10:01:00|None\n"
+        "103|PENDING|0:0|Unknown|Unknown|Resources\n"
+        "104|TIMEOUT|0:0|2026-11-21T10:00:00|2026-11-21T11:00:00|TimeLimit\n"
+    )
+    calls = []
+    backend._run = lambda argv: calls.append(argv) or CommandResult(0, sacct_output, "")
+    statuses = backend.poll(["101", "102", "103", "104", "105"])
+    assert len(calls) == 1 and calls[0][0] == "sacct" and "--jobs=101,102,103,104,105" in calls[0]
+    assert statuses["101"].state == "completed" and statuses["101"].exit_code == 0
+    assert statuses["102"].state == "cancelled" and statuses["102"].raw_state == "CANCELLED"
+    assert statuses["103"].state == "pending" and statuses["103"].reason == "Resources"
+    assert statuses["103"].exit_code is None
+    assert statuses["104"].state == "timed_out"
+    assert "105" not in statuses
