@@ -1,0 +1,71 @@
+"""The trainer on CPU: loss falls, the log line keeps its contract, DDP matches one process, resume continues."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import ENV, LOG_LINE, TRAIN, train
+
+
+def test_loss_falls_and_every_log_line_parses(tmp_path):
+    lines = train("--max_steps", "60", "--batch_size", "16", "--lr", "2e-3", run_dir=tmp_path)
+    assert [int(line["step"]) for line in lines] == [10, 20, 30, 40, 50, 60]
+    losses = [float(line["loss"]) for line in lines]
+    assert losses[-1] < losses[0] - 1.0, losses
+    assert all(float(line["toks"]) > 0 and line["step_ms"] for line in lines)
+    assert all(line["mfu"] is None for line in lines)  # no MFU without a GPU
+    printed = [ln for ln in train.last_output.splitlines() if ln.startswith("epoch=")]
+    assert all(LOG_LINE.match(ln) for ln in printed)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["model"]["vocab_size"] == 256 and config["trained_steps"] == 60
+    assert (tmp_path / "model.pt").stat().st_size > 0
+
+
+def test_ddp_with_two_processes_matches_one_process_at_the_same_global_batch(tmp_path):
+    ddp = train("--max_steps", "30", "--batch_size", "8", run_dir=tmp_path / "ddp", torchrun=2)
+    assert "world=2" in train.last_output
+    single = train("--max_steps", "30", "--batch_size", "16", run_dir=tmp_path / "one")
+    for a, b in zip(ddp, single, strict=True):
+        assert abs(float(a["loss"]) - float(b["loss"])) < 0.02, (a, b)
+
+
+def test_checkpoint_stop_and_resume_continue_the_step_and_the_loss(tmp_path):
+    first = train("--max_steps", "30", "--batch_size", "16", "--lr", "2e-3", run_dir=tmp_path)
+    second = train("--max_steps", "60", "--batch_size", "16", "--lr", "2e-3", run_dir=tmp_path)
+    assert "resuming from" in train.last_output and "at step 30" in train.last_output
+    assert [int(line["step"]) for line in second] == [40, 50, 60]
+    # The loss picks up where it stopped rather than starting again from an untrained model's.
+    assert float(second[0]["loss"]) < float(first[0]["loss"]) - 0.5
+    assert abs(float(second[0]["loss"]) - float(first[-1]["loss"])) < 0.6
+
+
+def test_sigterm_saves_a_checkpoint_before_stopping(tmp_path):
+    argv = [
+        sys.executable,
+        str(TRAIN),
+        "--num_workers",
+        "0",
+        "--seq_len",
+        "64",
+        "--batch_size",
+        "16",
+        "--log_every",
+        "5",
+        "--epochs",
+        "50",
+        "--run_dir",
+        str(tmp_path),
+    ]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=ENV)
+    for line in proc.stdout:
+        if line.startswith("epoch="):
+            break
+    proc.send_signal(signal.SIGTERM)
+    output = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 0 and "stopped (SIGTERM)" in output
+    assert (tmp_path / "checkpoint.pt").exists() and not (tmp_path / "model.pt").exists()
+    started = time.monotonic()
+    train("--max_steps", "1", "--epochs", "50", run_dir=tmp_path)  # resumes; already past step 1, so it stops
+    assert "resuming from" in train.last_output and time.monotonic() - started < 60
