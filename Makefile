@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test venv lint unit stop-demo
+.PHONY: demo test venv workloads-venv lint unit stop-demo
 
 venv: $(VENV)/.installed
 
@@ -15,10 +15,28 @@ $(VENV)/.installed: requirements.txt requirements-test.txt
 	$(PY) -m pip install -q -r requirements-test.txt
 	touch $@
 
+# The workloads (trainer, inference server) have their own environment: PyTorch stays out of the portal's.
+workloads-venv: workloads/.venv/.installed
+
+workloads/.venv/.installed: workloads/requirements.txt workloads/requirements-test.txt
+	@test -x workloads/.venv/bin/python || $(PYTHON) -m venv workloads/.venv
+	workloads/.venv/bin/python -m pip install -q --upgrade pip
+	workloads/.venv/bin/python -m pip install -q -r workloads/requirements-test.txt
+	touch $@
+
 demo:
 	bash scripts/demo.sh
 
-stop-demo:
+stop-# The workloads (trainer, inference server) have their own environment: PyTorch stays out of the portal's.
+workloads-venv: workloads/.venv/.installed
+
+workloads/.venv/.installed: workloads/requirements.txt workloads/requirements-test.txt
+	@test -x workloads/.venv/bin/python || $(PYTHON) -m venv workloads/.venv
+	workloads/.venv/bin/python -m pip install -q --upgrade pip
+	workloads/.venv/bin/python -m pip install -q -r workloads/requirements-test.txt
+	touch $@
+
+demo:
 	bash scripts/demo.sh stop
 
 test:

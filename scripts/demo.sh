@@ -49,7 +49,7 @@ export DEBUG=0 DJANGO_SETTINGS_MODULE=portal.settings ALLOWED_HOSTS=${ALLOWED_HO
 # The lab's Python for the Tiny LM templates: the CPU build of PyTorch in a venv the lab users can read.
 if [ "${GPULAB_DEMO_TORCH:-1}" = 1 ] && [ ! -x "$LAB_VENV/bin/python" ]; then
   log "creating the lab's Python environment in $LAB_VENV (PyTorch, CPU build)"
-  python3 -m venv "$LAB_VENV" && "$LAB_VENV/bin/pip" install -q torch==2.13.0 || log "PyTorch could not be installed; Tiny LM jobs will fail until it is"
+  python3 -m venv "$LAB_VENV" && "$LAB_VENV/bin/pip" install -q torch==2.13.0 numpy==2.3.4 || log "PyTorch could not be installed; Tiny LM jobs will fail until it is"
 fi
 
 .venv/bin/python manage.py migrate -v0

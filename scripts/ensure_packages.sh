@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages the lab needs, only those missing. Shared by `make demo` and `make test`.
 #   scripts/ensure_packages.sh            PostgreSQL, Redis, SLURM + munge, sshd, python3-venv
-#   scripts/ensure_packages.sh --browser  the same, and Chromium for the browser tests
+#   scripts/ensure_packages.sh --test     the same, and what the tests use: Chromium, jq
 set -euo pipefail
 need=()
 command -v slurmctld >/dev/null || need+=(slurm-wlm munge)
@@ -10,7 +10,10 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v curl >/dev/null || need+=(curl)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
-if [ "${1:-}" = "--browser" ]; then command -v chromium >/dev/null || need+=(chromium); fi
+if [ "${1:-}" = "--test" ]; then
+  command -v chromium >/dev/null || need+=(chromium)
+  command -v jq >/dev/null || need+=(jq)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "[packages] installing ${need[*]}"
   apt-get update -q

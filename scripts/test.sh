@@ -6,9 +6,9 @@ export GPULAB_LOCAL_DIR=${GPULAB_LOCAL_DIR:-/var/lib/gpulab-local}
 
 if [ "$(id -u)" != 0 ]; then echo "make test runs as root (it installs packages and starts daemons)." >&2; exit 1; fi
 
-bash scripts/ensure_packages.sh --browser
+bash scripts/ensure_packages.sh --test
 
-make -s venv
+make -s venv workloads-venv
 
 bash scripts/services.sh start
 bash scripts/local_slurm.sh start
@@ -31,5 +31,8 @@ echo "[test] lint and checks"
 .venv/bin/python manage.py check
 .venv/bin/python manage.py makemigrations --check --dry-run
 
-echo "[test] pytest"
+echo "[test] portal: unit and integration tests"
 .venv/bin/pytest "$@"
+
+echo "[test] workloads: trainer, inference server, load generator, manifests (CPU)"
+(cd workloads && .venv/bin/pytest)

@@ -36,6 +36,7 @@ COMMENT_PREFIX = "gpulab:"
 SCRIPT_NAME = "job.sh"
 LOG_NAME = "output.log"
 SCHEDULER_ID = re.compile(r"^\d+$")
+SKIP_STAGING = {"__pycache__", "runs", "tests"}
 
 # squeue/sacct state → portal state. Anything unlisted counts as running (it is on a node).
 STATE_MAP = {
@@ -263,8 +264,8 @@ class SlurmBackend(ClusterBackend):
             _makedirs(sftp, self.lab_path())
             for local in sorted(source.rglob("*")):
                 relative = local.relative_to(source)
-                if any(part in {"__pycache__", "runs", ".pytest_cache"} for part in relative.parts):
-                    continue
+                if any(part.startswith(".") or part in SKIP_STAGING for part in relative.parts):
+                    continue  # virtual environments, caches, tests and training output stay here
                 remote = self.lab_path(*relative.parts)
                 if local.is_dir():
                     _makedirs(sftp, remote)

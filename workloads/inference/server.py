@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import threading
 import time
 import uuid
@@ -236,8 +237,12 @@ def create_app(state: State) -> FastAPI:
         data = prompt.encode()
         if not data:
             raise APIError(400, "the prompt is empty")
-        if len(data) > state.block_size:
-            raise APIError(400, f"the prompt is {len(data)} bytes; the model's context is {state.block_size}")
+        if len(data) >= state.block_size:
+            raise APIError(
+                400,
+                f"the prompt is {len(data)} bytes; the model's context is {state.block_size}, "
+                "so it must be shorter to leave room for an answer",
+            )
         if not 1 <= sampling.max_tokens <= MAX_NEW_TOKENS:
             raise APIError(400, f"ask for between 1 and {MAX_NEW_TOKENS} tokens, not {sampling.max_tokens}")
         generation = Generation(data, sampling, asyncio.get_running_loop())
@@ -247,11 +252,19 @@ def create_app(state: State) -> FastAPI:
         return generation
 
     async def events(generation: Generation) -> AsyncIterator[Event]:
+        async for batch in event_batches(generation):
+            for event in batch:
+                yield event
+
+    async def event_batches(generation: Generation) -> AsyncIterator[list[Event]]:
+        """Events as they come; when the client is behind, everything already waiting goes out in one write."""
         try:
             while True:
-                event = await generation.events.get()
-                yield event
-                if event.kind == "done":
+                batch = [await generation.events.get()]
+                while not generation.events.empty():
+                    batch.append(generation.events.get_nowait())
+                yield batch
+                if batch[-1].kind == "done":
                     break
         finally:
             if generation.finished_at is None:
@@ -285,17 +298,19 @@ def create_app(state: State) -> FastAPI:
         prompt, completion = len(generation.prompt_ids), len(generation.generated)
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
-    def ndjson(items: AsyncIterator[dict]) -> StreamingResponse:
+    def ndjson(generation: Generation, render) -> StreamingResponse:
         async def body():
-            async for item in items:
-                yield json.dumps(item) + "\n"
+            async for batch in event_batches(generation):
+                yield "".join(json.dumps(render(event)) + "\n" for event in batch)
 
         return StreamingResponse(body(), media_type="application/x-ndjson")
 
-    def sse(items: AsyncIterator[dict]) -> StreamingResponse:
+    def sse(generation: Generation, render, first: dict | None = None) -> StreamingResponse:
         async def body():
-            async for item in items:
-                yield f"data: {json.dumps(item)}\n\n"
+            if first is not None:
+                yield f"data: {json.dumps(first)}\n\n"
+            async for batch in event_batches(generation):
+                yield "".join(f"data: {json.dumps(render(event))}\n\n" for event in batch)
             yield "data: [DONE]\n\n"
 
         return StreamingResponse(body(), media_type="text/event-stream")
@@ -319,21 +334,13 @@ def create_app(state: State) -> FastAPI:
         state.metrics.requests.labels(api="ollama", status="200").inc()
         base = {"model": body.model}
 
-        async def stream():
-            async for event in events(generation):
-                if event.kind == "token":
-                    yield {**base, "created_at": now_rfc3339(), "response": event.text, "done": False}
-                else:
-                    yield {
-                        **base,
-                        "created_at": now_rfc3339(),
-                        "response": "",
-                        "done": True,
-                        **ollama_counts(generation),
-                    }
+        def render(event: Event) -> dict:
+            if event.kind == "token":
+                return {**base, "created_at": now_rfc3339(), "response": event.text, "done": False}
+            return {**base, "created_at": now_rfc3339(), "response": "", "done": True, **ollama_counts(generation)}
 
         if body.stream:
-            return ndjson(stream())
+            return ndjson(generation, render)
         text = "".join([e.text async for e in events(generation) if e.kind == "token"])
         return {**base, "created_at": now_rfc3339(), "response": text, "done": True, **ollama_counts(generation)}
 
@@ -349,22 +356,14 @@ def create_app(state: State) -> FastAPI:
         state.metrics.requests.labels(api="ollama", status="200").inc()
         base = {"model": body.model}
 
-        async def stream():
-            async for event in events(generation):
-                if event.kind == "token":
-                    message = {"role": "assistant", "content": event.text}
-                    yield {**base, "created_at": now_rfc3339(), "message": message, "done": False}
-                else:
-                    yield {
-                        **base,
-                        "created_at": now_rfc3339(),
-                        "message": {"role": "assistant", "content": ""},
-                        "done": True,
-                        **ollama_counts(generation),
-                    }
+        def render(event: Event) -> dict:
+            message = {"role": "assistant", "content": event.text}
+            if event.kind == "token":
+                return {**base, "created_at": now_rfc3339(), "message": message, "done": False}
+            return {**base, "created_at": now_rfc3339(), "message": message, "done": True, **ollama_counts(generation)}
 
         if body.stream:
-            return ndjson(stream())
+            return ndjson(generation, render)
         text = "".join([e.text async for e in events(generation) if e.kind == "token"])
         return {
             **base,
@@ -409,13 +408,12 @@ def create_app(state: State) -> FastAPI:
         ident, created = f"cmpl-{uuid.uuid4().hex[:24]}", int(time.time())
         base = {"id": ident, "object": "text_completion", "created": created, "model": body.model}
 
-        async def stream():
-            async for event in events(generation):
-                reason = event.reason if event.kind == "done" else None
-                yield {**base, "choices": [{"text": event.text, "index": 0, "logprobs": None, "finish_reason": reason}]}
+        def render(event: Event) -> dict:
+            reason = event.reason if event.kind == "done" else None
+            return {**base, "choices": [{"text": event.text, "index": 0, "logprobs": None, "finish_reason": reason}]}
 
         if body.stream:
-            return sse(stream())
+            return sse(generation, render)
         text = "".join([e.text async for e in events(generation) if e.kind == "token"])
         choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": generation.finish_reason}
         return {**base, "choices": [choice], "usage": usage(generation)}
@@ -432,17 +430,16 @@ def create_app(state: State) -> FastAPI:
         state.metrics.requests.labels(api="openai", status="200").inc()
         ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
 
-        async def stream():
-            base = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": body.model}
-            yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
-            async for event in events(generation):
-                if event.kind == "token":
-                    yield {**base, "choices": [{"index": 0, "delta": {"content": event.text}, "finish_reason": None}]}
-                else:
-                    yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": event.reason}]}
+        base = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": body.model}
+
+        def render(event: Event) -> dict:
+            if event.kind == "token":
+                return {**base, "choices": [{"index": 0, "delta": {"content": event.text}, "finish_reason": None}]}
+            return {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": event.reason}]}
 
         if body.stream:
-            return sse(stream())
+            first = {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+            return sse(generation, render, first)
         text = "".join([e.text async for e in events(generation) if e.kind == "token"])
         message = {"role": "assistant", "content": text}
         return {
@@ -499,6 +496,13 @@ def main() -> None:
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "11434")))
     parser.add_argument("--device", default=os.environ.get("DEVICE", "auto"), choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--access-log", action="store_true", help="log every request (costs time under load)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=int(os.environ.get("TORCH_THREADS", "1")),
+        help="CPU threads for PyTorch; one is fastest for small models",
+    )
     parser.add_argument(
         "--max-batch",
         type=int,
@@ -512,9 +516,12 @@ def main() -> None:
         help="how long the first request of a batch waits for company",
     )
     args = parser.parse_args()
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    torch.set_num_threads(max(1, args.threads))
+    # The decode thread and the HTTP event loop share the GIL; a short switch interval keeps the loop's
+    # replies (first tokens above all) from waiting behind a decode step.
+    sys.setswitchinterval(0.001)
     state = State(args.checkpoint, args.model_name, args.device, args.max_batch, args.max_wait_ms)
-    uvicorn.run(create_app(state), host=args.host, port=args.port, log_level="info")
+    uvicorn.run(create_app(state), host=args.host, port=args.port, log_level="info", access_log=args.access_log)
 
 
 if __name__ == "__main__":

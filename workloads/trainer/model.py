@@ -46,15 +46,12 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(config.n_embd, config.n_embd)
         self.dropout = config.dropout
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, length, width = x.shape
         q, k, v = self.qkv(x).split(width, dim=2)
         q, k, v = (t.view(batch, length, self.n_head, width // self.n_head).transpose(1, 2) for t in (q, k, v))
         dropout = self.dropout if self.training else 0.0
-        if attn_mask is None:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout)
-        else:  # padded batches at inference: the mask is causal and hides padding
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout)
         return self.proj(y.transpose(1, 2).contiguous().view(batch, length, width))
 
 
@@ -71,8 +68,8 @@ class Block(nn.Module):
             nn.Dropout(config.dropout),
         )
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), attn_mask)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
         return x + self.mlp(self.ln2(x))
 
 
@@ -104,21 +101,14 @@ class TinyLM(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def forward(
-        self,
-        idx: torch.Tensor,
-        targets: torch.Tensor | None = None,
-        *,
-        positions: torch.Tensor | None = None,
-        attn_mask: torch.Tensor | None = None,
+        self, idx: torch.Tensor, targets: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         length = idx.shape[1]
         if length > self.config.block_size:
             raise ValueError(f"sequence of {length} bytes is longer than the context of {self.config.block_size}")
-        if positions is None:
-            positions = torch.arange(length, device=idx.device).unsqueeze(0)
-        x = self.tok_emb(idx) + self.pos_emb(positions)
+        x = self.tok_emb(idx) + self.pos_emb(torch.arange(length, device=idx.device))
         for block in self.blocks:
-            x = block(x, attn_mask)
+            x = block(x)
         logits = self.head(self.ln_f(x))
         loss = None
         if targets is not None:
