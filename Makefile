@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test venv workloads-venv lint unit stop-demo
+.PHONY: demo stop-demo test venv workloads-venv lint unit
 
 venv: $(VENV)/.installed
 
@@ -27,16 +27,7 @@ workloads/.venv/.installed: workloads/requirements.txt workloads/requirements-te
 demo:
 	bash scripts/demo.sh
 
-stop-# The workloads (trainer, inference server) have their own environment: PyTorch stays out of the portal's.
-workloads-venv: workloads/.venv/.installed
-
-workloads/.venv/.installed: workloads/requirements.txt workloads/requirements-test.txt
-	@test -x workloads/.venv/bin/python || $(PYTHON) -m venv workloads/.venv
-	workloads/.venv/bin/python -m pip install -q --upgrade pip
-	workloads/.venv/bin/python -m pip install -q -r workloads/requirements-test.txt
-	touch $@
-
-demo:
+stop-demo:
 	bash scripts/demo.sh stop
 
 test:
