@@ -10,6 +10,7 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v curl >/dev/null || need+=(curl)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+/usr/bin/python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)  # the lab's venv (make demo)
 if [ "${1:-}" = "--test" ]; then
   command -v chromium >/dev/null || need+=(chromium)
   command -v jq >/dev/null || need+=(jq)

@@ -31,6 +31,7 @@ from data import DEFAULT_TEXT, ByteWindows, read_bytes, split
 from model import SIZES, ModelConfig, TinyLM
 
 CHECKPOINT = "checkpoint.pt"
+PRECISION_NAMES = {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 # Peak dense bf16/fp16 tensor FLOP/s, for MFU. Other GPUs: pass --peak_tflops.
 PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0, "L4": 121.0, "V100": 125.0}
 
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     if env.main:
         print(
             f"model={args.model} params={model.num_parameters() / 1e6:.2f}M world={env.world} "
-            f"device={env.device.type} precision={cast or 'fp32'} batch={args.batch_size} seq_len={args.seq_len} "
+            f"device={env.device.type} precision={PRECISION_NAMES[cast]} batch={args.batch_size} seq_len={args.seq_len} "
             f"steps={total_steps} run_dir={args.run_dir}",
             flush=True,
         )
