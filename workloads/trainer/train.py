@@ -214,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     if env.main:
         print(
             f"model={args.model} params={model.num_parameters() / 1e6:.2f}M world={env.world} "
-            f"device={env.device.type} precision={PRECISION_NAMES[cast]} batch={args.batch_size} seq_len={args.seq_len} "
-            f"steps={total_steps} run_dir={args.run_dir}",
+            f"device={env.device.type} precision={PRECISION_NAMES[cast]} batch={args.batch_size} "
+            f"seq_len={args.seq_len} steps={total_steps} run_dir={args.run_dir}",
             flush=True,
         )
 
