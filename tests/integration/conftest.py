@@ -149,12 +149,22 @@ def cluster(transactional_db, course, services):
 
 
 @pytest.fixture(autouse=True)
-def _clean_slurm_queue(request):
+def _quiesce(request, transactional_db):
+    """After each test, before its tables are flushed: leave the session's worker nothing to do.
+
+    Depending on transactional_db makes this teardown run before the flush, whose TRUNCATE would otherwise
+    deadlock with a worker still submitting or polling the test's jobs.
+    """
     yield
-    if "cluster" in request.fixturenames and os.environ.get("GPULAB_SERVICE_USER"):
-        for user in (os.environ["GPULAB_SERVICE_USER"], os.environ.get("GPULAB_PERSONAL_USER", "")):
-            if user:
-                subprocess.run(["scancel", f"--user={user}"], capture_output=True, check=False)
+    from jobs.models import Job
+    from jobs.states import ACTIVE_STATES
+
+    ended = Job.objects.filter(state__in=ACTIVE_STATES).update(state="cancelled")
+    for user in (os.environ.get("GPULAB_SERVICE_USER"), os.environ.get("GPULAB_PERSONAL_USER")):
+        if user:
+            subprocess.run(["scancel", f"--user={user}"], capture_output=True, check=False)
+    if ended or "worker" in request.fixturenames:
+        time.sleep(2)  # a task already past its state check finishes within this
 
 
 @pytest.fixture
