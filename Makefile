@@ -13,6 +13,7 @@ $(VENV)/.installed: requirements.txt requirements-test.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-test.txt
+	@test -f .env || printf '# Development settings for manage.py (git-ignored). Never used by make demo or production.\nDEBUG=1\n' > .env
 	touch $@
 
 # The workloads (trainer, inference server) have their own environment: PyTorch stays out of the portal's.

@@ -7,6 +7,16 @@ from urllib.parse import parse_qs, unquote, urlparse
 from django.core.exceptions import ImproperlyConfigured
 
 
+def load_dotenv(path: Path) -> None:
+    """KEY=value lines from a developer's .env into the environment; variables already set win."""
+    if not path.is_file():
+        return
+    for line in path.read_text().splitlines():
+        key, sep, value = line.strip().partition("=")
+        if sep and key and not key.startswith("#"):
+            os.environ.setdefault(key.strip(), value.strip().strip("'\""))
+
+
 def env_str(name: str, default: str = "") -> str:
     file_path = os.environ.get(f"{name}_FILE")
     if file_path:
