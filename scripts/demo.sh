@@ -13,9 +13,15 @@ LAB_VENV=${GPULAB_LAB_VENV:-/opt/gpulab-lab-venv}
 log() { printf '[demo] %s\n' "$*"; }
 
 stop() {
+  # Each process runs in a session of its own (setsid); stopping it signals the whole session.
   for name in web worker; do
-    if [ -f "$RUN/$name.pid" ] && kill -0 "$(cat "$RUN/$name.pid")" 2>/dev/null; then
-      kill "$(cat "$RUN/$name.pid")" && log "stopped $name"
+    [ -f "$RUN/$name.pid" ] || continue
+    pid=$(cat "$RUN/$name.pid")
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
+      for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+      kill -KILL -- "-$pid" 2>/dev/null || true
+      log "stopped $name"
     fi
     rm -f "$RUN/$name.pid"
   done
@@ -79,10 +85,12 @@ EOF2
 
 stop
 log "starting the portal on http://$BIND and a Celery worker with beat"
-.venv/bin/gunicorn portal.wsgi --bind "$BIND" --workers 3 --threads 4 --daemon --pid "$RUN/web.pid" \
-  --access-logfile "$RUN/web-access.log" --error-logfile "$RUN/web.log"
-nohup .venv/bin/celery -A portal worker -B --concurrency 4 --loglevel INFO -s "$RUN/beat-schedule" \
-  --pidfile "$RUN/worker.pid" >"$RUN/worker.log" 2>&1 &
+setsid .venv/bin/gunicorn portal.wsgi --bind "$BIND" --workers 3 --threads 4 \
+  --access-logfile "$RUN/web-access.log" --error-logfile "$RUN/web.log" </dev/null >/dev/null 2>&1 &
+echo $! >"$RUN/web.pid"
+setsid .venv/bin/celery -A portal worker -B --concurrency 4 --loglevel INFO -s "$RUN/beat-schedule" \
+  </dev/null >"$RUN/worker.log" 2>&1 &
+echo $! >"$RUN/worker.pid"
 for _ in $(seq 1 60); do
   if curl -fsS -o /dev/null "http://$BIND/login/" 2>/dev/null; then
     break
