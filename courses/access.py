@@ -51,10 +51,6 @@ def role_in(user, course: Course) -> str | None:
     return Enrollment.objects.filter(user=user, course=course).values_list("role", flat=True).first()
 
 
-def is_teaching(user, course: Course) -> bool:
-    return is_admin(user) or role_in(user, course) == Role.INSTRUCTOR
-
-
 def get_course(user, slug: str, *, teach: bool = False) -> Course:
     """The course if the user belongs to it (teaches it, with teach=True); else 404."""
     courses = teaching_courses(user) if teach else courses_for(user)
@@ -75,15 +71,13 @@ def visible_jobs(user) -> QuerySet[Job]:
     return Job.objects.filter(Q(owner=user) | Q(course__in=teaching_courses(user)))
 
 
-def get_job(user, job_id, *, for_update: bool = False) -> Job:
+def get_job(user, job_id) -> Job:
     """A job the user may see and act on (cancel, clone, read its log); 404 for anything else."""
     try:
         job_uuid = uuid.UUID(str(job_id))
     except ValueError:
         raise Http404("No such job.") from None
-    jobs = visible_jobs(user).select_related("template", "cluster", "course", "owner")
-    if for_update:
-        jobs = jobs.select_for_update(of=("self",))
+    jobs = visible_jobs(user).select_related("template", "cluster", "course", "owner", "account")
     try:
         return jobs.get(pk=job_uuid)
     except jobs.model.DoesNotExist:
