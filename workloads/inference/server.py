@@ -32,41 +32,12 @@ from engine import Request as Generation
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from metrics import Metrics
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel, ValidationError
+from schemas import Message, OllamaChat, OllamaGenerate, OpenAIChat, OpenAICompletion, Options
 
 MAX_NEW_TOKENS = int(os.environ.get("MAX_NEW_TOKENS", "2048"))
-
-
-class Metrics:
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        self.requests = Counter(
-            "gpulab_inference_requests", "Requests by API and status", ["api", "status"], registry=self.registry
-        )
-        self.ttft = Histogram(
-            "gpulab_inference_time_to_first_token_seconds",
-            "Time to first token",
-            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10),
-            registry=self.registry,
-        )
-        self.tokens_per_second = Histogram(
-            "gpulab_inference_tokens_per_second",
-            "Decode speed of one request",
-            buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500),
-            registry=self.registry,
-        )
-        self.batch_size = Histogram(
-            "gpulab_inference_batch_size",
-            "Requests decoded together in one step",
-            buckets=(1, 2, 4, 8, 16, 32, 64),
-            registry=self.registry,
-        )
-        self.generated = Counter("gpulab_inference_generated_tokens", "Tokens generated", registry=self.registry)
-        self.prompt = Counter("gpulab_inference_prompt_tokens", "Prompt tokens read", registry=self.registry)
-        self.queued = Gauge(
-            "gpulab_inference_queued_requests", "Requests waiting to join a batch", registry=self.registry
-        )
 
 
 class State:
@@ -109,57 +80,6 @@ class State:
 class APIError(Exception):
     def __init__(self, status: int, message: str, code: str = "invalid_request_error"):
         self.status, self.message, self.code = status, message, code
-
-
-# -- request bodies ---------------------------------------------------------------------------------------------
-class Options(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    temperature: float = Field(0.8, ge=0, le=5)
-    top_p: float = Field(1.0, gt=0, le=1)
-    seed: int | None = None
-    num_predict: int = 128
-    stop: list[str] | str | None = None
-
-
-class Message(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    role: str
-    content: str
-
-
-class OllamaGenerate(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    model: str
-    prompt: str = ""
-    system: str | None = None
-    stream: bool = True
-    options: Options = Field(default_factory=Options)
-
-
-class OllamaChat(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    model: str
-    messages: list[Message]
-    stream: bool = True
-    options: Options = Field(default_factory=Options)
-
-
-class OpenAICompletion(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    model: str
-    prompt: str | list[str] = ""
-    max_tokens: int = 16
-    temperature: float = Field(1.0, ge=0, le=5)
-    top_p: float = Field(1.0, gt=0, le=1)
-    seed: int | None = None
-    stream: bool = False
-    stop: list[str] | str | None = None
-
-
-class OpenAIChat(OpenAICompletion):
-    prompt: str = ""
-    messages: list[Message]
-    max_tokens: int = 128
 
 
 # -- helpers -----------------------------------------------------------------------------------------------------
