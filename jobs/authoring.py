@@ -5,6 +5,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from clusters.models import ClusterKind
+
+from .manifests import ManifestError, dump, preview_context, render_manifests
 from .models import JobTemplate
 from .params import SchemaError, parse_schema
 from .rendering import RenderContext, RenderError, bash_syntax_error, render_script
@@ -22,8 +25,8 @@ class Preview:
         return not self.errors
 
 
-def preview(body: str, parameters, cluster=None) -> Preview:
-    """The script as the defaults would render it on `cluster` (or a generic one), checked with bash -n."""
+def preview(body: str, parameters, cluster=None, backend: str = ClusterKind.SLURM) -> Preview:
+    """What the defaults render to: a script checked with bash -n, or Kubernetes objects checked and validated."""
     result = Preview()
     try:
         schema = parse_schema(parameters)
@@ -31,6 +34,12 @@ def preview(body: str, parameters, cluster=None) -> Preview:
         result.errors.append(str(exc))
         return result
     values = {p.name: p.default for p in schema}
+    if backend == ClusterKind.KUBERNETES:
+        try:
+            result.script = dump(render_manifests(body, schema, values, preview_context()))
+        except ManifestError as exc:
+            result.errors.append(str(exc))
+        return result
     ctx = RenderContext(
         job_id=str(PREVIEW_JOB_ID),
         job_name="gpulab-preview",
@@ -50,7 +59,7 @@ def preview(body: str, parameters, cluster=None) -> Preview:
 
 def preview_template(template: JobTemplate) -> Preview:
     cluster = next((c for course in template.courses.all() for c in course.clusters.all()), None)
-    return preview(template.body, template.parameters, cluster)
+    return preview(template.body, template.parameters, cluster, template.backend)
 
 
 def publish(template: JobTemplate) -> Preview:

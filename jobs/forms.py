@@ -74,6 +74,7 @@ class TemplateForm(forms.ModelForm):
             "name",
             "slug",
             "description",
+            "backend",
             "courses",
             "body",
             "parameters",

@@ -16,6 +16,7 @@ PARAMS = [{"name": "epochs", "type": "int", "label": "Epochs", "default": 1, "mi
 def _form(course, body, params=PARAMS, slug="my-train"):
     return {
         "name": "My training",
+        "backend": "slurm",
         "slug": slug,
         "description": "",
         "courses": [course.pk],

@@ -37,7 +37,7 @@ def template_edit(request, course_slug: str, slug: str | None = None):
         form.save_m2m()
         messages.success(request, f"Saved “{saved.name}”.")
         return redirect("jobs:template_edit", course_slug=course.slug, slug=saved.slug)
-    checked = preview(template.body, template.parameters) if template.pk else None
+    checked = preview(template.body, template.parameters, backend=template.backend) if template.pk else None
     context = {"course": course, "template": template, "form": form, "preview": checked}
     return render(request, "jobs/authoring/edit.html", context, status=400 if form.errors else 200)
 
@@ -53,7 +53,9 @@ def template_preview(request, course_slug: str):
         result = None
         errors = form.errors["parameters"]
     else:
-        result = preview(request.POST.get("body", ""), form.cleaned_data.get("parameters", []), course.clusters.first())
+        backend = form.cleaned_data.get("backend") or "slurm"
+        cluster = course.clusters.filter(kind=backend).first()
+        result = preview(request.POST.get("body", ""), form.cleaned_data.get("parameters", []), cluster, backend)
         errors = result.errors
     return render(request, "jobs/authoring/_preview.html", {"preview": result, "errors": errors})
 

@@ -1,0 +1,268 @@
+"""Kubernetes templates: YAML objects with typed placeholders, rendered as data and checked before anything is sent.
+
+A placeholder is first replaced by an opaque token, the YAML is parsed, and only then do the tokens in the
+parsed objects become the typed values: an int stays an int, and a string that holds a newline, ": ", "{",
+"---" or "&anchor" is one string scalar. Values never meet YAML syntax. Then every object is checked:
+    - the kind is one the portal manages (no Namespace, ClusterRole, RoleBinding, …);
+    - pod specs use no host namespaces, hostPath volumes, privileged containers or other service accounts;
+    - the namespace and the portal's labels are forced;
+    - the object validates against the pinned Kubernetes version's schema (kubernetes-validate).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import kubernetes_validate
+import yaml
+
+from .params import Param
+from .rendering import PLACEHOLDER
+
+KUBERNETES_VERSION = "1.34.0"
+MANAGED_BY = "gpulab-portal"
+LABEL_JOB = "gpulab.io/job"
+LABEL_OWNER = "gpulab.io/owner"
+LABEL_COURSE = "gpulab.io/course"
+TOKEN = re.compile(r"__gpulab_(\d+)__")
+
+ALLOWED_KINDS = {
+    ("apps/v1", "Deployment"),
+    ("batch/v1", "Job"),
+    ("v1", "Service"),
+    ("v1", "PersistentVolumeClaim"),
+    ("v1", "ConfigMap"),
+    ("autoscaling/v2", "HorizontalPodAutoscaler"),
+    ("networking.k8s.io/v1", "Ingress"),
+    ("kubeflow.org/v2beta1", "MPIJob"),  # offered only where the MPI Operator's CRD exists
+}
+FORBIDDEN_CAPABILITIES = {"ALL", "SYS_ADMIN", "NET_ADMIN", "SYS_PTRACE", "SYS_MODULE", "DAC_READ_SEARCH"}
+
+
+class ManifestError(ValueError):
+    """The template cannot become objects the portal will send; the message names the object and the reason."""
+
+
+@dataclass(frozen=True)
+class ManifestContext:
+    job_id: str
+    namespace: str
+    owner: str
+    course: str
+    service_account: str = "default"
+
+    @property
+    def job_name(self) -> str:
+        return f"gpulab-{self.job_id[:8]}"
+
+    def labels(self) -> dict[str, str]:
+        return {
+            "app.kubernetes.io/managed-by": MANAGED_BY,
+            LABEL_JOB: self.job_id,
+            LABEL_OWNER: _label_value(self.owner),
+            LABEL_COURSE: _label_value(self.course),
+        }
+
+
+def _label_value(text: str) -> str:
+    """A valid label value: at most 63 of [A-Za-z0-9._-], starting and ending alphanumeric."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "-", text)[:63].strip("._-")
+    return cleaned or "x"
+
+
+def render_manifests(body: str, schema: list[Param], values: Mapping[str, Any], ctx: ManifestContext) -> list[dict]:
+    params = {p.name: p for p in schema}
+    builtins = {"job_id": ctx.job_id, "job_name": ctx.job_name, "namespace": ctx.namespace}
+    slots: list[Any] = []
+
+    def to_token(match: re.Match) -> str:
+        name, flag = match.group(1), match.group(2)
+        if flag:
+            raise ManifestError("{{ name|flag:… }} is for scripts; in YAML use the bool parameter itself.")
+        if name in builtins:
+            slots.append(builtins[name])
+        elif name in params:
+            slots.append(values[name])
+        else:
+            raise ManifestError(f"{{{{ {name} }}}} is not a parameter of this template.")
+        return f"__gpulab_{len(slots) - 1}__"
+
+    text = PLACEHOLDER.sub(to_token, body)
+    if "{{" in text:
+        line = text.count("\n", 0, text.find("{{")) + 1
+        raise ManifestError(f"Line {line}: “{{{{” does not start a placeholder the portal knows.")
+    try:
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise ManifestError(f"The template is not valid YAML{where}: {getattr(exc, 'problem', exc)}.") from None
+    if not documents:
+        raise ManifestError("The template holds no Kubernetes objects.")
+    objects = []
+    for document in documents:
+        if not isinstance(document, dict):
+            raise ManifestError("Every YAML document must be one Kubernetes object (a mapping).")
+        obj = _fill(document, slots)
+        _check(obj, ctx)
+        _force(obj, ctx)
+        _validate(obj)
+        objects.append(obj)
+    return objects
+
+
+def _fill(node: Any, slots: list[Any]) -> Any:
+    """Replace tokens in the parsed objects by the values: whole scalars keep their type, parts become text."""
+    if isinstance(node, dict):
+        filled = {}
+        for key, value in node.items():
+            if isinstance(key, str) and TOKEN.search(key):
+                raise ManifestError("Placeholders may give values, not keys.")
+            filled[key] = _fill(value, slots)
+        return filled
+    if isinstance(node, list):
+        return [_fill(item, slots) for item in node]
+    if isinstance(node, str):
+        whole = TOKEN.fullmatch(node)
+        if whole:
+            return slots[int(whole.group(1))]
+        return TOKEN.sub(lambda m: _as_text(slots[int(m.group(1))]), node)
+    return node
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _describe(obj: dict) -> str:
+    return f"{obj.get('kind', '?')} “{(obj.get('metadata') or {}).get('name', '?')}”"
+
+
+def pod_specs(obj: dict) -> Iterator[dict]:
+    """Every pod spec in an object: Deployments and Jobs have one, an MPIJob one per replica type."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") in {"Deployment", "Job"}:
+        yield ((spec.get("template") or {}).get("spec")) or {}
+    elif obj.get("kind") == "MPIJob":
+        for replica in (spec.get("mpiReplicaSpecs") or {}).values():
+            yield (((replica or {}).get("template") or {}).get("spec")) or {}
+
+
+def pod_templates(obj: dict) -> Iterator[dict]:
+    spec = obj.get("spec") or {}
+    if obj.get("kind") in {"Deployment", "Job"}:
+        yield spec.setdefault("template", {})
+    elif obj.get("kind") == "MPIJob":
+        for replica in (spec.get("mpiReplicaSpecs") or {}).values():
+            yield replica.setdefault("template", {})
+
+
+def _check(obj: dict, ctx: ManifestContext) -> None:
+    kind_key = (obj.get("apiVersion"), obj.get("kind"))
+    if kind_key not in ALLOWED_KINDS:
+        allowed = ", ".join(sorted(kind for _, kind in ALLOWED_KINDS))
+        raise ManifestError(f"{obj.get('apiVersion')}/{obj.get('kind')} objects are not allowed; use {allowed}.")
+    if not isinstance(obj.get("metadata"), dict) or not obj["metadata"].get("name"):
+        raise ManifestError(f"Every {obj.get('kind')} needs metadata.name (use {{{{ job_name }}}} to keep it unique).")
+    what = _describe(obj)
+    for pod in pod_specs(obj):
+        for field in ("hostNetwork", "hostPID", "hostIPC"):
+            if pod.get(field):
+                raise ManifestError(f"{what}: {field} is not allowed.")
+        account = pod.get("serviceAccountName") or pod.get("serviceAccount")
+        if account and account != ctx.service_account:
+            raise ManifestError(
+                f"{what}: the service account must be the course's ({ctx.service_account}), not {account}."
+            )
+        for volume in pod.get("volumes") or []:
+            if "hostPath" in (volume or {}):
+                raise ManifestError(f"{what}: hostPath volumes are not allowed (volume {volume.get('name')}).")
+        for container in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+            security = (container or {}).get("securityContext") or {}
+            if security.get("privileged"):
+                raise ManifestError(f"{what}: privileged containers are not allowed ({container.get('name')}).")
+            if security.get("allowPrivilegeEscalation"):
+                raise ManifestError(f"{what}: allowPrivilegeEscalation is not allowed ({container.get('name')}).")
+            added = set((security.get("capabilities") or {}).get("add") or [])
+            if added & FORBIDDEN_CAPABILITIES:
+                raise ManifestError(f"{what}: capability {sorted(added & FORBIDDEN_CAPABILITIES)[0]} is not allowed.")
+
+
+def _force(obj: dict, ctx: ManifestContext) -> None:
+    labels = ctx.labels()
+    metadata = obj["metadata"]
+    metadata["namespace"] = ctx.namespace
+    metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
+    for template in pod_templates(obj):
+        template_meta = template.setdefault("metadata", {})
+        template_meta["labels"] = {**(template_meta.get("labels") or {}), **labels}
+
+
+def _validate(obj: dict) -> None:
+    try:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+    except kubernetes_validate.SchemaNotFoundError:
+        if obj.get("kind") != "MPIJob" or not (obj.get("spec") or {}).get("mpiReplicaSpecs"):
+            raise ManifestError(f"{_describe(obj)} cannot be checked against a schema.") from None
+    except kubernetes_validate.ValidationError as exc:
+        path = ".".join(str(p) for p in exc.path) or "(the object)"
+        raise ManifestError(
+            f"{_describe(obj)} is not valid Kubernetes {KUBERNETES_VERSION}: {path}: {exc.message}"
+        ) from None
+
+
+# -- resources ---------------------------------------------------------------------------------------------------
+_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+
+
+def cpu_millis(quantity: Any) -> int:
+    text = str(quantity).strip()
+    return int(float(text[:-1])) if text.endswith("m") else int(float(text) * 1000)
+
+
+def memory_bytes(quantity: Any) -> int:
+    text = str(quantity).strip()
+    for suffix, factor in _SUFFIX.items():
+        if text.endswith(suffix):
+            return int(float(text[: -len(suffix)]) * factor)
+    return int(float(text))
+
+
+@dataclass
+class Resources:
+    gpus: int = 0
+    cpu_millis: int = 0
+    memory_bytes: int = 0
+
+
+def requested_resources(objects: list[dict]) -> Resources:
+    """What the objects ask for at most: each container's limits (else requests) times the replicas."""
+    total = Resources()
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        copies = (
+            int(spec.get("replicas", 1) or 0) if obj["kind"] == "Deployment" else int(spec.get("parallelism", 1) or 1)
+        )
+        for pod in pod_specs(obj):
+            for container in pod.get("containers") or []:
+                resources = container.get("resources") or {}
+                amounts = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+                total.gpus += copies * int(amounts.get("nvidia.com/gpu", 0) or 0)
+                total.cpu_millis += copies * cpu_millis(amounts.get("cpu", 0) or 0)
+                total.memory_bytes += copies * memory_bytes(amounts.get("memory", 0) or 0)
+    return total
+
+
+def preview_context() -> ManifestContext:
+    return ManifestContext(
+        job_id="00000000-0000-0000-0000-000000000000", namespace="gpulab-preview", owner="preview", course="preview"
+    )
+
+
+def dump(objects: list[dict]) -> str:
+    return yaml.safe_dump_all(objects, sort_keys=False)
