@@ -1,8 +1,9 @@
 """Kubernetes templates: YAML objects with typed placeholders, rendered as data and checked before anything is sent.
 
 A placeholder is first replaced by an opaque token, the YAML is parsed, and only then do the tokens in the
-parsed objects become the typed values: an int stays an int, and a string that holds a newline, ": ", "{",
-"---" or "&anchor" is one string scalar. Values never meet YAML syntax. Then every object is checked:
+parsed objects become the values: a bare {{ n }} keeps its type (an int stays an int), a quoted "{{ n }}" is
+text, and a string that holds a newline, ": ", "{", "---" or "&anchor" is one string scalar. Values never
+meet YAML syntax. Then every object is checked:
     - the kind is one the portal manages (no Namespace, ClusterRole, RoleBinding, …);
     - pod specs use no host namespaces, hostPath volumes, privileged containers or other service accounts;
     - the namespace and the portal's labels are forced;
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import kubernetes_validate
@@ -83,11 +85,14 @@ def render_manifests(body: str, schema: list[Param], values: Mapping[str, Any], 
         if flag:
             raise ManifestError("{{ name|flag:… }} is for scripts; in YAML use the bool parameter itself.")
         if name in builtins:
-            slots.append(builtins[name])
+            value = builtins[name]
         elif name in params:
-            slots.append(values[name])
+            value = values[name]
         else:
             raise ManifestError(f"{{{{ {name} }}}} is not a parameter of this template.")
+        # As in YAML itself: "{{ n }}" (quoted) is text, {{ n }} (bare) keeps the value's type.
+        before, after = match.string[match.start() - 1 : match.start()], match.string[match.end() : match.end() + 1]
+        slots.append(_as_text(value) if before in {'"', "'"} and before == after else value)
         return f"__gpulab_{len(slots) - 1}__"
 
     text = PLACEHOLDER.sub(to_token, body)
@@ -106,12 +111,35 @@ def render_manifests(body: str, schema: list[Param], values: Mapping[str, Any], 
     for document in documents:
         if not isinstance(document, dict):
             raise ManifestError("Every YAML document must be one Kubernetes object (a mapping).")
+        _check_shell_scripts(document)
         obj = _fill(document, slots)
         _check(obj, ctx)
         _force(obj, ctx)
         _validate(obj)
         objects.append(obj)
     return objects
+
+
+def _exec_commands(pod: dict) -> Iterator[tuple[str, list]]:
+    for container in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+        container = container or {}
+        name = container.get("name", "?")
+        yield name, [*(container.get("command") or []), *(container.get("args") or [])]
+        for hook in (container.get("lifecycle") or {}).values():
+            yield name, ((hook or {}).get("exec") or {}).get("command") or []
+
+
+def _check_shell_scripts(document: dict) -> None:
+    """A value inside an `sh -c` script would be read by the shell: values must come in as environment variables."""
+    for pod in pod_specs(document):
+        for container, argv in _exec_commands(pod):
+            for flag, script in pairwise(argv):
+                if flag in {"-c", "-lc", "-ec"} and isinstance(script, str) and TOKEN.search(script):
+                    raise ManifestError(
+                        f"Container {container}: a placeholder inside a shell script would be run by the shell. "
+                        "Pass the value as an environment variable (env: - name: MODEL value: {{ model }}) and "
+                        'use "$MODEL" in the script.'
+                    )
 
 
 def _fill(node: Any, slots: list[Any]) -> Any:

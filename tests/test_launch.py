@@ -165,3 +165,12 @@ class TestQuota:
                 client.post("/api/v1/jobs/", {"template": "sleep-echo", "cluster": "local"}, format="json").status_code
                 == 201
             )
+
+
+def test_catalog_offers_only_templates_a_course_cluster_can_run(login, alice, cluster, sleep_template, course):
+    k8s = JobTemplate.objects.create(
+        name="Served on Kubernetes", slug="k8s-only", backend="kubernetes", body="", status=JobTemplate.Status.PUBLISHED
+    )
+    k8s.courses.add(course)
+    page = login(alice).get(reverse("jobs:catalog")).content.decode()
+    assert "Sleep and echo" in page and "Served on Kubernetes" not in page

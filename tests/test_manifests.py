@@ -137,11 +137,22 @@ def test_yaml_breaking_values_are_data(value):
         ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  {{ model }}: x", "not keys"),
         ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: {{ nope }}}", "not a parameter"),
         ("apiVersion: v1\n kind: : ConfigMap", "not valid YAML"),
+        (
+            DEPLOYMENT.replace('args: ["--model-name", "{{ model }}"]', 'command: [sh, -c, "serve {{ model }}"]'),
+            "inside a shell script",
+        ),
     ],
 )
 def test_refused_with_the_reason(body, reason):
     with pytest.raises(ManifestError, match=reason):
         render(body)
+
+
+def test_quoted_placeholder_is_text_and_bare_keeps_its_type():
+    body = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: "{{ replicas }}", b: "{{ debug }}"}'
+    assert render(body)[0]["data"] == {"a": "2", "b": "false"}
+    deployment = render()[0]
+    assert deployment["spec"]["replicas"] == 2
 
 
 def test_requested_resources_count_replicas():
