@@ -94,8 +94,6 @@ def main() -> None:
             "--without-gossip",
             "--without-mingle",
             "--without-heartbeat",
-            "-s",
-            str(logs / "beat-schedule"),
         ],
         logs / "worker.log",
         POLL_INTERVAL_SECONDS="2",

@@ -174,6 +174,8 @@ GPULAB_LAB_FILES_DIR = Path(env_str("LAB_FILES_DIR", str(BASE_DIR / "workloads")
 # Named pauses that widen race windows in fault-injection tests (see portal/failpoints.py); empty in production.
 GPULAB_FAILPOINTS = env_str("FAILPOINTS", "")
 
+# The schedule is one fixed interval: kept in memory, so a beat killed mid-write never leaves a corrupt file behind.
+CELERY_BEAT_SCHEDULER = "celery.beat:Scheduler"
 CELERY_BEAT_SCHEDULE = {
     "poll-clusters": {"task": "workers.tasks.poll_clusters", "schedule": GPULAB_POLL_INTERVAL},
 }

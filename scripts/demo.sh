@@ -88,7 +88,7 @@ log "starting the portal on http://$BIND and a Celery worker with beat"
 setsid .venv/bin/gunicorn portal.wsgi --bind "$BIND" --workers 3 --threads 4 \
   --access-logfile "$RUN/web-access.log" --error-logfile "$RUN/web.log" </dev/null >/dev/null 2>&1 &
 echo $! >"$RUN/web.pid"
-setsid .venv/bin/celery -A portal worker -B --concurrency 4 --loglevel INFO -s "$RUN/beat-schedule" \
+setsid .venv/bin/celery -A portal worker -B --concurrency 4 --loglevel INFO \
   </dev/null >"$RUN/worker.log" 2>&1 &
 echo $! >"$RUN/worker.pid"
 for _ in $(seq 1 60); do

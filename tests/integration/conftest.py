@@ -80,8 +80,6 @@ class Worker:
             "--without-gossip",
             "--without-mingle",
             "--without-heartbeat",
-            "-s",
-            str(self.logdir / "beat-schedule"),
         ]
         self._log = self.log_path.open("w")
         self.proc = subprocess.Popen(
