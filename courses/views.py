@@ -15,7 +15,7 @@ from .roster import import_roster
 def course_jobs(request, slug: str):
     """The instructor's view of a course: every student's jobs, filtered by state, student and template."""
     course = access.get_course(request.user, slug, teach=True)
-    form = CourseFilterForm(request.GET or None, course=course)
+    form = CourseFilterForm(request.GET or None)
     jobs = access.visible_jobs(request.user).filter(course=course)
     if form.is_valid():
         if form.cleaned_data["state"]:

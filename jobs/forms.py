@@ -7,10 +7,9 @@ import json
 from django import forms
 from django.core.validators import RegexValidator
 
-from courses.models import Course
-
 from .models import JobTemplate
 from .params import Param, SchemaError, parse_schema
+from .states import JobState
 
 PARAM_PREFIX = "param_"
 
@@ -130,9 +129,6 @@ class CourseFilterForm(forms.Form):
     student = forms.CharField(required=False, max_length=150)
     template = forms.CharField(required=False, max_length=50)
 
-    def __init__(self, *args, course: Course, **kwargs):
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        from .states import JobState
-
         self.fields["state"].choices = [("", "any state"), *JobState.choices]
-        self.course = course

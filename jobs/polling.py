@@ -6,7 +6,7 @@ A cluster that does not answer changes nothing: jobs keep their last known state
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -29,7 +29,6 @@ class PollReport:
     polled: int = 0
     moved: int = 0
     error: str = ""
-    moves: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def clusters_with_active_jobs() -> list[int]:
@@ -75,7 +74,6 @@ def poll_cluster(cluster_id: int) -> PollReport:
         seen.append(job.pk)
         if apply_status(job, status):
             report.moved += 1
-            report.moves.append((str(job.pk), job.scheduler_id, job.state))
     Job.objects.filter(pk__in=seen).update(last_seen_at=now)
     return report
 

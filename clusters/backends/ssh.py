@@ -138,12 +138,6 @@ class SSHPool:
         if client is not None:
             client.close()
 
-    def close_all(self) -> None:
-        with self._lock:
-            clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            client.close()
-
 
 pool = SSHPool()
 
