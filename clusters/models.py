@@ -1,4 +1,6 @@
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from . import crypto
@@ -14,7 +16,7 @@ class Cluster(models.Model):
     title = models.CharField(max_length=200, blank=True, help_text="What students see, e.g. “Campus GPU cluster”.")
     kind = models.CharField(max_length=16, choices=ClusterKind.choices, default=ClusterKind.SLURM)
     enabled = models.BooleanField(default=True, help_text="Disabled clusters take no new jobs.")
-    host = models.CharField("login host", max_length=255)
+    host = models.CharField("login host", max_length=255, blank=True, help_text="SLURM: the SSH login node.")
     port = models.PositiveIntegerField("SSH port", default=22)
     host_key = models.TextField(
         "pinned SSH host key",
@@ -39,6 +41,37 @@ class Cluster(models.Model):
     has_accounting = models.BooleanField(
         "SLURM accounting (sacct)", default=False, help_text="Detected by “Test connection”."
     )
+    # Kubernetes
+    api_url = models.URLField(
+        "API server URL",
+        blank=True,
+        help_text="Kubernetes: e.g. https://k8s.example.edu:6443. Leave empty when the account holds a kubeconfig.",
+    )
+    ca_certificate = models.TextField(
+        "API server CA certificate",
+        blank=True,
+        help_text="Kubernetes: the PEM CA that signed the API server's certificate (public, not a secret).",
+    )
+    kube_context = models.CharField(
+        "kubeconfig context",
+        max_length=255,
+        blank=True,
+        help_text="Kubernetes: the context to use from the account's kubeconfig; empty means its current-context.",
+    )
+    gpu_sharing_factor = models.PositiveSmallIntegerField(
+        "GPU sharing factor",
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(64)],
+        help_text="Kubernetes: with time-sliced GPUs each physical GPU is advertised this many times (e.g. 4). "
+        "Students then see “shared GPU”.",
+    )
+    server_version = models.CharField(max_length=64, blank=True, help_text="Detected by “Test connection”.")
+    has_mpi_operator = models.BooleanField(
+        "MPI Operator", default=False, help_text="Kubernetes: the MPIJob CRD exists; detected by “Test connection”."
+    )
+    has_metrics_api = models.BooleanField(
+        "metrics API", default=False, help_text="Kubernetes: metrics.k8s.io answers; detected by “Test connection”."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -52,6 +85,23 @@ class Cluster(models.Model):
     def display_name(self) -> str:
         return self.title or self.name
 
+    @property
+    def is_kubernetes(self) -> bool:
+        return self.kind == ClusterKind.KUBERNETES
+
+    @property
+    def shares_gpus(self) -> bool:
+        return self.is_kubernetes and self.gpu_sharing_factor > 1
+
+    def gpu_words(self, count: int) -> str:
+        """How a GPU count reads to students: time-sliced GPUs are called shared."""
+        noun = "shared GPU" if self.shares_gpus else "GPU"
+        return f"{count} {noun}{'' if count == 1 else 's'}"
+
+    def clean(self):
+        if self.kind == ClusterKind.SLURM and not self.host:
+            raise ValidationError({"host": "A SLURM cluster needs its login host."})
+
     def account_for(self, user) -> "ClusterAccount | None":
         """The identity a user's jobs run as: their own account if registered, else the service account."""
         accounts = {a.user_id: a for a in self.accounts.filter(models.Q(user=user) | models.Q(user__isnull=True))}
@@ -64,6 +114,12 @@ class Cluster(models.Model):
 class AuthMethod(models.TextChoices):
     KEY = "key", "SSH private key"
     PASSWORD = "password", "Password"
+    TOKEN = "token", "Bearer token (Kubernetes)"
+    KUBECONFIG = "kubeconfig", "kubeconfig (Kubernetes)"
+
+
+SSH_METHODS = {AuthMethod.KEY, AuthMethod.PASSWORD}
+KUBERNETES_METHODS = {AuthMethod.TOKEN, AuthMethod.KUBECONFIG}
 
 
 class ClusterAccount(models.Model):

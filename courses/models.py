@@ -7,6 +7,11 @@ class Role(models.TextChoices):
     INSTRUCTOR = "instructor", "Instructor"
 
 
+class NamespaceMode(models.TextChoices):
+    PER_COURSE = "course", "One namespace for the course"
+    PER_STUDENT = "student", "One namespace per student"
+
+
 class Course(models.Model):
     slug = models.SlugField(unique=True, help_text="Short name used in URLs and the API, e.g. hpc-2026.")
     name = models.CharField(max_length=200)
@@ -17,6 +22,24 @@ class Course(models.Model):
     )
     max_gpus = models.PositiveIntegerField(
         "max GPUs per student", default=4, help_text="GPUs held at once by one student's unfinished jobs."
+    )
+    # Kubernetes: the namespace(s) the portal creates for the course, and their ResourceQuota.
+    namespace_mode = models.CharField(
+        "Kubernetes namespaces",
+        max_length=16,
+        choices=NamespaceMode.choices,
+        default=NamespaceMode.PER_COURSE,
+    )
+    max_cpus = models.PositiveIntegerField("max CPUs per student", default=16, help_text="Kubernetes CPU requests.")
+    max_memory_gb = models.PositiveIntegerField("max memory per student (GiB)", default=96)
+    max_pods = models.PositiveIntegerField("max pods per student", default=16)
+    max_volumes = models.PositiveIntegerField("max volumes per student", default=4, help_text="PersistentVolumeClaims.")
+    ingress_host = models.CharField(
+        "ingress host",
+        max_length=253,
+        blank=True,
+        help_text="Kubernetes: a wildcard DNS domain, e.g. lab.example.edu; inference servers then get "
+        "http://<job>.lab.example.edu. Empty: students use kubectl port-forward.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

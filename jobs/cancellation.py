@@ -42,7 +42,6 @@ def cancel_on_cluster(job_id) -> None:
     if job is None or job.state in TERMINAL_STATES or not job.scheduler_id:
         return  # finished already, or the submit task cancels it right after sbatch
     backend = get_backend(job.cluster, job.account)
-    backend.cancel(job.scheduler_id)
-    status = backend.poll([job.scheduler_id]).get(job.scheduler_id)
+    status = backend.cancel(job.scheduler_id) or backend.poll([job.scheduler_id]).get(job.scheduler_id)
     if status is not None and status.state in TERMINAL_STATES:
         apply_status(job, status)

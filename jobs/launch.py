@@ -13,6 +13,7 @@ from django.db.models import Count, Sum
 from courses import access
 from courses.models import Role
 
+from . import k8s_launch
 from .models import Job, JobTemplate
 from .params import requested_gpus, validate_values
 from .rendering import RenderContext, RenderError, render_script
@@ -78,11 +79,15 @@ def launch(user, *, course, template: JobTemplate, cluster, raw_params: Mapping[
             f"The cluster “{cluster.display_name}” has no account to run jobs as yet; ask an admin to add one."
         )
     job_id = uuid.uuid4()
-    try:
-        script = render_for(template, cluster, values, job_id)
-    except RenderError as exc:
-        raise access.LaunchRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
-    gpus = requested_gpus(values)
+    if cluster.is_kubernetes:
+        rendered = k8s_launch.render(template, course, user, values, job_id)
+        script, gpus = rendered.script, rendered.resources.gpus
+    else:
+        try:
+            script = render_for(template, cluster, values, job_id)
+        except RenderError as exc:
+            raise access.LaunchRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
+        gpus = requested_gpus(values)
     with transaction.atomic():
         _check_quota(user, course, gpus)
         job = Job.objects.create(

@@ -26,7 +26,10 @@ from .rendering import PLACEHOLDER
 
 KUBERNETES_VERSION = "1.34.0"
 MANAGED_BY = "gpulab-portal"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 LABEL_JOB = "gpulab.io/job"
+LABEL_WORKLOAD = "gpulab.io/workload"  # on pods: the kind of object that made them (Deployment, Job, MPIJob)
+LABEL_ROLE = "gpulab.io/role"  # on helper objects of a job, e.g. a load test; absent on the job's own
 LABEL_OWNER = "gpulab.io/owner"
 LABEL_COURSE = "gpulab.io/course"
 TOKEN = re.compile(r"__gpulab_(\d+)__")
@@ -41,6 +44,7 @@ ALLOWED_KINDS = {
     ("networking.k8s.io/v1", "Ingress"),
     ("kubeflow.org/v2beta1", "MPIJob"),  # offered only where the MPI Operator's CRD exists
 }
+WORKLOAD_KINDS = {"Deployment", "Job", "MPIJob"}
 FORBIDDEN_CAPABILITIES = {"ALL", "SYS_ADMIN", "NET_ADMIN", "SYS_PTRACE", "SYS_MODULE", "DAC_READ_SEARCH"}
 
 
@@ -62,14 +66,14 @@ class ManifestContext:
 
     def labels(self) -> dict[str, str]:
         return {
-            "app.kubernetes.io/managed-by": MANAGED_BY,
+            MANAGED_BY_LABEL: MANAGED_BY,
             LABEL_JOB: self.job_id,
-            LABEL_OWNER: _label_value(self.owner),
-            LABEL_COURSE: _label_value(self.course),
+            LABEL_OWNER: label_value(self.owner),
+            LABEL_COURSE: label_value(self.course),
         }
 
 
-def _label_value(text: str) -> str:
+def label_value(text: str) -> str:
     """A valid label value: at most 63 of [A-Za-z0-9._-], starting and ending alphanumeric."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]", "-", text)[:63].strip("._-")
     return cleaned or "x"
@@ -112,12 +116,21 @@ def render_manifests(body: str, schema: list[Param], values: Mapping[str, Any], 
         if not isinstance(document, dict):
             raise ManifestError("Every YAML document must be one Kubernetes object (a mapping).")
         _check_shell_scripts(document)
-        obj = _fill(document, slots)
-        _check(obj, ctx)
-        _force(obj, ctx)
-        _validate(obj)
-        objects.append(obj)
+        objects.append(check_object(_fill(document, slots), ctx))
+    workloads = [obj for obj in objects if obj["kind"] in WORKLOAD_KINDS]
+    if len(workloads) != 1:
+        raise ManifestError(
+            f"A Kubernetes template runs exactly one Deployment, Job or MPIJob; this one has {len(workloads)}."
+        )
     return objects
+
+
+def check_object(obj: dict, ctx: ManifestContext) -> dict:
+    """Refuse what the portal does not allow, force namespace and labels, validate against the schema."""
+    _check(obj, ctx)
+    _force(obj, ctx)
+    _validate(obj)
+    return obj
 
 
 def _exec_commands(pod: dict) -> Iterator[tuple[str, list]]:
@@ -221,14 +234,19 @@ def _check(obj: dict, ctx: ManifestContext) -> None:
                 raise ManifestError(f"{what}: capability {sorted(added & FORBIDDEN_CAPABILITIES)[0]} is not allowed.")
 
 
+def _own_labels(labels: dict | None) -> dict:
+    """A template's labels without any in the portal's own prefix: those only the portal sets."""
+    return {k: v for k, v in (labels or {}).items() if not str(k).startswith("gpulab.io/") and k != MANAGED_BY_LABEL}
+
+
 def _force(obj: dict, ctx: ManifestContext) -> None:
     labels = ctx.labels()
     metadata = obj["metadata"]
     metadata["namespace"] = ctx.namespace
-    metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
+    metadata["labels"] = {**_own_labels(metadata.get("labels")), **labels}
     for template in pod_templates(obj):
         template_meta = template.setdefault("metadata", {})
-        template_meta["labels"] = {**(template_meta.get("labels") or {}), **labels}
+        template_meta["labels"] = {**_own_labels(template_meta.get("labels")), **labels, LABEL_WORKLOAD: obj["kind"]}
 
 
 def _validate(obj: dict) -> None:
@@ -266,17 +284,38 @@ class Resources:
     gpus: int = 0
     cpu_millis: int = 0
     memory_bytes: int = 0
+    pods: int = 0
+
+
+def _pods_at_once(obj: dict, autoscaled: dict[str, int]) -> Iterator[tuple[dict, int]]:
+    """Each pod spec of an object with how many copies may run at once; autoscaled Deployments at their maximum."""
+    spec = obj.get("spec") or {}
+    if obj["kind"] == "Deployment":
+        replicas = 1 if spec.get("replicas") is None else int(spec["replicas"])
+        for pod in pod_specs(obj):
+            yield pod, max(replicas, autoscaled.get(obj["metadata"]["name"], 0))
+    elif obj["kind"] == "Job":
+        for pod in pod_specs(obj):
+            yield pod, int(spec.get("parallelism", 1) or 1)
+    elif obj["kind"] == "MPIJob":
+        for replica in (spec.get("mpiReplicaSpecs") or {}).values():
+            yield (
+                ((replica or {}).get("template") or {}).get("spec") or {},
+                int((replica or {}).get("replicas", 1) or 1),
+            )
 
 
 def requested_resources(objects: list[dict]) -> Resources:
-    """What the objects ask for at most: each container's limits (else requests) times the replicas."""
+    """What the objects ask for at most: each container's limits (else requests) times the pods at once."""
+    autoscaled = {
+        ((o.get("spec") or {}).get("scaleTargetRef") or {}).get("name", ""): int(o["spec"].get("maxReplicas", 0))
+        for o in objects
+        if o.get("kind") == "HorizontalPodAutoscaler"
+    }
     total = Resources()
     for obj in objects:
-        spec = obj.get("spec") or {}
-        copies = (
-            int(spec.get("replicas", 1) or 0) if obj["kind"] == "Deployment" else int(spec.get("parallelism", 1) or 1)
-        )
-        for pod in pod_specs(obj):
+        for pod, copies in _pods_at_once(obj, autoscaled):
+            total.pods += copies
             for container in pod.get("containers") or []:
                 resources = container.get("resources") or {}
                 amounts = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}

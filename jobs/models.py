@@ -10,6 +10,11 @@ from .params import Param, parse_schema
 from .states import ACTIVE_STATES, TERMINAL_STATES, EventKind, JobState
 
 
+class EndpointAPI(models.TextChoices):
+    OLLAMA = "ollama", "Ollama (/api/generate, /api/chat)"
+    OPENAI = "openai", "OpenAI (/v1/chat/completions)"
+
+
 class JobTemplate(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
@@ -24,6 +29,13 @@ class JobTemplate(models.Model):
     parameters = models.JSONField(default=list, blank=True, help_text="The typed parameter schema (a JSON list).")
     courses = models.ManyToManyField("courses.Course", blank=True, related_name="templates")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    endpoint_api = models.CharField(
+        "Try it API",
+        max_length=16,
+        choices=EndpointAPI.choices,
+        blank=True,
+        help_text="Kubernetes servers: the API the job page's prompt box speaks.",
+    )
     max_gpus = models.PositiveIntegerField("max GPUs per job", default=8)
     max_nodes = models.PositiveIntegerField("max nodes per job", default=2)
     max_minutes = models.PositiveIntegerField("max time limit (minutes)", default=120)
@@ -61,7 +73,7 @@ class Job(models.Model):
     script = models.TextField(help_text="The rendered script, exactly as submitted.")
     gpus = models.PositiveIntegerField(default=0)
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
-    scheduler_id = models.CharField("scheduler id", max_length=64, blank=True)
+    scheduler_id = models.CharField("scheduler id", max_length=128, blank=True)
     scheduler_state = models.CharField(max_length=32, blank=True, help_text="The scheduler's own word, e.g. PENDING.")
     scheduler_reason = models.CharField(max_length=255, blank=True, help_text="Why it waits, e.g. Resources.")
     exit_code = models.IntegerField(null=True, blank=True)

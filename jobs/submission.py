@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from clusters.backends import BackendError, get_backend
 from clusters.backends.base import SubmitRequest
-from courses import access
+from courses import access, namespaces
 from portal import failpoints
 
 from .models import Job
@@ -71,8 +71,9 @@ def _submit_locked(job: Job) -> Outcome:
         return Outcome.FAILED
     try:
         backend = get_backend(job.cluster, job.account)
-        earlier = backend.find_submitted(job.pk) if job.submit_attempts > 1 else None
-        scheduler_id = earlier or backend.submit(SubmitRequest(job_id=job.pk, script=job.script))
+        request = submit_request(job)
+        earlier = backend.find_submitted(request) if job.submit_attempts > 1 else None
+        scheduler_id = earlier or backend.submit(request)
         failpoints.pause("submit.after_sbatch")
     except BackendError as exc:
         if exc.transient and job.submit_attempts <= settings.GPULAB_SUBMIT_RETRIES:
@@ -97,6 +98,12 @@ def _cancel_after_submit(job_id) -> None:
     from workers.tasks import cancel_job
 
     cancel_job.delay(str(job_id))
+
+
+def submit_request(job: Job) -> SubmitRequest:
+    """What the backend needs: the script or objects, and on Kubernetes the namespace with the course's quota."""
+    plan = namespaces.plan_for(job.course, job.owner) if job.cluster.is_kubernetes else None
+    return SubmitRequest(job_id=job.pk, script=job.script, namespace=plan)
 
 
 def give_up_on_stale(job: Job) -> bool:

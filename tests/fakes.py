@@ -40,9 +40,9 @@ class FakeBackend(ClusterBackend):
         FakeBackend.submitted[scheduler_id] = request.job_id
         return scheduler_id
 
-    def find_submitted(self, job_id):
+    def find_submitted(self, request):
         self._check()
-        return next((sid for sid, jid in FakeBackend.submitted.items() if jid == job_id), None)
+        return next((sid for sid, jid in FakeBackend.submitted.items() if jid == request.job_id), None)
 
     def poll(self, scheduler_ids):
         self._check()
@@ -53,7 +53,7 @@ class FakeBackend(ClusterBackend):
         self._check()
         FakeBackend.cancelled.append(scheduler_id)
 
-    def read_log(self, job_id, offset, limit):
+    def read_log(self, job_id, offset, limit, *, scheduler_id="", stream=""):
         data = FakeBackend.logs.get(job_id, "").encode()
         chunk = data[offset : offset + limit]
         return LogChunk(offset=offset + len(chunk), data=chunk.decode(), eof=offset + len(chunk) >= len(data))

@@ -149,8 +149,8 @@ def test_refused_with_the_reason(body, reason):
 
 
 def test_quoted_placeholder_is_text_and_bare_keeps_its_type():
-    body = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: "{{ replicas }}", b: "{{ debug }}"}'
-    assert render(body)[0]["data"] == {"a": "2", "b": "false"}
+    config = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: "{{ replicas }}", b: "{{ debug }}"}'
+    assert render(config + "\n---\n" + DEPLOYMENT)[0]["data"] == {"a": "2", "b": "false"}
     deployment = render()[0]
     assert deployment["spec"]["replicas"] == 2
 
@@ -190,3 +190,32 @@ def test_instructor_authors_a_kubernetes_template_and_unsafe_ones_are_not_publis
     response = client.post(reverse("jobs:template_publish", args=[course.slug, "unsafe"]), follow=True)
     assert "hostNetwork is not allowed" in response.content.decode()
     assert JobTemplate.objects.get(slug="unsafe").status == "draft"
+
+
+def test_a_template_runs_exactly_one_workload():
+    config = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: b}"
+    with pytest.raises(ManifestError, match="exactly one Deployment, Job or MPIJob; this one has 0"):
+        render(config)
+    with pytest.raises(ManifestError, match="this one has 2"):
+        render(DEPLOYMENT + "\n---\n" + DEPLOYMENT.replace('"{{ job_name }}"', "other", 1))
+
+
+def test_pods_carry_the_workload_kind_and_templates_cannot_set_portal_labels():
+    body = DEPLOYMENT.replace(
+        'metadata: {labels: {app: "{{ job_name }}"}}',
+        'metadata: {labels: {app: "{{ job_name }}", gpulab.io/role: loadtest, gpulab.io/job: someone-else}}',
+    )
+    pod_labels = render(body)[0]["spec"]["template"]["metadata"]["labels"]
+    assert pod_labels["gpulab.io/workload"] == "Deployment"
+    assert pod_labels["gpulab.io/job"] == CTX.job_id
+    assert "gpulab.io/role" not in pod_labels
+
+
+def test_an_autoscaled_deployment_counts_at_its_maximum():
+    hpa = (
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: h}\n"
+        "spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: '{{ job_name }}'}, "
+        "minReplicas: 1, maxReplicas: 4}"
+    )
+    totals = requested_resources(render(DEPLOYMENT + "\n---\n" + hpa, replicas=1, gpus=1))
+    assert (totals.gpus, totals.pods) == (4, 4)

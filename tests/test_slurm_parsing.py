@@ -1,7 +1,8 @@
 """Parsers of the SLURM backend. The sacct path is checked on sacct's pipe-separated output format here,
 because the local test cluster runs without accounting (the squeue/scontrol path runs for real in integration)."""
 
-from clusters.backends.slurm import SlurmBackend, _complete_utf8, _parse_exit_code, _parse_time
+from clusters.backends.base import complete_utf8
+from clusters.backends.slurm import SlurmBackend, _parse_exit_code, _parse_time
 from clusters.backends.ssh import CommandResult
 from clusters.models import Cluster
 
@@ -20,9 +21,9 @@ def test_times():
 
 def test_a_cut_multibyte_character_waits_for_the_next_chunk():
     text = "loss=2.3 ✓".encode()
-    assert _complete_utf8(text) == text
-    assert _complete_utf8(text[:-1]) == text[:-3]  # "✓" is three bytes; two of them are held back
-    assert _complete_utf8(b"") == b""
+    assert complete_utf8(text) == text
+    assert complete_utf8(text[:-1]) == text[:-3]  # "✓" is three bytes; two of them are held back
+    assert complete_utf8(b"") == b""
 
 
 def test_sacct_output_is_parsed(db):

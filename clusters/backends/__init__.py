@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 BACKENDS: dict[str, str] = {
     "slurm": "clusters.backends.slurm.SlurmBackend",
+    "kubernetes": "clusters.backends.kubernetes.KubernetesBackend",
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -49,10 +50,29 @@ class SchedulerUnavailable(ClusterUnreachable):
     """The login host answered but the scheduler did not (e.g. slurmctld down)."""
 
 
+class PermissionDenied(BackendError):
+    """The cluster refused the portal's identity (e.g. Kubernetes RBAC); the message is the server's."""
+
+
+class NotSupported(BackendError):
+    """The action makes no sense on this kind of cluster (e.g. scaling a SLURM job)."""
+
+
+@dataclass(frozen=True)
+class NamespacePlan:
+    """A Kubernetes namespace the portal owns, with the quota and default limits it must carry."""
+
+    name: str
+    labels: dict[str, str]
+    quota: dict[str, str]  # ResourceQuota spec.hard
+    limits: dict[str, dict[str, str]]  # LimitRange container item: default, defaultRequest, max
+
+
 @dataclass(frozen=True)
 class SubmitRequest:
     job_id: uuid.UUID
-    script: str
+    script: str  # a batch script, or Kubernetes objects as YAML documents
+    namespace: NamespacePlan | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +101,27 @@ class ConnectionReport:
     ok: bool
     lines: list[str] = field(default_factory=list)
     has_accounting: bool | None = None
+    facts: dict[str, object] = field(default_factory=dict)  # what Test connection learnt, saved on the Cluster
+
+
+@dataclass(frozen=True)
+class PodUsage:
+    """What `kubectl top pod` shows, per container summed: cpu in millicores, memory in bytes."""
+
+    namespace: str
+    pod: str
+    job_id: str
+    cpu_millis: float
+    memory_bytes: int
+
+
+@dataclass(frozen=True)
+class NodeUsage:
+    """What `kubectl top node` shows."""
+
+    node: str
+    cpu_millis: float
+    memory_bytes: int
 
 
 class ClusterBackend(ABC):
@@ -97,20 +138,26 @@ class ClusterBackend(ABC):
         """Submit and return the scheduler's id. The portal's job id travels with the job."""
 
     @abstractmethod
-    def find_submitted(self, job_id: uuid.UUID) -> str | None:
-        """The scheduler id of an earlier submission of this portal job, if the scheduler knows one."""
+    def find_submitted(self, request: SubmitRequest) -> str | None:
+        """The scheduler id of an earlier, complete submission of this portal job, if the scheduler knows one."""
 
     @abstractmethod
     def poll(self, scheduler_ids: list[str]) -> dict[str, SchedulerStatus]:
         """Statuses of many jobs in one scheduler call; ids the scheduler no longer knows are absent."""
 
     @abstractmethod
-    def cancel(self, scheduler_id: str) -> None:
-        """Ask the scheduler to stop the job; a job that already ended is not an error."""
+    def cancel(self, scheduler_id: str) -> SchedulerStatus | None:
+        """Stop the job; a job that already ended is not an error. Returns the final status when it is known."""
 
     @abstractmethod
-    def read_log(self, job_id: uuid.UUID, offset: int, limit: int) -> LogChunk:
-        """Up to `limit` bytes of the job's output from `offset`."""
+    def read_log(
+        self, job_id: uuid.UUID, offset: int, limit: int, *, scheduler_id: str = "", stream: str = ""
+    ) -> LogChunk:
+        """Up to `limit` bytes of the job's output from `offset`; `stream` picks one of log_streams()."""
+
+    def log_streams(self, scheduler_id: str) -> list[str]:
+        """The job's separate outputs (Kubernetes: pod/container); empty when there is only one."""
+        return []
 
     @abstractmethod
     def test_connection(self) -> ConnectionReport:
@@ -119,3 +166,26 @@ class ClusterBackend(ABC):
     @abstractmethod
     def stage_lab_files(self, source: Path) -> int:
         """Copy the bundled workloads into the cluster's lab directory; return the number of files copied."""
+
+    # Services (Kubernetes). Backends without them keep these refusals.
+    def scale(self, scheduler_id: str, replicas: int) -> str:
+        raise NotSupported(f"Jobs on {self.cluster.display_name} cannot be scaled.")
+
+    def proxy(self, scheduler_id: str, service: str, port: int, path: str, body: bytes) -> Iterator[bytes]:
+        raise NotSupported(f"Jobs on {self.cluster.display_name} have no service to send requests to.")
+
+    def create_extra(self, scheduler_id: str, obj: dict) -> None:
+        raise NotSupported(f"{self.cluster.display_name} cannot run helper objects.")
+
+    def pod_usage(self, namespaces: list[str]) -> list[PodUsage]:
+        raise NotSupported(f"{self.cluster.display_name} has no metrics API.")
+
+
+def complete_utf8(raw: bytes) -> bytes:
+    """Drop a multi-byte character cut at the end of a chunk; the next read starts with it whole."""
+    for back in range(1, min(4, len(raw)) + 1):
+        byte = raw[-back]
+        if byte & 0b1100_0000 != 0b1000_0000:  # a lead byte or ASCII
+            needed = 1 if byte < 0x80 else 2 if byte >> 5 == 0b110 else 3 if byte >> 4 == 0b1110 else 4
+            return raw if back >= needed else raw[:-back]
+    return raw

@@ -28,6 +28,7 @@ from .base import (
     SchedulerUnavailable,
     SubmitRejected,
     SubmitRequest,
+    complete_utf8,
 )
 
 logger = logging.getLogger(__name__)
@@ -139,8 +140,8 @@ class SlurmBackend(ClusterBackend):
             raise SubmitRejected(f"sbatch refused the job: {result.message()}")
         return scheduler_id
 
-    def find_submitted(self, job_id: uuid.UUID) -> str | None:
-        comment = f"{COMMENT_PREFIX}{job_id}"
+    def find_submitted(self, request: SubmitRequest) -> str | None:
+        comment = f"{COMMENT_PREFIX}{request.job_id}"
         if self.cluster.has_accounting:
             argv = ["sacct", "-X", "-n", "-P", "--format=JobIDRaw,Comment", f"--user={self.account.username}"]
             argv.append("--starttime=now-7days")
@@ -220,14 +221,16 @@ class SlurmBackend(ClusterBackend):
         return statuses
 
     # -- cancel and logs --------------------------------------------------------------------------------------
-    def cancel(self, scheduler_id: str) -> None:
+    def cancel(self, scheduler_id: str) -> None:  # the next poll reports how it ended
         if not SCHEDULER_ID.match(scheduler_id):
             raise BackendError(f"{scheduler_id!r} is not a SLURM job id.")
         result = self._run(["scancel", scheduler_id])
         if not result.ok and not UNKNOWN_JOB.search(result.stderr):
             raise BackendError(f"scancel failed: {result.message()}")
 
-    def read_log(self, job_id: uuid.UUID, offset: int, limit: int) -> LogChunk:
+    def read_log(
+        self, job_id: uuid.UUID, offset: int, limit: int, *, scheduler_id: str = "", stream: str = ""
+    ) -> LogChunk:
         path = posixpath.join(self.job_dir(job_id), LOG_NAME)
         with ssh.sftp(self.cluster, self.account) as sftp:
             try:
@@ -241,7 +244,7 @@ class SlurmBackend(ClusterBackend):
             with sftp.open(path, "rb") as fh:
                 fh.seek(offset)
                 raw = fh.read(min(limit, size - offset))
-        raw = _complete_utf8(raw)
+        raw = complete_utf8(raw)
         next_offset = offset + len(raw)
         return LogChunk(offset=next_offset, data=raw.decode("utf-8", errors="replace"), eof=next_offset >= size)
 
@@ -284,13 +287,3 @@ def _makedirs(sftp, path: str) -> None:
             sftp.stat(current)
         except FileNotFoundError:
             sftp.mkdir(current, mode=0o750)
-
-
-def _complete_utf8(raw: bytes) -> bytes:
-    """Drop a multi-byte character cut at the end of a chunk; the next read starts with it whole."""
-    for back in range(1, min(4, len(raw)) + 1):
-        byte = raw[-back]
-        if byte & 0b1100_0000 != 0b1000_0000:  # a lead byte or ASCII
-            needed = 1 if byte < 0x80 else 2 if byte >> 5 == 0b110 else 3 if byte >> 4 == 0b1110 else 4
-            return raw if back >= needed else raw[:-back]
-    return raw

@@ -1,0 +1,449 @@
+"""Kubernetes through its API: a job is the set of objects labelled with its UUID in the course's namespace.
+
+- submit creates the namespace (with its quota) if needed, then every object; an object that already exists
+  with this job's label is an earlier attempt's and is kept, so a retried submit creates nothing twice; on
+  failure the objects this attempt created are deleted again.
+- poll lists the portal's pods once per namespace per cycle for all of the cluster's jobs there.
+- cancel deletes everything with the job's label (foreground propagation) and waits until it is gone.
+The scheduler id is "<namespace>/<job UUID>".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterator
+from functools import cached_property
+from pathlib import Path
+
+import yaml
+from django.core.cache import cache
+from django.utils import timezone
+
+from jobs.manifests import LABEL_JOB, LABEL_ROLE, LABEL_WORKLOAD, MANAGED_BY, MANAGED_BY_LABEL
+from jobs.states import JobState
+
+from . import kube_status
+from .base import (
+    BackendError,
+    ClusterBackend,
+    ClusterUnreachable,
+    ConnectionReport,
+    LogChunk,
+    NamespacePlan,
+    NodeUsage,
+    NotSupported,
+    PodUsage,
+    SchedulerStatus,
+    SubmitRejected,
+    SubmitRequest,
+    complete_utf8,
+)
+from .kube_api import KINDS, NAMESPACE, POD, Conflict, KubeAPI, NotFound, kind_of
+
+logger = logging.getLogger(__name__)
+
+SCHEDULER_ID = re.compile(r"^(?P<namespace>[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)/(?P<job>[0-9a-f-]{36})$")
+WORKLOADS = {"Deployment": KINDS[("apps/v1", "Deployment")], "Job": KINDS[("batch/v1", "Job")]}
+MPIJOB = KINDS[("kubeflow.org/v2beta1", "MPIJob")]
+HPA = KINDS[("autoscaling/v2", "HorizontalPodAutoscaler")]
+SERVICE = KINDS[("v1", "Service")]
+# Deleted in this order on cancel: what makes pods first, pods last.
+OWNED = [
+    KINDS[("apps/v1", "Deployment")],
+    KINDS[("batch/v1", "Job")],
+    MPIJOB,
+    HPA,
+    KINDS[("networking.k8s.io/v1", "Ingress")],
+    SERVICE,
+    KINDS[("v1", "ConfigMap")],
+    KINDS[("v1", "PersistentVolumeClaim")],
+    POD,
+]
+CANCEL_WAIT_SECONDS = 60
+NAMESPACE_CACHE_SECONDS = 300
+QUOTA_NAME = "gpulab-quota"
+LIMITS_NAME = "gpulab-limits"
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
+
+# What Test connection asks SelfSubjectAccessReview, and what the portal cannot do without each.
+NEEDED_ACCESS = [
+    ("create", "", "namespaces", "", "create per-course namespaces"),
+    ("create", "", "resourcequotas", "", "set course quotas"),
+    ("patch", "", "resourcequotas", "", "change course quotas"),
+    ("create", "", "limitranges", "", "set default container limits"),
+    ("create", "apps", "deployments", "", "start inference servers"),
+    ("patch", "apps", "deployments", "scale", "scale inference servers"),
+    ("create", "batch", "jobs", "", "start training jobs"),
+    ("create", "", "services", "", "expose inference servers"),
+    ("create", "", "persistentvolumeclaims", "", "create model caches"),
+    ("create", "autoscaling", "horizontalpodautoscalers", "", "autoscale servers"),
+    ("list", "", "pods", "", "follow jobs"),
+    ("get", "", "pods", "log", "show logs"),
+    ("create", "", "services", "proxy", "send Try it prompts"),
+    ("delete", "apps", "deployments", "", "cancel servers"),
+    ("delete", "batch", "jobs", "", "cancel training jobs"),
+    ("delete", "", "pods", "", "clean up pods"),
+    ("delete", "", "persistentvolumeclaims", "", "clean up volumes"),
+]
+
+
+def split_id(scheduler_id: str) -> tuple[str, str]:
+    match = SCHEDULER_ID.match(scheduler_id)
+    if match is None:
+        raise BackendError(f"{scheduler_id!r} is not a Kubernetes job id of this portal.")
+    return match["namespace"], match["job"]
+
+
+def labels(obj: dict) -> dict:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def name_of(obj: dict) -> str:
+    return (obj.get("metadata") or {}).get("name", "")
+
+
+def _quantity_cpu_millis(text: str) -> float:
+    for suffix, factor in (("n", 1e-6), ("u", 1e-3), ("m", 1.0)):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * factor
+    return float(text or 0) * 1000
+
+
+def _quantity_bytes(text: str) -> int:
+    factors = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9}
+    for suffix, factor in factors.items():
+        if text.endswith(suffix):
+            return int(float(text[: -len(suffix)]) * factor)
+    return int(float(text or 0))
+
+
+class KubernetesBackend(ClusterBackend):
+    kind = "kubernetes"
+
+    @cached_property
+    def api(self) -> KubeAPI:
+        return KubeAPI(self.cluster, self.account)
+
+    # -- submit -----------------------------------------------------------------------------------------------
+    @staticmethod
+    def _objects(request: SubmitRequest) -> tuple[str, list[dict]]:
+        objects = [o for o in yaml.safe_load_all(request.script) if o]
+        namespaces = {(o.get("metadata") or {}).get("namespace") for o in objects}
+        if not objects or len(namespaces) != 1 or None in namespaces:
+            raise SubmitRejected("The job's objects must all carry one namespace; launch it again.")
+        return namespaces.pop(), objects
+
+    def submit(self, request: SubmitRequest) -> str:
+        namespace, objects = self._objects(request)
+        if request.namespace is not None:
+            self.ensure_namespace(request.namespace)
+        created: list[dict] = []
+        try:
+            for obj in objects:
+                kind = kind_of(obj)
+                try:
+                    self.api.create(kind.collection(namespace), obj)
+                    created.append(obj)
+                except Conflict:
+                    existing = self.api.get(kind.item(namespace, name_of(obj)))
+                    if labels(existing).get(LABEL_JOB) != str(request.job_id):
+                        raise SubmitRejected(
+                            f"A {obj['kind']} named “{name_of(obj)}” already exists in namespace {namespace} and "
+                            "belongs to something else. Delete it, or pick another name."
+                        ) from None
+        except BackendError:
+            self._delete_quietly(namespace, created)
+            raise
+        return f"{namespace}/{request.job_id}"
+
+    def _delete_quietly(self, namespace: str, objects: list[dict]) -> None:
+        for obj in reversed(objects):
+            try:
+                self.api.delete(kind_of(obj).item(namespace, name_of(obj)))
+            except BackendError as exc:
+                logger.warning("could not remove %s %s/%s: %s", obj.get("kind"), namespace, name_of(obj), exc)
+
+    def find_submitted(self, request: SubmitRequest) -> str | None:
+        namespace, objects = self._objects(request)
+        for obj in objects:
+            try:
+                existing = self.api.get(kind_of(obj).item(namespace, name_of(obj)))
+            except NotFound:
+                return None
+            if labels(existing).get(LABEL_JOB) != str(request.job_id):
+                return None
+        return f"{namespace}/{request.job_id}"
+
+    def ensure_namespace(self, plan: NamespacePlan) -> None:
+        """Create the namespace and set its quota and limits; remembered for a while so launches stay cheap."""
+        key = f"gpulab:k8s-ns:{self.cluster.pk}:{plan.name}:{hash((repr(plan.quota), repr(plan.limits)))}"
+        if cache.get(key):
+            return
+        try:
+            self.api.get(NAMESPACE.item("", plan.name))
+        except NotFound:
+            namespace = {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": plan.name, "labels": plan.labels},
+            }
+            with contextlib.suppress(Conflict):  # another worker made it just now
+                self.api.create(NAMESPACE.collection(), namespace)
+        meta = {"namespace": plan.name, "labels": {MANAGED_BY_LABEL: MANAGED_BY}}
+        self._upsert(
+            {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": QUOTA_NAME, **meta}},
+            {"hard": plan.quota},
+        )
+        self._upsert(
+            {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": LIMITS_NAME, **meta}},
+            {"limits": [{"type": "Container", **plan.limits}]},
+        )
+        cache.set(key, True, NAMESPACE_CACHE_SECONDS)
+
+    def _upsert(self, obj: dict, spec: dict) -> None:
+        kind, namespace = kind_of(obj), obj["metadata"]["namespace"]
+        try:
+            self.api.create(kind.collection(namespace), {**obj, "spec": spec})
+        except Conflict:
+            self.api.patch(kind.item(namespace, name_of(obj)), {"spec": spec})
+
+    # -- poll -------------------------------------------------------------------------------------------------
+    def poll(self, scheduler_ids: list[str]) -> dict[str, SchedulerStatus]:
+        by_namespace: dict[str, dict[str, str]] = defaultdict(dict)
+        for scheduler_id in scheduler_ids:
+            if SCHEDULER_ID.match(scheduler_id):
+                namespace, job = split_id(scheduler_id)
+                by_namespace[namespace][job] = scheduler_id
+        statuses = {}
+        for namespace, jobs in by_namespace.items():
+            pods_by_job = self._job_pods(namespace)
+            for job, scheduler_id in jobs.items():
+                pods = pods_by_job.get(job, [])
+                workload = labels(pods[0]).get(LABEL_WORKLOAD, "") if pods else ""
+                status = kube_status.from_pods(scheduler_id, workload, pods) if workload else None
+                if status is None:
+                    found = self._workload(namespace, job, workload)
+                    status = kube_status.from_workload(scheduler_id, found, pods) if found else None
+                if status is not None:
+                    statuses[scheduler_id] = status
+        return statuses
+
+    def _job_pods(self, namespace: str) -> dict[str, list[dict]]:
+        """All of the portal's pods in a namespace, by job: the one list call per namespace per cycle."""
+        try:
+            pods = self.api.list(POD.collection(namespace), f"{MANAGED_BY_LABEL}={MANAGED_BY}")
+        except NotFound:
+            pods = []
+        grouped: dict[str, list[dict]] = defaultdict(list)
+        for pod in pods:
+            pod_labels = labels(pod)
+            if pod_labels.get(MANAGED_BY_LABEL) == MANAGED_BY and not pod_labels.get(LABEL_ROLE):
+                grouped[pod_labels.get(LABEL_JOB, "")].append(pod)
+        return grouped
+
+    def _workload(self, namespace: str, job: str, hint: str = "") -> dict | None:
+        kinds = [WORKLOADS[hint]] if hint in WORKLOADS else [*WORKLOADS.values()]
+        if hint == "MPIJob" or (not hint and self.cluster.has_mpi_operator):
+            kinds.append(MPIJOB)
+        for kind in kinds:
+            try:
+                items = self.api.list(kind.collection(namespace), f"{LABEL_JOB}={job}")
+            except NotFound:
+                continue
+            items = [i for i in items if labels(i).get(LABEL_JOB) == job and not labels(i).get(LABEL_ROLE)]
+            if items:
+                return items[0]
+        return None
+
+    # -- cancel -----------------------------------------------------------------------------------------------
+    def _owned(self, namespace: str, job: str) -> list[tuple[str, dict]]:
+        found = []
+        for kind in OWNED:
+            if kind is MPIJOB and not self.cluster.has_mpi_operator:
+                continue
+            try:
+                items = self.api.list(kind.collection(namespace), f"{LABEL_JOB}={job}")
+            except NotFound:
+                continue
+            found += [(kind.item(namespace, name_of(i)), i) for i in items if labels(i).get(LABEL_JOB) == job]
+        return found
+
+    def cancel(self, scheduler_id: str) -> SchedulerStatus:
+        namespace, job = split_id(scheduler_id)
+        deadline = time.monotonic() + CANCEL_WAIT_SECONDS
+        while True:
+            remaining = self._owned(namespace, job)
+            if not remaining:
+                return SchedulerStatus(
+                    scheduler_id,
+                    JobState.CANCELLED,
+                    "Deleted",
+                    "All of its objects are deleted.",
+                    finished_at=timezone.now(),
+                )
+            if time.monotonic() > deadline:
+                raise ClusterUnreachable(
+                    f"Kubernetes is still deleting {len(remaining)} object(s) of this job; the portal keeps checking."
+                )
+            for path, obj in remaining:
+                if not (obj.get("metadata") or {}).get("deletionTimestamp"):
+                    self.api.delete(path)
+            time.sleep(0.5)
+
+    # -- logs -------------------------------------------------------------------------------------------------
+    def _pods(self, namespace: str, job: str) -> list[dict]:
+        try:
+            pods = self.api.list(POD.collection(namespace), f"{LABEL_JOB}={job}")
+        except NotFound:
+            return []
+        pods = [p for p in pods if labels(p).get(LABEL_JOB) == job]
+        return sorted(pods, key=lambda p: (bool(labels(p).get(LABEL_ROLE)), name_of(p)))
+
+    @staticmethod
+    def _containers(pod: dict) -> list[str]:
+        spec = pod.get("spec") or {}
+        names = [c.get("name") for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]]
+        default = ((pod.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CONTAINER)
+        return sorted(names, key=lambda n: n != default)
+
+    def log_streams(self, scheduler_id: str) -> list[str]:
+        namespace, job = split_id(scheduler_id)
+        return [f"{name_of(pod)}/{c}" for pod in self._pods(namespace, job) for c in self._containers(pod)]
+
+    def read_log(
+        self, job_id: uuid.UUID, offset: int, limit: int, *, scheduler_id: str = "", stream: str = ""
+    ) -> LogChunk:
+        namespace, _ = split_id(scheduler_id)
+        streams = self.log_streams(scheduler_id)
+        if not streams:
+            return LogChunk(offset=0, data="", eof=True, exists=False)
+        if stream and stream not in streams:  # only this job's own pods, whatever the page asked for
+            raise BackendError("That log does not belong to this job.")
+        pod, container = (stream or streams[0]).split("/", 1)
+        try:
+            raw = self.api.text(
+                f"{POD.item(namespace, pod)}/log", {"container": container, "limitBytes": str(offset + limit)}
+            )
+        except (NotFound, SubmitRejected):  # gone, or its container has not started yet
+            return LogChunk(offset=offset, data="", eof=True, exists=False)
+        if offset > len(raw):
+            offset = 0
+        chunk = complete_utf8(raw[offset : offset + limit])
+        next_offset = offset + len(chunk)
+        return LogChunk(offset=next_offset, data=chunk.decode("utf-8", errors="replace"), eof=len(raw) < offset + limit)
+
+    # -- services ---------------------------------------------------------------------------------------------
+    def scale(self, scheduler_id: str, replicas: int) -> str:
+        namespace, job = split_id(scheduler_id)
+        deployment = self._workload(namespace, job, "Deployment")
+        if deployment is None:
+            raise NotSupported("Only servers (Deployments) can be scaled; this job has none running.")
+        autoscalers = [h for h in self.api.list(HPA.collection(namespace), f"{LABEL_JOB}={job}")]
+        if autoscalers and replicas < 1:
+            raise NotSupported(
+                "This server has an autoscaler, which keeps at least 1 replica. Cancel the job to stop it."
+            )
+        path = WORKLOADS["Deployment"].item(namespace, name_of(deployment))
+        self.api.patch(f"{path}/scale", {"spec": {"replicas": replicas}})
+        for hpa in autoscalers:
+            top = max(replicas, (hpa.get("spec") or {}).get("maxReplicas", replicas))
+            self.api.patch(HPA.item(namespace, name_of(hpa)), {"spec": {"minReplicas": replicas, "maxReplicas": top}})
+        if autoscalers:
+            return f"Scaled to {replicas} replica(s); the autoscaler may add more, up to {top}."
+        return f"Scaled to {replicas} replica(s)."
+
+    def proxy(self, scheduler_id: str, service: str, port: int, path: str, body: bytes) -> Iterator[bytes]:
+        namespace, job = split_id(scheduler_id)
+        found = self.api.get(SERVICE.item(namespace, service))
+        if labels(found).get(LABEL_JOB) != job:
+            raise BackendError("That service does not belong to this job.")
+        yield from self.api.stream(
+            "POST", f"{SERVICE.item(namespace, f'{service}:{port}')}/proxy/{path.lstrip('/')}", body
+        )
+
+    def create_extra(self, scheduler_id: str, obj: dict) -> None:
+        namespace, job = split_id(scheduler_id)
+        if labels(obj).get(LABEL_JOB) != job or obj["metadata"].get("namespace") != namespace:
+            raise BackendError("A helper object must carry its job's label and namespace.")
+        self.api.create(kind_of(obj).collection(namespace), obj)
+
+    def pods(self, scheduler_id: str, role: str) -> list[dict]:
+        namespace, job = split_id(scheduler_id)
+        return [p for p in self._pods(namespace, job) if labels(p).get(LABEL_ROLE, "") == role]
+
+    # -- metrics ----------------------------------------------------------------------------------------------
+    def pod_usage(self, namespaces: list[str]) -> list[PodUsage]:
+        """What `kubectl top pod` reads, one list call per namespace."""
+        metrics = KINDS[("metrics.k8s.io/v1beta1", "PodMetrics")]
+        usage = []
+        for namespace in namespaces:
+            for item in self.api.list(metrics.collection(namespace), f"{MANAGED_BY_LABEL}={MANAGED_BY}"):
+                containers = item.get("containers") or []
+                usage.append(
+                    PodUsage(
+                        namespace=namespace,
+                        pod=name_of(item),
+                        job_id=labels(item).get(LABEL_JOB, ""),
+                        cpu_millis=sum(
+                            _quantity_cpu_millis((c.get("usage") or {}).get("cpu", "0")) for c in containers
+                        ),
+                        memory_bytes=sum(
+                            _quantity_bytes((c.get("usage") or {}).get("memory", "0")) for c in containers
+                        ),
+                    )
+                )
+        return usage
+
+    def node_usage(self) -> list[NodeUsage]:
+        metrics = KINDS[("metrics.k8s.io/v1beta1", "NodeMetrics")]
+        return [
+            NodeUsage(
+                node=name_of(item),
+                cpu_millis=_quantity_cpu_millis((item.get("usage") or {}).get("cpu", "0")),
+                memory_bytes=_quantity_bytes((item.get("usage") or {}).get("memory", "0")),
+            )
+            for item in self.api.list(metrics.collection())
+        ]
+
+    # -- admin ------------------------------------------------------------------------------------------------
+    def test_connection(self) -> ConnectionReport:
+        version = self.api.get("/version").get("gitVersion", "unknown")
+        lines = [f"Kubernetes {version} at {self.api.client.configuration.host}."]
+        missing = []
+        for verb, group, resource, sub, purpose in NEEDED_ACCESS:
+            review = {
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "spec": {
+                    "resourceAttributes": {"verb": verb, "group": group, "resource": resource, "subresource": sub}
+                },
+            }
+            answer = self.api.create("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review)
+            if not (answer.get("status") or {}).get("allowed"):
+                what = f"{resource}/{sub}" if sub else resource
+                missing.append(
+                    f"Missing permission: {verb} {what}{'.' + group if group else ''} — needed to {purpose}."
+                )
+        lines += missing or ["The portal's identity may do everything it needs."]
+        facts = {"server_version": version, "has_mpi_operator": self._serves(MPIJOB), "has_metrics_api": False}
+        facts["has_metrics_api"] = self._serves(KINDS[("metrics.k8s.io/v1beta1", "PodMetrics")])
+        lines.append("MPI Operator (MPIJob): " + ("installed" if facts["has_mpi_operator"] else "not installed"))
+        lines.append("Metrics API (kubectl top): " + ("available" if facts["has_metrics_api"] else "not available"))
+        return ConnectionReport(ok=not missing, lines=lines, facts=facts)
+
+    def _serves(self, kind) -> bool:
+        try:
+            resources = self.api.get(kind.base).get("resources") or []
+        except (NotFound, SubmitRejected):
+            return False
+        return any(r.get("name") == kind.plural for r in resources)
+
+    def stage_lab_files(self, source: Path) -> int:
+        raise NotSupported(
+            f"Jobs on {self.cluster.display_name} run container images; there are no lab files to stage."
+        )

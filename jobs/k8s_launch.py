@@ -1,0 +1,120 @@
+"""Launching on Kubernetes: the template's objects rendered for the student's namespace, an Ingress when the
+course has an ingress host, and the resources checked against the template's and the course's limits
+before anything is created. The result is YAML, stored on the Job as exactly what will be sent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from courses import access
+from courses.namespaces import namespace_for
+
+from .manifests import (
+    ManifestContext,
+    ManifestError,
+    Resources,
+    check_object,
+    dump,
+    render_manifests,
+    requested_resources,
+)
+from .models import JobTemplate
+
+
+class ResourcesRefused(access.LaunchRefused):
+    pass
+
+
+@dataclass
+class Rendered:
+    script: str
+    resources: Resources
+
+
+def context_for(user, course, job_id: uuid.UUID) -> ManifestContext:
+    return ManifestContext(
+        job_id=str(job_id), namespace=namespace_for(course, user), owner=user.username, course=course.slug
+    )
+
+
+def first_service(objects: list[dict]) -> tuple[str, int] | None:
+    for obj in objects:
+        if obj.get("kind") == "Service":
+            ports = (obj.get("spec") or {}).get("ports") or [{}]
+            return obj["metadata"]["name"], int(ports[0].get("port") or 80)
+    return None
+
+
+def ingress_for(objects: list[dict], ctx: ManifestContext, host_domain: str) -> dict | None:
+    """An Ingress for the job's Service at http://<job name>.<course ingress host>/."""
+    service = first_service(objects)
+    if service is None:
+        return None
+    name, port = service
+    ingress = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": ctx.job_name},
+        "spec": {
+            "rules": [
+                {
+                    "host": f"{ctx.job_name}.{host_domain}",
+                    "http": {
+                        "paths": [
+                            {
+                                "path": "/",
+                                "pathType": "Prefix",
+                                "backend": {"service": {"name": name, "port": {"number": port}}},
+                            }
+                        ]
+                    },
+                }
+            ]
+        },
+    }
+    return check_object(ingress, ctx)
+
+
+def render(
+    template: JobTemplate, course, user, values: Mapping[str, Any], job_id: uuid.UUID, *, with_ingress: bool = True
+) -> Rendered:
+    ctx = context_for(user, course, job_id)
+    try:
+        objects = render_manifests(template.body, template.schema(), values, ctx)
+        if with_ingress and course.ingress_host and template.endpoint_api:
+            ingress = ingress_for(objects, ctx, course.ingress_host)
+            if ingress is not None:
+                objects.append(ingress)
+    except ManifestError as exc:
+        raise access.LaunchRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
+    resources = requested_resources(objects)
+    check_resources(template, course, resources)
+    return Rendered(script=dump(objects), resources=resources)
+
+
+def check_resources(template: JobTemplate, course, wanted: Resources) -> None:
+    """Refuse, naming the limit, a job that could never fit: above the template's or the course's quota."""
+    if wanted.gpus > template.max_gpus:
+        raise ResourcesRefused(
+            f"This job asks for {wanted.gpus} GPU(s); the template allows at most {template.max_gpus}. "
+            "Lower the GPUs or replicas."
+        )
+    if wanted.cpu_millis > course.max_cpus * 1000:
+        raise ResourcesRefused(
+            f"This job asks for {wanted.cpu_millis / 1000:g} CPUs; {course.name} allows {course.max_cpus} CPUs per "
+            "student. Lower the replicas or ask your instructor."
+        )
+    if wanted.memory_bytes > course.max_memory_gb * 2**30:
+        raise ResourcesRefused(
+            f"This job asks for {wanted.memory_bytes / 2**30:g} GiB of memory; {course.name} allows "
+            f"{course.max_memory_gb} GiB per student. Lower the replicas or ask your instructor."
+        )
+    if wanted.pods > course.max_pods:
+        raise ResourcesRefused(
+            f"This job can run {wanted.pods} pods; {course.name} allows {course.max_pods} per student. "
+            "Lower the replicas or the autoscaling limit."
+        )

@@ -1,0 +1,296 @@
+"""A Kubernetes API server for tests and benchmarks: kmock's emulator behind a small HTTP(S) front.
+
+kmock stores objects and serves create/get/list/patch/delete the way the API server does. The front adds
+what the portal uses and kmock 0.8 does not serve, each as the real API server behaves:
+    - /version, and Namespaces (cluster-scoped, which kmock's path parser cannot take);
+    - equality label selectors on lists (kmock returns every object);
+    - SelfSubjectAccessReview answers, and 403 Forbidden for verbs an admin "denied" (see /_emulator/config);
+    - pod logs per container with limitBytes, written by the test in the kubelet's place;
+    - the service proxy, forwarded to a real HTTP server the test registers for the Service;
+    - creationTimestamp and uid on created objects.
+There are no controllers: tests create pods and set statuses themselves, as a kubelet would.
+
+Control endpoints (loopback only, used by tests): POST /_emulator/config {"deny": ["create deployments"]},
+POST /_emulator/logs/<ns>/<pod>/<container> (appends the body), POST /_emulator/upstreams/<ns>/<service>
+{"url": …}, GET /_emulator/requests (and DELETE to clear).
+
+Run: python -m tests.k8s_emulator --port 0 [--tls-cert c.pem --tls-key k.pem] [--mpi]; it prints "listening URL".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import ssl
+import uuid
+from collections import defaultdict
+from datetime import UTC, datetime
+
+import aiohttp
+import kmock
+from aiohttp import web
+
+SERVED = [
+    "v1/pods",
+    "v1/services",
+    "v1/persistentvolumeclaims",
+    "v1/configmaps",
+    "v1/resourcequotas",
+    "v1/limitranges",
+    "apps/v1/deployments",
+    "batch/v1/jobs",
+    "autoscaling/v2/horizontalpodautoscalers",
+    "networking.k8s.io/v1/ingresses",
+    "metrics.k8s.io/v1beta1/pods",
+    "metrics.k8s.io/v1beta1/nodes",
+]
+MPI = "kubeflow.org/v2beta1/mpijobs"
+VERSION = {"major": "1", "minor": "34", "gitVersion": "v1.34.1", "platform": "linux/amd64"}
+PATH = re.compile(
+    r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
+    r"(?:/namespaces/(?P<namespace>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>.+))?$"
+)
+VERBS = {"GET": "get", "POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def status(code: int, reason: str, message: str) -> web.Response:
+    body = {"apiVersion": "v1", "kind": "Status", "status": "Failure", "code": code, "reason": reason}
+    return web.json_response({**body, "metadata": {}, "message": message}, status=code)
+
+
+def selector_matches(selector: str, labels: dict) -> bool:
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            if labels.get(key) == value:
+                return False
+        elif "=" in term:
+            key, value = term.replace("==", "=").split("=", 1)
+            if labels.get(key) != value:
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+class Front:
+    def __init__(self, emulator: kmock.KubernetesEmulator):
+        self.emulator = emulator
+        self.namespaces: dict[str, dict] = {}
+        self.deny: set[str] = set()
+        self.logs: dict[tuple[str, str, str], bytearray] = defaultdict(bytearray)
+        self.upstreams: dict[tuple[str, str], str] = {}
+        self.requests: list[str] = []
+        self.session: aiohttp.ClientSession | None = None
+
+    # -- control ----------------------------------------------------------------------------------------------
+    async def control(self, request: web.Request) -> web.StreamResponse:
+        parts = request.path.strip("/").split("/")[1:]
+        if parts == ["config"]:
+            config = await request.json()
+            self.deny = set(config.get("deny", []))
+            return web.json_response({"deny": sorted(self.deny)})
+        if parts[:1] == ["logs"] and len(parts) == 4:
+            self.logs[tuple(parts[1:])] += await request.read()
+            return web.json_response({"bytes": len(self.logs[tuple(parts[1:])])})
+        if parts[:1] == ["upstreams"] and len(parts) == 3:
+            self.upstreams[(parts[1], parts[2])] = (await request.json())["url"]
+            return web.json_response({"ok": True})
+        if parts == ["requests"]:
+            if request.method == "DELETE":
+                self.requests.clear()
+            return web.json_response(self.requests)
+        return status(404, "NotFound", "no such control endpoint")
+
+    # -- API --------------------------------------------------------------------------------------------------
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        if request.path.startswith("/_emulator/"):
+            return await self.control(request)
+        self.requests.append(f"{request.method} {request.path_qs}")
+        if request.path.rstrip("/") == "/version":
+            return web.json_response(VERSION)
+        match = PATH.match(request.path)
+        if match is None:
+            return await self.emulator(request)
+        parts = match.groupdict()
+        group = parts["group"] or ""
+        plural, name, sub = parts["plural"], parts["name"], parts["sub"]
+        if plural == "namespaces" and parts["namespace"] is None:
+            # /api/v1/namespaces[/name] itself, as opposed to objects inside a namespace.
+            return await self.namespace_api(request, name)
+        if plural == "selfsubjectaccessreviews":
+            return await self.access_review(request)
+        verb = self.verb(request, name, sub)
+        resource = f"{plural}/{sub}" if sub and sub not in {"status"} and not sub.startswith("proxy") else plural
+        if sub and sub.startswith("proxy"):
+            resource = f"{plural}/proxy"
+        if f"{verb} {resource}" in self.deny:
+            where = f' in the namespace "{parts["namespace"]}"' if parts["namespace"] else " at the cluster scope"
+            return status(
+                403,
+                "Forbidden",
+                f'{plural}{"." + group if group else ""} is forbidden: User "system:serviceaccount:gpulab:portal" '
+                f'cannot {verb} resource "{resource}" in API group "{group}"{where}',
+            )
+        namespace = parts["namespace"]
+        if request.method == "POST" and namespace and namespace not in self.namespaces:
+            return status(404, "NotFound", f'namespaces "{namespace}" not found')
+        if plural == "pods" and sub == "log":
+            return self.pod_log(request, namespace, name)
+        if plural == "services" and sub and sub.startswith("proxy"):
+            return await self.proxy(request, namespace, name, sub[len("proxy") :])
+        response = await self.emulator(request)
+        if request.method == "GET" and name is None and "labelSelector" in request.query:
+            response = self.filter_list(response, request.query["labelSelector"])
+        if request.method == "POST" and name is None and response.status in (200, 201):
+            self.stamp(match, response)
+        return response
+
+    @staticmethod
+    def verb(request: web.Request, name: str | None, sub: str | None) -> str:
+        if request.method == "GET" and name is None:
+            return "watch" if request.query.get("watch") == "true" else "list"
+        return VERBS.get(request.method, request.method.lower())
+
+    async def namespace_api(self, request: web.Request, name: str | None) -> web.StreamResponse:
+        verb = self.verb(request, name, None)
+        if f"{verb} namespaces" in self.deny:
+            return status(
+                403,
+                "Forbidden",
+                'namespaces is forbidden: User "system:serviceaccount:gpulab:portal" cannot '
+                f'{verb} resource "namespaces" in API group "" at the cluster scope',
+            )
+        if request.method == "POST":
+            body = await request.json()
+            ns = body.get("metadata", {}).get("name")
+            if ns in self.namespaces:
+                return status(409, "AlreadyExists", f'namespaces "{ns}" already exists')
+            body.setdefault("metadata", {}).update(creationTimestamp=now(), uid=str(uuid.uuid4()))
+            body["status"] = {"phase": "Active"}
+            self.namespaces[ns] = body
+            return web.json_response(body, status=201)
+        if request.method == "GET" and name is None:
+            return web.json_response(
+                {"kind": "NamespaceList", "apiVersion": "v1", "items": [*self.namespaces.values()]}
+            )
+        if name not in self.namespaces:
+            return status(404, "NotFound", f'namespaces "{name}" not found')
+        if request.method == "GET":
+            return web.json_response(self.namespaces[name])
+        if request.method == "PATCH":
+            patch = await request.json()
+            labels = patch.get("metadata", {}).get("labels") or {}
+            self.namespaces[name]["metadata"].setdefault("labels", {}).update(labels)
+            return web.json_response(self.namespaces[name])
+        if request.method == "DELETE":
+            return web.json_response(self.namespaces.pop(name))
+        return status(405, "MethodNotAllowed", "not supported")
+
+    async def access_review(self, request: web.Request) -> web.Response:
+        review = await request.json()
+        attrs = review.get("spec", {}).get("resourceAttributes", {})
+        resource = attrs.get("resource", "") + (f"/{attrs['subresource']}" if attrs.get("subresource") else "")
+        allowed = f"{attrs.get('verb')} {resource}" not in self.deny
+        review["status"] = {"allowed": allowed, **({} if allowed else {"reason": "no RBAC rule allows it"})}
+        return web.json_response(review, status=201)
+
+    def pod_log(self, request: web.Request, namespace: str, pod: str) -> web.StreamResponse:
+        container = request.query.get("container", "")
+        if self.stored("v1/pods", namespace, pod) is None:
+            return status(404, "NotFound", f'pods "{pod}" not found')
+        data = bytes(self.logs.get((namespace, pod, container), b""))
+        if "limitBytes" in request.query:
+            data = data[: int(request.query["limitBytes"])]
+        return web.Response(body=data, content_type="text/plain")
+
+    async def proxy(self, request: web.Request, namespace: str, service: str, rest: str) -> web.StreamResponse:
+        upstream = self.upstreams.get((namespace, service.split(":")[0]))
+        if upstream is None:
+            return status(503, "ServiceUnavailable", f'no endpoints available for service "{service}"')
+        assert self.session is not None
+        async with self.session.request(
+            request.method,
+            upstream + (rest or "/"),
+            data=await request.read(),
+            headers={"Content-Type": "application/json"},
+        ) as answer:
+            response = web.StreamResponse(status=answer.status)
+            response.content_type = answer.content_type
+            await response.prepare(request)
+            async for chunk in answer.content.iter_any():
+                await response.write(chunk)
+            await response.write_eof()
+            return response
+
+    @staticmethod
+    def filter_list(response: web.StreamResponse, selector: str) -> web.StreamResponse:
+        if not isinstance(response, web.Response) or response.status != 200 or response.body is None:
+            return response
+        body = json.loads(response.body)
+        items = body.get("items", [])
+        body["items"] = [i for i in items if selector_matches(selector, (i.get("metadata") or {}).get("labels") or {})]
+        return web.json_response(body)
+
+    def stamp(self, match: re.Match, response: web.StreamResponse) -> None:
+        if not isinstance(response, web.Response) or response.body is None:
+            return
+        meta = json.loads(response.body).get("metadata") or {}
+        parts = match.groupdict()
+        resource = f"{parts['core'] or parts['group'] + '/' + parts['version']}/{parts['plural']}"
+        stored = self.stored(resource, parts["namespace"] or meta.get("namespace"), meta.get("name"))
+        if stored is not None:
+            stored.patch({"metadata": {"creationTimestamp": now(), "uid": str(uuid.uuid4())}})
+            response.body = json.dumps(stored.raw).encode()
+
+    def stored(self, resource: str, namespace: str | None, name: str | None):
+        try:
+            obj = self.emulator.objects[resource, namespace, name]
+        except KeyError:
+            return None
+        return None if obj.deleted else obj
+
+
+async def serve(port: int, tls: ssl.SSLContext | None, mpi: bool) -> None:
+    emulator = kmock.KubernetesEmulator()
+    for resource in [*SERVED, *([MPI] if mpi else [])]:
+        emulator.resources[resource] = {}
+    front = Front(emulator)
+    app = web.Application(client_max_size=16 * 2**20)
+    app.router.add_route("*", "/{tail:.*}", front.dispatch)
+    async with emulator, aiohttp.ClientSession() as session:
+        front.session = session
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=tls)
+        await site.start()
+        bound = runner.addresses[0][1]
+        print(f"listening {'https' if tls else 'http'}://127.0.0.1:{bound}", flush=True)
+        await asyncio.Event().wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tls-cert")
+    parser.add_argument("--tls-key")
+    parser.add_argument("--mpi", action="store_true", help="serve the MPI Operator's MPIJob resource")
+    args = parser.parse_args()
+    tls = None
+    if args.tls_cert:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(args.tls_cert, args.tls_key)
+    asyncio.run(serve(args.port, tls, args.mpi))
+
+
+if __name__ == "__main__":
+    main()
