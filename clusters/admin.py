@@ -29,21 +29,49 @@ class ClusterAccountInline(admin.TabularInline):
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ["name", "title", "kind", "host", "port", "enabled", "host_key_status"]
+    list_display = ["name", "title", "kind", "address", "enabled", "host_key_status"]
     list_filter = ["kind", "enabled"]
     search_fields = ["name", "title", "host"]
-    readonly_fields = ["host_key", "host_key_pinned_at", "has_accounting"]
+    readonly_fields = [
+        "host_key",
+        "host_key_pinned_at",
+        "has_accounting",
+        "server_version",
+        "has_mpi_operator",
+        "has_metrics_api",
+    ]
     inlines = [ClusterAccountInline]
     change_form_template = "admin/clusters/cluster/change_form.html"
     fieldsets = [
         (None, {"fields": ["name", "title", "kind", "enabled"]}),
-        ("Login node", {"fields": ["host", "port", "host_key", "host_key_pinned_at"]}),
-        ("Scheduler", {"fields": ["partitions", "gpu_types", "has_accounting"]}),
-        ("Job environment", {"fields": ["lab_dir", "preamble"]}),
+        ("SLURM: login node", {"fields": ["host", "port", "host_key", "host_key_pinned_at"]}),
+        ("SLURM: scheduler", {"fields": ["partitions", "gpu_types", "has_accounting"]}),
+        ("SLURM: job environment", {"fields": ["lab_dir", "preamble"]}),
+        (
+            "Kubernetes",
+            {
+                "fields": [
+                    "api_url",
+                    "ca_certificate",
+                    "kube_context",
+                    "gpu_sharing_factor",
+                    "server_version",
+                    "has_mpi_operator",
+                    "has_metrics_api",
+                ],
+                "description": "The bearer token or kubeconfig goes on the cluster's service account, encrypted.",
+            },
+        ),
     ]
+
+    @admin.display(description="address")
+    def address(self, obj):
+        return obj.api_url or ("kubeconfig" if obj.is_kubernetes else f"{obj.host}:{obj.port}")
 
     @admin.display(description="host key")
     def host_key_status(self, obj):
+        if obj.is_kubernetes:
+            return "— (TLS: CA certificate)"
         return fingerprint(obj.host_key) if obj.host_key else "not pinned"
 
     def get_urls(self):
@@ -59,6 +87,8 @@ class ClusterAdmin(admin.ModelAdmin):
         if not self.has_change_permission(request, cluster):
             raise PermissionError
         context = {**self.admin_site.each_context(request), "cluster": cluster, "opts": self.model._meta}
+        if cluster.is_kubernetes:
+            return self._test_kubernetes(request, cluster, context)
         try:
             offered = probe_host_key(cluster.host, cluster.port)
         except BackendError as exc:
@@ -81,6 +111,19 @@ class ClusterAdmin(admin.ModelAdmin):
                     Cluster.objects.filter(pk=cluster.pk).update(has_accounting=report.has_accounting)
             except BackendError as exc:
                 context["error"] = str(exc)
+        return TemplateResponse(request, "admin/clusters/cluster/test_connection.html", context)
+
+    def _test_kubernetes(self, request, cluster: Cluster, context: dict):
+        """Ask the API server its version and, by SelfSubjectAccessReview, what the portal's identity may do."""
+        try:
+            report = get_backend(cluster).test_connection()
+        except BackendError as exc:
+            context["error"] = str(exc)
+        else:
+            context["report"] = report
+            fields = {k: v for k, v in report.facts.items() if getattr(cluster, k) != v}
+            if fields:
+                Cluster.objects.filter(pk=cluster.pk).update(**fields)
         return TemplateResponse(request, "admin/clusters/cluster/test_connection.html", context)
 
     def stage_lab_files(self, request, pk: int):

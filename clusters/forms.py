@@ -1,6 +1,6 @@
 from django import forms
 
-from .models import AuthMethod, ClusterAccount
+from .models import KUBERNETES_METHODS, SSH_METHODS, AuthMethod, ClusterAccount
 
 
 class SecretField(forms.CharField):
@@ -13,8 +13,8 @@ class SecretField(forms.CharField):
         kwargs.setdefault("strip", False)
         kwargs.setdefault(
             "help_text",
-            "Paste an OpenSSH private key (no passphrase) or the password. It is stored encrypted and never shown "
-            "again; leave empty to keep the current one.",
+            "Paste an OpenSSH private key (no passphrase), the password, the Kubernetes bearer token or the whole "
+            "kubeconfig. It is stored encrypted and never shown again; leave empty to keep the current one.",
         )
         super().__init__(**kwargs)
 
@@ -27,7 +27,7 @@ class SecretTextarea(forms.Textarea):
 
 
 class ClusterAccountForm(forms.ModelForm):
-    secret = SecretField(label="Private key or password", widget=SecretTextarea(attrs={"rows": 5, "class": "mono"}))
+    secret = SecretField(label="Credential", widget=SecretTextarea(attrs={"rows": 5, "class": "mono"}))
 
     class Meta:
         model = ClusterAccount
@@ -43,12 +43,27 @@ class ClusterAccountForm(forms.ModelForm):
         secret = data.get("secret")
         if not self.instance.pk and not secret:
             self.add_error("secret", "A new account needs its private key or password.")
-        if secret and data.get("auth_method") == AuthMethod.KEY:
-            from .backends.base import BackendError
-            from .backends.ssh import load_private_key
+        from .backends.base import BackendError
 
-            try:
+        method, cluster = data.get("auth_method"), data.get("cluster")
+        if cluster is not None and method:
+            wanted = KUBERNETES_METHODS if cluster.is_kubernetes else SSH_METHODS
+            if method not in wanted:
+                kinds = ", ".join(str(AuthMethod(m).label) for m in sorted(wanted))
+                self.add_error("auth_method", f"{cluster.display_name} takes: {kinds}.")
+        try:
+            if secret and method == AuthMethod.KEY:
+                from .backends.ssh import load_private_key
+
                 load_private_key(secret)
-            except BackendError as exc:
-                self.add_error("secret", str(exc))
+            elif secret and method == AuthMethod.KUBECONFIG:
+                from .backends.kube_api import kubeconfig_contexts
+
+                contexts = kubeconfig_contexts(secret)
+                if cluster is not None and cluster.kube_context and cluster.kube_context not in contexts:
+                    self.add_error(
+                        "secret", f"The kubeconfig has no context {cluster.kube_context}; it has {', '.join(contexts)}."
+                    )
+        except BackendError as exc:
+            self.add_error("secret", str(exc))
         return data

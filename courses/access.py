@@ -119,6 +119,8 @@ def launchable_clusters(user, course: Course, template: JobTemplate | None = Non
     clusters = course.clusters.filter(enabled=True)
     if template is not None:
         clusters = clusters.filter(kind=template.backend)
+        if template.needs_mpi_operator:
+            clusters = clusters.filter(has_mpi_operator=True)
     return clusters
 
 

@@ -1,6 +1,7 @@
 """REST API v1. Same access rules as the pages: everything goes through courses.access."""
 
 from django.db.models import Q
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -11,9 +12,10 @@ from clusters.backends import BackendError
 from courses import access
 from courses.models import Course
 
+from . import endpoints
 from .cancellation import CancelRefused, request_cancel
 from .launch import LaunchInvalid, launch
-from .logs import read_log
+from .logs import log_streams, read_log
 from .models import JobTemplate
 from .serializers import (
     CloneSerializer,
@@ -21,6 +23,7 @@ from .serializers import (
     JobCreateSerializer,
     JobSerializer,
     LogSerializer,
+    ScaleSerializer,
     TemplateSerializer,
 )
 from .states import JobState
@@ -130,7 +133,10 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
         return self._launch(request, source.course, source.template, cluster, params, source=source)
 
     @extend_schema(
-        parameters=[OpenApiParameter("offset", int, description="Byte offset to read from (0 = the start).")],
+        parameters=[
+            OpenApiParameter("offset", int, description="Byte offset to read from (0 = the start)."),
+            OpenApiParameter("stream", str, description="Kubernetes: which pod/container (see streams/)."),
+        ],
         responses={200: LogSerializer},
     )
     @action(detail=True, methods=["get"])
@@ -143,7 +149,32 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
         if offset < 0:
             raise ValidationError({"offset": ["Must be 0 or more."]})
         try:
-            chunk = read_log(job, offset)
+            chunk = read_log(job, offset, request.query_params.get("stream", ""))
         except BackendError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
         return Response({"offset": chunk.offset, "data": chunk.data, "eof": chunk.eof})
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def streams(self, request, pk=None):
+        """The job's separate logs (Kubernetes: one per pod and container), for ?stream= on the log."""
+        job = self.get_object()
+        try:
+            return Response({"streams": log_streams(job)})
+        except BackendError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+
+    @extend_schema(request=ScaleSerializer, responses={200: JobSerializer})
+    @action(detail=True, methods=["post"])
+    def scale(self, request, pk=None):
+        job = self.get_object()
+        data = ScaleSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            message = endpoints.scale(request.user, job, data.validated_data["replicas"])
+        except endpoints.ActionRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        except BackendError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        job.refresh_from_db()
+        return Response({**JobSerializer(job, context={"request": request}).data, "detail": message})

@@ -11,7 +11,17 @@ from .authoring import preview
 from .models import JobTemplate
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin_templates"
-FIELDS = ("name", "description", "backend", "body", "parameters", "max_gpus", "max_nodes", "max_minutes")
+FIELDS = (
+    "name",
+    "description",
+    "backend",
+    "body",
+    "parameters",
+    "max_gpus",
+    "max_nodes",
+    "max_minutes",
+    "endpoint_api",
+)
 
 
 def builtin_definitions() -> list[dict]:
@@ -27,7 +37,7 @@ def load_builtin_templates(courses=(), *, publish: bool = True) -> list[JobTempl
         if not checked.ok:
             raise ValueError(f"Built-in template {definition['slug']} is broken: {'; '.join(checked.errors)}")
         template, _ = JobTemplate.objects.update_or_create(
-            slug=definition["slug"], defaults={**{f: definition[f] for f in FIELDS}, "builtin": True}
+            slug=definition["slug"], defaults={**{f: definition.get(f, "") for f in FIELDS}, "builtin": True}
         )
         if publish and template.status == JobTemplate.Status.DRAFT:
             template.status = JobTemplate.Status.PUBLISHED

@@ -74,6 +74,7 @@ class TemplateForm(forms.ModelForm):
             "slug",
             "description",
             "backend",
+            "endpoint_api",
             "courses",
             "body",
             "parameters",

@@ -91,6 +91,10 @@ def render(
                 objects.append(ingress)
     except ManifestError as exc:
         raise access.LaunchRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
+    for obj in objects:
+        if obj["kind"] == "Job":  # the template's time limit, enforced by Kubernetes (DeadlineExceeded)
+            limit = template.max_minutes * 60
+            obj["spec"]["activeDeadlineSeconds"] = min(obj["spec"].get("activeDeadlineSeconds") or limit, limit)
     resources = requested_resources(objects)
     check_resources(template, course, resources)
     return Rendered(script=dump(objects), resources=resources)

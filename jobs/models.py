@@ -1,3 +1,4 @@
+import re
 import uuid
 
 from django.conf import settings
@@ -8,6 +9,8 @@ from clusters.models import ClusterKind
 
 from .params import Param, parse_schema
 from .states import ACTIVE_STATES, TERMINAL_STATES, EventKind, JobState
+
+MPIJOB_KIND = re.compile(r"^\s*kind:\s*MPIJob\s*$", re.MULTILINE)
 
 
 class EndpointAPI(models.TextChoices):
@@ -52,6 +55,11 @@ class JobTemplate(models.Model):
 
     def schema(self) -> list[Param]:
         return parse_schema(self.parameters)
+
+    @property
+    def needs_mpi_operator(self) -> bool:
+        """An MPIJob template runs only where the MPI Operator's CRD is installed."""
+        return self.backend == ClusterKind.KUBERNETES and bool(MPIJOB_KIND.search(self.body))
 
 
 class Job(models.Model):

@@ -80,6 +80,10 @@ class CloneSerializer(serializers.Serializer):
     params = serializers.DictField(required=False, default=dict, help_text="Values that differ from the original.")
 
 
+class ScaleSerializer(serializers.Serializer):
+    replicas = serializers.IntegerField(min_value=0, max_value=8)
+
+
 class LogSerializer(serializers.Serializer):
     offset = serializers.IntegerField()
     data = serializers.CharField()

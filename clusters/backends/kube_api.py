@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import ssl
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from .base import AuthenticationFailed, BackendError, ClusterUnreachable, Permis
 if TYPE_CHECKING:
     from clusters.models import Cluster, ClusterAccount
 
+ssl_errors = (urllib3.exceptions.SSLError, ssl.SSLError)
 TIMEOUT = (5, 30)  # connect, read (seconds)
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -177,12 +179,12 @@ class KubeAPI:
         )
         try:
             response = self.client.call_api(method, url, header_params=headers, body=body, _request_timeout=timeout)
-        except urllib3.exceptions.SSLError as exc:
-            raise BackendError(
-                f"The API server of “{self.cluster.display_name}” presented a certificate the stored CA does not "
-                f"sign ({_short(exc)}). An admin must check the CA certificate."
-            ) from None
         except urllib3.exceptions.HTTPError as exc:
+            if isinstance(exc, urllib3.exceptions.SSLError) or isinstance(getattr(exc, "reason", None), ssl_errors):
+                raise BackendError(
+                    f"The API server of “{self.cluster.display_name}” presented a certificate the stored CA does not "
+                    f"sign ({_short(exc)}). An admin must check the CA certificate."
+                ) from None
             raise ClusterUnreachable(
                 f"The Kubernetes API server of “{self.cluster.display_name}” did not answer ({_short(exc)})."
             ) from None

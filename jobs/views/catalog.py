@@ -20,6 +20,9 @@ def catalog(request):
     )
     for course in courses:
         kinds = {cluster.kind for cluster in course.enabled_clusters}
-        course.launchable = [t for t in course.published_templates if t.backend in kinds]
+        mpi = any(cluster.has_mpi_operator for cluster in course.enabled_clusters)
+        course.launchable = [
+            t for t in course.published_templates if t.backend in kinds and (mpi or not t.needs_mpi_operator)
+        ]
     teaching = set(access.teaching_courses(request.user).values_list("pk", flat=True))
     return render(request, "jobs/catalog.html", {"courses": courses, "teaching": teaching})

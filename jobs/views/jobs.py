@@ -6,8 +6,9 @@ from django.views.decorators.http import require_POST
 
 from clusters.backends import BackendError
 from courses import access
+from jobs import endpoints
 from jobs.cancellation import CancelRefused, request_cancel
-from jobs.logs import read_log
+from jobs.logs import log_streams, read_log
 from jobs.models import Job
 
 
@@ -27,6 +28,14 @@ def my_jobs(request):
 def detail(request, job_id):
     job = access.get_job(request.user, job_id)
     context = {"job": job, "events": job.events.select_related("actor"), "parameters": _labelled_params(job)}
+    if job.cluster.is_kubernetes:
+        context["server"] = endpoints.Server(job)
+        context["stream"] = request.GET.get("stream", "")
+        if job.scheduler_id and not job.is_terminal:
+            try:
+                context["streams"] = log_streams(job)
+            except BackendError as exc:
+                context["streams_error"] = str(exc)
     return render(request, "jobs/detail.html", context)
 
 
@@ -56,12 +65,18 @@ def log(request, job_id):
         offset = max(0, int(request.GET.get("offset", 0)))
     except ValueError:
         offset = 0
-    error = ""
+    error, stream = "", request.GET.get("stream", "")
     try:
-        chunk = read_log(job, offset)
+        chunk = read_log(job, offset, stream)
     except BackendError as exc:
         chunk, error = None, str(exc)
-    context = {"job": job, "chunk": chunk, "offset": chunk.offset if chunk else offset, "error": error}
+    context = {
+        "job": job,
+        "chunk": chunk,
+        "offset": chunk.offset if chunk else offset,
+        "error": error,
+        "stream": stream,
+    }
     context["done"] = job.is_terminal and chunk is not None and chunk.eof
     return render(request, "jobs/_log.html", context)
 

@@ -177,3 +177,37 @@ def job_state():
         return wait_for(reached, timeout=timeout, what=f"job {job.pk} to reach {'/'.join(states)}")
 
     return state_of
+
+
+# -- Kubernetes: kmock's emulator as a TLS API server on 127.0.0.1 ------------------------------------------------
+K8S_TOKEN = "portal-sa-token-0a1b2c3d4e5f"
+
+
+@pytest.fixture(scope="session")
+def kube(tmp_path_factory):
+    from .k8s import Emulator
+
+    emulator = Emulator(tmp_path_factory.mktemp("kube"))
+    yield emulator
+    emulator.stop()
+
+
+@pytest.fixture
+def k8s_cluster(transactional_db, course, kube):
+    """A Kubernetes cluster reached through a kubeconfig, as an admin would upload it; GPUs time-sliced 4 ways."""
+    kube.deny()
+    cluster = Cluster.objects.create(
+        name="k8s", title="Lab Kubernetes", kind="kubernetes", gpu_sharing_factor=4, has_mpi_operator=True
+    )
+    account = ClusterAccount(cluster=cluster, username="gpulab-portal", auth_method=AuthMethod.KUBECONFIG)
+    account.set_secret(kube.kubeconfig(K8S_TOKEN))
+    account.save()
+    course.clusters.add(cluster)
+    return cluster
+
+
+@pytest.fixture
+def k8s_templates(transactional_db, course):
+    from jobs.builtin import load_builtin_templates
+
+    return {t.slug: t for t in load_builtin_templates([course]) if t.backend == "kubernetes"}

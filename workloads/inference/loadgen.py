@@ -147,6 +147,9 @@ async def run(args) -> dict:
     return figures
 
 
+REPORT_PREFIX = "GPULAB_REPORT"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:11434")
@@ -160,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument(
+        "--report-line", action="store_true", help=f"end with one '{REPORT_PREFIX} {{json}}' line for the portal"
+    )
     args = parser.parse_args(argv)
     figures = asyncio.run(run(args))
     print(f"{'completed requests':<28}{figures['completed']} of {args.num_prompts} ({figures['failed']} failed)")
@@ -174,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(figures, fh, indent=2)
+    if args.report_line:
+        print(REPORT_PREFIX, json.dumps(figures, separators=(",", ":")), flush=True)
     return 0 if figures["failed"] == 0 else 1
 
 

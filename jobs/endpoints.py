@@ -1,0 +1,302 @@
+"""What a student does with a running Kubernetes server from its job page: find its endpoint, scale it,
+send it a prompt (Try it) through the API server's service proxy, and run the bundled load generator
+against it as a Job whose report the page shows.
+
+Every function takes a job the caller already got through courses.access; nothing here looks jobs up.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+import yaml
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from clusters.backends import BackendError, get_backend
+from courses import access
+from courses.models import Role
+
+from .k8s_launch import first_service
+from .manifests import LABEL_ROLE, ManifestContext, check_object, requested_resources
+from .models import EndpointAPI, Job
+from .states import ACTIVE_STATES, EventKind, JobState, record
+
+LOADTEST_ROLE = "loadtest"
+LOADGEN_IMAGE = "gpulab/tinylm-server:0.1.0-cpu"  # the bundled server image carries the load generator
+REPORT_PREFIX = "GPULAB_REPORT"
+MAX_PROMPT_CHARS = 4000
+MAX_REPLICAS = 8
+
+
+class ActionRefused(Exception):
+    """The action cannot be done on this job now; the message says why and what to do."""
+
+
+@dataclass
+class Server:
+    """A Kubernetes job's objects, read from the YAML it was submitted with."""
+
+    job: Job
+
+    @cached_property
+    def objects(self) -> list[dict]:
+        if not self.job.cluster.is_kubernetes or not self.job.script:
+            return []
+        return [o for o in yaml.safe_load_all(self.job.script) if o]
+
+    @property
+    def namespace(self) -> str:
+        return self.objects[0]["metadata"]["namespace"] if self.objects else ""
+
+    @property
+    def workload(self) -> dict | None:
+        return next((o for o in self.objects if o["kind"] in {"Deployment", "Job", "MPIJob"}), None)
+
+    @property
+    def scalable(self) -> bool:
+        return bool(self.workload and self.workload["kind"] == "Deployment")
+
+    @property
+    def service(self) -> tuple[str, int] | None:
+        return first_service(self.objects)
+
+    @property
+    def url(self) -> str:
+        for obj in self.objects:
+            if obj["kind"] == "Ingress":
+                return f"http://{obj['spec']['rules'][0]['host']}/"
+        return ""
+
+    @property
+    def port_forward(self) -> str:
+        if self.service is None:
+            return ""
+        name, port = self.service
+        return shlex.join(["kubectl", "-n", self.namespace, "port-forward", f"service/{name}", f"{port}:{port}"])
+
+    @property
+    def replicas(self) -> int:
+        return int((self.workload or {}).get("spec", {}).get("replicas", 1)) if self.scalable else 0
+
+    @property
+    def model(self) -> str:
+        return str(self.job.params.get("model") or "tinylm")
+
+
+def _require_running_server(job: Job) -> Server:
+    server = Server(job)
+    if not server.objects:
+        raise ActionRefused("Only Kubernetes jobs have servers.")
+    if job.state != JobState.RUNNING:
+        raise ActionRefused(f"The job is {job.get_state_display().lower()}; it must be running.")
+    return server
+
+
+# -- scale -------------------------------------------------------------------------------------------------------
+def scale(user, job: Job, replicas: int) -> str:
+    server = _require_running_server(job)
+    if not server.scalable:
+        raise ActionRefused("Only servers (Deployments) can be scaled; this job runs to completion.")
+    if not 0 <= replicas <= MAX_REPLICAS:
+        raise ActionRefused(f"Pick between 0 and {MAX_REPLICAS} replicas.")
+    objects = server.objects
+    server.workload["spec"]["replicas"] = replicas
+    for hpa in (o for o in objects if o["kind"] == "HorizontalPodAutoscaler"):  # what the backend sets too
+        hpa["spec"]["minReplicas"] = replicas
+        hpa["spec"]["maxReplicas"] = max(replicas, hpa["spec"].get("maxReplicas", replicas))
+    gpus = requested_resources(objects).gpus
+    if gpus > job.template.max_gpus:
+        raise ActionRefused(f"{replicas} replicas could hold {gpus} GPUs; the template allows {job.template.max_gpus}.")
+    with transaction.atomic():
+        _check_gpu_quota(job, gpus)
+        message = get_backend(job.cluster, job.account).scale(job.scheduler_id, replicas)
+        script = yaml.safe_dump_all(objects, sort_keys=False)
+        Job.objects.filter(pk=job.pk).update(gpus=gpus, script=script, updated_at=timezone.now())
+        record(job, EventKind.NOTE, message, actor=user)
+    return message
+
+
+def _check_gpu_quota(job: Job, gpus: int) -> None:
+    owner, course = job.owner, job.course
+    if access.is_admin(owner) or access.role_in(owner, course) == Role.INSTRUCTOR:
+        return
+    get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
+    others = (
+        Job.objects.filter(owner=owner, course=course, state__in=ACTIVE_STATES)
+        .exclude(pk=job.pk)
+        .aggregate(gpus=Sum("gpus"))["gpus"]
+        or 0
+    )
+    if others + gpus > course.max_gpus:
+        raise ActionRefused(
+            f"That needs {gpus} GPU(s) and your other jobs hold {others}; {course.name} allows {course.max_gpus} "
+            "per student."
+        )
+
+
+# -- Try it ------------------------------------------------------------------------------------------------------
+def prompt_request(api: str, model: str, prompt: str) -> tuple[str, bytes]:
+    """The seed lab's requests: Ollama's /api/generate or OpenAI's /v1/chat/completions, streamed."""
+    if api == EndpointAPI.OLLAMA:
+        return "api/generate", json.dumps({"model": model, "prompt": prompt, "stream": True}).encode()
+    body = {"model": model, "messages": [{"role": "user", "content": prompt}], "stream": True, "max_tokens": 256}
+    return "v1/chat/completions", json.dumps(body).encode()
+
+
+def answer_text(api: str, chunks: Iterator[bytes]) -> Iterator[str]:
+    """The generated text from a streamed answer (Ollama NDJSON or OpenAI server-sent events)."""
+    decoder, pending = codecs.getincrementaldecoder("utf-8")(errors="replace"), ""
+    for chunk in chunks:
+        pending += decoder.decode(chunk)
+        *lines, pending = pending.split("\n")
+        for line in lines:
+            text = _piece(api, line.strip())
+            if text:
+                yield text
+    text = _piece(api, (pending + decoder.decode(b"", final=True)).strip())
+    if text:
+        yield text
+
+
+def _piece(api: str, line: str) -> str:
+    if api == EndpointAPI.OPENAI:
+        if not line.startswith("data:") or line == "data: [DONE]":
+            return ""
+        line = line[len("data:") :].strip()
+    if not line:
+        return ""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return ""
+    if "error" in event:
+        error = event["error"]
+        return f"\n[error: {error.get('message') if isinstance(error, dict) else error}]"
+    if api == EndpointAPI.OLLAMA:
+        return event.get("response") or (event.get("message") or {}).get("content") or ""
+    choices = event.get("choices") or [{}]
+    return (choices[0].get("delta") or {}).get("content") or choices[0].get("text") or ""
+
+
+def try_it(job: Job, prompt: str) -> Iterator[str]:
+    server = _require_running_server(job)
+    api = job.template.endpoint_api
+    if not api or server.service is None:
+        raise ActionRefused("This job has no inference API to try.")
+    prompt = prompt.strip()
+    if not prompt or len(prompt) > MAX_PROMPT_CHARS:
+        raise ActionRefused(f"Write a prompt of 1 to {MAX_PROMPT_CHARS} characters.")
+    path, body = prompt_request(api, server.model, prompt)
+    name, port = server.service
+    chunks = get_backend(job.cluster, job.account).proxy(job.scheduler_id, name, port, path, body)
+    return answer_text(api, chunks)
+
+
+# -- Load test ---------------------------------------------------------------------------------------------------
+def start_load_test(user, job: Job, *, prompts: int = 64, concurrency: int = 8, output_len: int = 64) -> str:
+    server = _require_running_server(job)
+    api = job.template.endpoint_api
+    if not api or server.service is None:
+        raise ActionRefused("This job has no inference API to load-test.")
+    if not (1 <= prompts <= 1000 and 1 <= concurrency <= 64 and 1 <= output_len <= 512):
+        raise ActionRefused("Use 1 to 1000 prompts, 1 to 64 concurrent requests and 1 to 512 output tokens.")
+    name, port = server.service
+    ctx = ManifestContext(
+        job_id=str(job.pk), namespace=server.namespace, owner=job.owner.username, course=job.course.slug
+    )
+    loadtest_name = f"{ctx.job_name}-load-{timezone.now():%H%M%S}"
+    args = [
+        "--base-url",
+        f"http://{name}:{port}",
+        "--api",
+        api,
+        "--model",
+        server.model,
+        "--num-prompts",
+        str(prompts),
+        "--max-concurrency",
+        str(concurrency),
+        "--output-len",
+        str(output_len),
+        "--report-line",
+    ]
+    obj = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": loadtest_name},
+        "spec": {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": 900,
+            "ttlSecondsAfterFinished": 3600,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": 10001},
+                    "containers": [
+                        {
+                            "name": "load-generator",
+                            "image": LOADGEN_IMAGE,
+                            "command": ["python", "/app/inference/loadgen.py", *args],
+                            "resources": {
+                                "requests": {"cpu": "500m", "memory": "256Mi"},
+                                "limits": {"cpu": "1", "memory": "512Mi"},
+                            },
+                            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                        }
+                    ],
+                }
+            },
+        },
+    }
+    check_object(obj, ctx)
+    for labels in (obj["metadata"]["labels"], obj["spec"]["template"]["metadata"]["labels"]):
+        labels[LABEL_ROLE] = LOADTEST_ROLE
+    try:
+        get_backend(job.cluster, job.account).create_extra(job.scheduler_id, obj)
+    except BackendError as exc:
+        raise ActionRefused(f"The load test could not start: {exc}") from None
+    record(
+        job,
+        EventKind.NOTE,
+        f"Load test {loadtest_name} started ({prompts} prompts, {concurrency} at once).",
+        actor=user,
+    )
+    return loadtest_name
+
+
+@dataclass
+class LoadTestReport:
+    name: str
+    phase: str
+    figures: dict | None
+    error: str = ""
+
+
+def load_test_report(job: Job) -> LoadTestReport | None:
+    """The newest load test's state, and its figures once the load generator printed them."""
+    if not job.cluster.is_kubernetes or not job.scheduler_id:
+        return None
+    backend = get_backend(job.cluster, job.account)
+    pods = backend.pods(job.scheduler_id, LOADTEST_ROLE)
+    if not pods:
+        return None
+    pod = max(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "")
+    name, phase = pod["metadata"]["name"], (pod.get("status") or {}).get("phase", "Pending")
+    stream = f"{name}/load-generator"
+    chunk = backend.read_log(job.pk, 0, 256 * 1024, scheduler_id=job.scheduler_id, stream=stream)
+    for line in reversed(chunk.data.splitlines()):
+        if line.startswith(REPORT_PREFIX + " "):
+            try:
+                return LoadTestReport(name, phase, json.loads(line[len(REPORT_PREFIX) + 1 :]))
+            except ValueError:
+                break
+    error = "The load generator ended without a report; its log says why." if phase == "Failed" else ""
+    return LoadTestReport(name, phase, None, error)

@@ -1,0 +1,83 @@
+"""Job-page actions for Kubernetes servers: Scale, Try it (streamed), Load test and its report."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from clusters.backends import BackendError
+from courses import access
+from jobs import endpoints
+
+
+def _int(value, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+@login_required
+@require_POST
+def scale(request, job_id):
+    job = access.get_job(request.user, job_id)
+    try:
+        messages.success(request, endpoints.scale(request.user, job, _int(request.POST.get("replicas"), -1)))
+    except (endpoints.ActionRefused, BackendError) as exc:
+        messages.error(request, f"Not scaled: {exc}")
+    return redirect(job)
+
+
+@login_required
+@require_POST
+def try_it(request, job_id):
+    """Stream the server's answer as plain text; the page appends it as it arrives."""
+    job = access.get_job(request.user, job_id)
+    try:
+        pieces = endpoints.try_it(job, request.POST.get("prompt", ""))
+        first = next(pieces, "")
+    except (endpoints.ActionRefused, BackendError) as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+
+    def answer():
+        yield first
+        try:
+            yield from pieces
+        except BackendError as exc:
+            yield f"\n[the server stopped answering: {exc}]"
+
+    response = StreamingHttpResponse(answer(), content_type="text/plain; charset=utf-8")
+    response["Cache-Control"] = "no-store"
+    response["X-Accel-Buffering"] = "no"  # let a fronting nginx pass tokens through as they come
+    return response
+
+
+@login_required
+@require_POST
+def load_test(request, job_id):
+    job = access.get_job(request.user, job_id)
+    try:
+        name = endpoints.start_load_test(
+            request.user,
+            job,
+            prompts=_int(request.POST.get("prompts"), 64),
+            concurrency=_int(request.POST.get("concurrency"), 8),
+            output_len=_int(request.POST.get("output_len"), 64),
+        )
+    except endpoints.ActionRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Load test {name} started; its report appears below when it finishes.")
+    return redirect(job)
+
+
+@login_required
+def load_test_report(request, job_id):
+    job = access.get_job(request.user, job_id)
+    error = ""
+    try:
+        report = endpoints.load_test_report(job)
+    except BackendError as exc:
+        report, error = None, str(exc)
+    return render(request, "jobs/_load_test.html", {"job": job, "report": report, "error": error})

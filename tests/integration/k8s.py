@@ -1,0 +1,172 @@
+"""The test side of Kubernetes: the emulated API server (tests/k8s_emulator.py) over TLS on 127.0.0.1, and the
+kubelet's and controllers' part, which tests play by creating pods and setting statuses through the API."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+import ssl
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def make_tls(directory: Path) -> tuple[Path, Path, str]:
+    """A self-signed certificate for 127.0.0.1: the API server's certificate and, as PEM, the CA to pin."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "apiserver.crt", directory / "apiserver.key"
+    pem = cert.public_bytes(serialization.Encoding.PEM)
+    cert_path.write_bytes(pem)
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path, pem.decode()
+
+
+class Emulator:
+    def __init__(self, directory: Path, *, mpi: bool = True):
+        self.directory = directory
+        cert, key, self.ca_pem = make_tls(directory)
+        argv = [
+            sys.executable,
+            "-m",
+            "tests.k8s_emulator",
+            "--port",
+            "0",
+            "--tls-cert",
+            str(cert),
+            "--tls-key",
+            str(key),
+        ]
+        self.log = (directory / "emulator.log").open("w+")
+        self.proc = subprocess.Popen(
+            [*argv, *(["--mpi"] if mpi else [])], cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log, text=True
+        )
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("listening "):
+            self.log.seek(0)
+            raise RuntimeError(f"the Kubernetes emulator did not start: {line} {self.log.read()[-2000:]}")
+        self.url = line.split()[1]
+        self.tls = ssl.create_default_context(cadata=self.ca_pem)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+    def kubeconfig(self, token: str, *, context: str = "lab") -> str:
+        import base64
+
+        return json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "lab-cluster",
+                        "cluster": {
+                            "server": self.url,
+                            "certificate-authority-data": base64.b64encode(self.ca_pem.encode()).decode(),
+                        },
+                    }
+                ],
+                "users": [{"name": "portal", "user": {"token": token}}],
+                "contexts": [{"name": context, "context": {"cluster": "lab-cluster", "user": "portal"}}],
+                "current-context": context,
+            }
+        )
+
+    # -- raw HTTP, as kubectl or a controller would ---------------------------------------------------------------
+    def call(self, method: str, path: str, body=None, content_type: str = "application/json"):
+        data = body if isinstance(body, bytes) else None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(request, context=self.tls, timeout=10) as response:  # noqa: S310
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+
+    def deny(self, *rules: str) -> None:
+        self.call("POST", "/_emulator/config", {"deny": list(rules)})
+
+    def requests(self) -> list[str]:
+        return self.call("GET", "/_emulator/requests")
+
+    def clear_requests(self) -> None:
+        self.call("DELETE", "/_emulator/requests")
+
+    def items(self, collection: str, selector: str = "") -> list[dict]:
+        query = f"?labelSelector={urllib.request.quote(selector)}" if selector else ""
+        found = self.call("GET", collection + query)
+        return (found or {}).get("items") or []
+
+    def get(self, path: str) -> dict | None:
+        return self.call("GET", path)
+
+    def write_log(self, namespace: str, pod: str, container: str, text: str) -> None:
+        self.call("POST", f"/_emulator/logs/{namespace}/{pod}/{container}", text.encode(), "text/plain")
+
+    def route_service(self, namespace: str, service: str, url: str) -> None:
+        self.call("POST", f"/_emulator/upstreams/{namespace}/{service}", {"url": url})
+
+    # -- the kubelet's and controllers' part -------------------------------------------------------------------
+    def start_pod(self, workload: dict, name: str, *, phase: str = "Pending", **status) -> dict:
+        """Create the pod the workload's controller would create, from its pod template, in `phase`."""
+        namespace = workload["metadata"]["namespace"]
+        template = workload["spec"]["template"]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, **template.get("metadata", {})},
+            "spec": template["spec"],
+        }
+        self.call("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+        return self.set_pod(namespace, name, phase=phase, **status)
+
+    def set_pod(self, namespace: str, name: str, *, phase: str, ready: bool = False, **extra) -> dict:
+        status = {"phase": phase, "startTime": "2026-11-21T10:00:00Z" if phase != "Pending" else None, **extra}
+        conditions = list(extra.get("conditions", []))
+        if phase == "Running":
+            conditions.append({"type": "Ready", "status": "True" if ready else "False"})
+        status["conditions"] = conditions
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/status"
+        return self.call("PATCH", path, {"status": status}, "application/merge-patch+json")
+
+    def set_status(self, path: str, status: dict) -> dict:
+        return self.call("PATCH", f"{path}/status", {"status": status}, "application/merge-patch+json")
+
+    @staticmethod
+    def unschedulable(message: str) -> dict:
+        return {
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]
+        }
