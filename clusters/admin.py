@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.contrib import admin, messages
+from django.db import models
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -42,6 +43,7 @@ class ClusterAdmin(admin.ModelAdmin):
     ]
     inlines = [ClusterAccountInline]
     change_form_template = "admin/clusters/cluster/change_form.html"
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     fieldsets = [
         (None, {"fields": ["name", "title", "kind", "enabled"]}),
         ("SLURM: login node", {"fields": ["host", "port", "host_key", "host_key_pinned_at"]}),

@@ -143,12 +143,12 @@ def _check_gpu_quota(job: Job, gpus: int) -> None:
 
 
 # -- Try it ------------------------------------------------------------------------------------------------------
-def prompt_request(api: str, model: str, prompt: str) -> tuple[str, bytes]:
+def prompt_request(api: str, model: str, prompt: str) -> tuple[str, dict]:
     """The seed lab's requests: Ollama's /api/generate or OpenAI's /v1/chat/completions, streamed."""
     if api == EndpointAPI.OLLAMA:
-        return "api/generate", json.dumps({"model": model, "prompt": prompt, "stream": True}).encode()
+        return "api/generate", {"model": model, "prompt": prompt, "stream": True}
     body = {"model": model, "messages": [{"role": "user", "content": prompt}], "stream": True, "max_tokens": 256}
-    return "v1/chat/completions", json.dumps(body).encode()
+    return "v1/chat/completions", body
 
 
 def answer_text(api: str, chunks: Iterator[bytes]) -> Iterator[str]:

@@ -171,7 +171,7 @@ class ClusterBackend(ABC):
     def scale(self, scheduler_id: str, replicas: int) -> str:
         raise NotSupported(f"Jobs on {self.cluster.display_name} cannot be scaled.")
 
-    def proxy(self, scheduler_id: str, service: str, port: int, path: str, body: bytes) -> Iterator[bytes]:
+    def proxy(self, scheduler_id: str, service: str, port: int, path: str, body: dict) -> Iterator[bytes]:
         raise NotSupported(f"Jobs on {self.cluster.display_name} have no service to send requests to.")
 
     def create_extra(self, scheduler_id: str, obj: dict) -> None:

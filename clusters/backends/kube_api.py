@@ -220,7 +220,7 @@ class KubeAPI:
     def text(self, path: str, query: dict) -> bytes:
         return self._send("GET", path, query=query).read()
 
-    def stream(self, method: str, path: str, body: bytes, timeout=(5, 120)) -> Iterator[bytes]:
+    def stream(self, method: str, path: str, body: dict, timeout=(5, 120)) -> Iterator[bytes]:
         response = self._send(method, path, body=body, timeout=timeout)
         try:
             yield from response.response.stream(1024, decode_content=True)

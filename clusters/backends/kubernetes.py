@@ -357,7 +357,7 @@ class KubernetesBackend(ClusterBackend):
             return f"Scaled to {replicas} replica(s); the autoscaler may add more, up to {top}."
         return f"Scaled to {replicas} replica(s)."
 
-    def proxy(self, scheduler_id: str, service: str, port: int, path: str, body: bytes) -> Iterator[bytes]:
+    def proxy(self, scheduler_id: str, service: str, port: int, path: str, body: dict) -> Iterator[bytes]:
         namespace, job = split_id(scheduler_id)
         found = self.api.get(SERVICE.item(namespace, service))
         if labels(found).get(LABEL_JOB) != job:

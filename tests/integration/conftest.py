@@ -211,3 +211,37 @@ def k8s_templates(transactional_db, course):
     from jobs.builtin import load_builtin_templates
 
     return {t.slug: t for t in load_builtin_templates([course]) if t.backend == "kubernetes"}
+
+
+@pytest.fixture(scope="session")
+def tinylm_server(tmp_path_factory):
+    """The bundled inference server (workloads/, its own venv with PyTorch on CPU) serving a few-step checkpoint."""
+    import socket
+    import urllib.request
+
+    python = ROOT / "workloads/.venv/bin/python"
+    if not python.exists():
+        pytest.fail("workloads/.venv is missing; `make test` builds it")
+    run_dir = tmp_path_factory.mktemp("tinylm")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    train = [str(python), str(ROOT / "workloads/trainer/train.py"), "--max_steps", "5", "--batch_size", "4"]
+    train += ["--seq_len", "64", "--num_workers", "0", "--run_dir", str(run_dir)]
+    subprocess.run(train, env=env, check=True, capture_output=True, timeout=300)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = (run_dir / "server.log").open("w")
+    argv = [str(python), "server.py", "--checkpoint", str(run_dir), "--host", "127.0.0.1", "--port", str(port)]
+    proc = subprocess.Popen(argv, cwd=ROOT / "workloads/inference", env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+
+    def healthy():
+        try:
+            return urllib.request.urlopen(f"{url}/healthz", timeout=2).status == 200  # noqa: S310 (loopback)
+        except OSError:
+            return False
+
+    wait_for(healthy, timeout=120, what="the bundled inference server")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)

@@ -102,3 +102,48 @@ def _redis_dump() -> str:
         elif kind in {"set", "zset"}:
             parts.extend(repr(v) for v in (client.smembers(key) if kind == "set" else client.zrange(key, 0, -1)))
     return "\n".join(parts)
+
+
+def test_canary_kubernetes_token_never_leaks(
+    worker, login, api_for, alice, instructor, admin_user, course, k8s_cluster, k8s_templates, kube, job_state, caplog
+):
+    account = k8s_cluster.service_account()
+    account.set_secret(kube.kubeconfig(CANARY))
+    account.save()
+    assert CANARY not in account.secret_encrypted
+    params = {"gpus": 0, "replicas": 1, "max_replicas": 1}
+    running = api_for(alice).post(
+        "/api/v1/jobs/", {"template": "k8s-tinylm-server", "cluster": "k8s", "params": params}, format="json"
+    )
+    job = job_state(alice.jobs.get(), "pending")
+    kube.deny("create deployments")  # the next one fails with the API server's message
+    refused = api_for(alice).post(
+        "/api/v1/jobs/", {"template": "k8s-tinylm-server", "cluster": "k8s", "params": params}, format="json"
+    )
+    failed = job_state(alice.jobs.exclude(pk=job.pk).get(), "submit_failed")
+    assert "forbidden" in failed.error
+
+    seen = [running.content.decode(), refused.content.decode(), failed.error]
+    student = login(alice)
+    for target in (job, failed):
+        for name in ("jobs:detail", "jobs:log", "jobs:status", "jobs:load_test_report"):
+            seen.append(student.get(reverse(name, args=[target.pk])).content.decode())
+        seen.append(api_for(alice).get(f"/api/v1/jobs/{target.pk}/").content.decode())
+    seen.append(api_for(alice).get("/api/v1/clusters/").content.decode())
+    admin = login(admin_user)
+    for url in [
+        reverse("admin:clusters_clusteraccount_change", args=[account.pk]),
+        reverse("admin:clusters_cluster_change", args=[k8s_cluster.pk]),
+        reverse("admin:cluster_test", args=[k8s_cluster.pk]),
+        reverse("admin:jobs_job_change", args=[failed.pk]),
+    ]:
+        page = admin.get(url)
+        assert page.status_code == 200, url
+        seen.append(page.content.decode())
+    seen.append(worker.logs())
+    seen.append(caplog.text)
+    seen.extend(JobEvent.objects.values_list("message", flat=True))
+    seen.extend(str(row) for row in CredentialEvent.objects.values_list())
+    seen.append(_redis_dump())
+    leaks = [text[:200] for text in seen if CANARY in text]
+    assert leaks == []

@@ -6,13 +6,17 @@ statuses, then check what the portal shows and what it created, scaled and delet
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
+
 import pytest
 from django.urls import reverse
 
 from clusters.models import AuthMethod, Cluster, ClusterAccount
 from jobs.models import Job
 
-from .conftest import wait_for
+from .conftest import ROOT, wait_for
 from .k8s import Emulator
 
 NS = "gpulab-hpc"
@@ -251,3 +255,131 @@ def test_mpi_hello_is_offered_only_where_the_mpi_operator_is_installed(
     assert "MPI hello (Kubernetes" not in login(alice).get(reverse("jobs:catalog")).content.decode()
     response = login(alice).get(reverse("jobs:launch", args=[course.slug, "k8s-mpi-hello"]))
     assert "No cluster of this course can run MPIJobs (it needs the MPI Operator)" in response.content.decode()
+
+
+def test_try_it_streams_the_bundled_servers_answer_and_load_test_reports(
+    worker, login, api_for, alice, k8s_cluster, k8s_templates, kube, job_state, tinylm_server
+):
+    job = job_state(launch(api_for, alice, "k8s-tinylm-server", SERVER_PARAMS), "pending")
+    (deployment,) = deployments(kube, job)
+    (service,) = owned(kube, f"/api/v1/namespaces/{NS}/services", job)
+    kube.start_pod(deployment, "srv-try", phase="Running", ready=True)
+    job_state(job, "running")
+    # The cluster network: the Service's proxy reaches the real server.
+    kube.route_service(NS, service["metadata"]["name"], tinylm_server)
+
+    web = login(alice)
+    response = web.post(reverse("jobs:try_it", args=[job.pk]), {"prompt": "In the beginning"})
+    assert response.status_code == 200 and response.streaming
+    answer = b"".join(response.streaming_content).decode()
+    assert answer.strip() and "[error" not in answer
+    proxied = [r for r in kube.requests() if "/proxy/" in r]
+    assert proxied == [
+        f"POST /api/v1/namespaces/{NS}/services/{service['metadata']['name']}:11434/proxy/v1/chat/completions"
+    ]
+    empty = web.post(reverse("jobs:try_it", args=[job.pk]), {"prompt": "  "})
+    assert empty.status_code == 400 and "Write a prompt" in empty.content.decode()
+
+    # Load test: the portal creates the load generator's Job next to the server…
+    assert (
+        web.post(
+            reverse("jobs:load_test", args=[job.pk]), {"prompts": 8, "concurrency": 2, "output_len": 8}
+        ).status_code
+        == 302
+    )
+    (loadtest,) = kube.items(f"/apis/batch/v1/namespaces/{NS}/jobs", f"gpulab.io/job={job.pk},gpulab.io/role=loadtest")
+    command = loadtest["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[command.index("--base-url") + 1] == f"http://{service['metadata']['name']}:11434"
+    # …the kubelet runs it: here, the real load generator against the real server, its output as the pod's log.
+    kube.start_pod(loadtest, "load-1", phase="Running")
+    assert "load-1 is running" in web.get(reverse("jobs:load_test_report", args=[job.pk])).content.decode()
+    argv = [str(ROOT / "workloads/.venv/bin/python"), str(ROOT / "workloads/inference/loadgen.py")]
+    args = [*command[2:]]
+    args[args.index("--base-url") + 1] = tinylm_server
+    output = subprocess.run([*argv, *args], capture_output=True, text=True, timeout=120, check=True).stdout
+    kube.write_log(NS, "load-1", "load-generator", output)
+    kube.set_pod(NS, "load-1", phase="Succeeded")
+    report = web.get(reverse("jobs:load_test_report", args=[job.pk])).content.decode()
+    figures = json.loads(output.strip().splitlines()[-1].split(" ", 1)[1])
+    shown = float(re.search(r'id="report-rps">([0-9.]+)<', report).group(1))
+    assert figures["completed"] == 8 and abs(shown - figures["requests_per_s"]) <= 0.01 and "TTFT p50" in report
+    # The server's status ignores its load tests.
+    job.refresh_from_db()
+    assert job.state == "running"
+
+
+def test_one_pod_list_per_namespace_per_poll_cycle(
+    worker, alice, bob, course, k8s_cluster, k8s_templates, kube, job_state
+):
+    """Three students' servers in three namespaces (one per student): a poll makes three list calls, no more."""
+    from courses.models import NamespaceMode
+    from jobs.launch import launch as launch_job
+    from jobs.polling import poll_cluster
+    from jobs.states import JobState
+
+    course.namespace_mode = NamespaceMode.PER_STUDENT
+    course.save()
+    backend_jobs = []
+    for user in (alice, bob, alice, bob):
+        job = launch_job(
+            user,
+            course=course,
+            template=k8s_templates["k8s-tinylm-server"],
+            cluster=k8s_cluster,
+            raw_params=SERVER_PARAMS | {"gpus": 0},
+        )
+        job = job_state(job, JobState.PENDING)
+        assert job.scheduler_id.startswith(f"gpulab-hpc-{user.username}/")
+        (deployment,) = owned(kube, f"/apis/apps/v1/namespaces/{job.scheduler_id.split('/')[0]}/deployments", job)
+        kube.start_pod(deployment, f"pod-{job.short_id}", phase="Running", ready=True)
+        backend_jobs.append(job)
+    kube.clear_requests()
+    report = poll_cluster(k8s_cluster.pk)
+    calls = kube.requests()
+    assert report.polled == 4 and not report.error
+    # (The session's worker may poll too; its cycles make the same calls, never one per job.)
+    namespace_lists = {
+        f"GET /api/v1/namespaces/gpulab-hpc-{name}/pods?labelSelector=app.kubernetes.io/managed-by%3Dgpulab-portal"
+        for name in ("alice", "bob")
+    }
+    assert set(calls) == namespace_lists
+    assert {Job.objects.get(pk=j.pk).state for j in backend_jobs} == {"running"}
+
+
+def test_pod_and_node_usage_come_from_the_metrics_api(alice, k8s_cluster, kube):
+    from clusters.backends import get_backend
+
+    namespace = "gpulab-metrics"
+    kube.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    labels = {"app.kubernetes.io/managed-by": "gpulab-portal", "gpulab.io/job": "5e0b6c3a-0000-4000-8000-00000000000a"}
+    usage = [
+        {"name": "server", "usage": {"cpu": "250000000n", "memory": "2048Ki"}},
+        {"name": "side", "usage": {"cpu": "5m", "memory": "1Mi"}},
+    ]
+    kube.call(
+        "POST",
+        f"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods",
+        {
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "kind": "PodMetrics",
+            "metadata": {"name": "p", "namespace": namespace, "labels": labels},
+            "containers": usage,
+        },
+    )
+    kube.call(
+        "POST",
+        "/apis/metrics.k8s.io/v1beta1/nodes",
+        {
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "kind": "NodeMetrics",
+            "metadata": {"name": "gpu-node-1"},
+            "usage": {"cpu": "3", "memory": "4Gi"},
+        },
+    )
+    kube.clear_requests()
+    backend = get_backend(k8s_cluster)
+    (pod,) = backend.pod_usage([namespace])
+    assert (pod.job_id, pod.cpu_millis, pod.memory_bytes) == (labels["gpulab.io/job"], 255.0, 2048 * 1024 + 2**20)
+    assert len(kube.requests()) == 1  # one list call per namespace
+    nodes = {n.node: n for n in backend.node_usage()}
+    assert nodes["gpu-node-1"].cpu_millis == 3000 and nodes["gpu-node-1"].memory_bytes == 4 * 2**30
