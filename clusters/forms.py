@@ -49,7 +49,7 @@ class ClusterAccountForm(forms.ModelForm):
         if cluster is not None and method:
             wanted = KUBERNETES_METHODS if cluster.is_kubernetes else SSH_METHODS
             if method not in wanted:
-                kinds = ", ".join(str(AuthMethod(m).label) for m in sorted(wanted))
+                kinds = ", ".join(sorted(str(AuthMethod(m).label) for m in wanted))
                 self.add_error("auth_method", f"{cluster.display_name} takes: {kinds}.")
         try:
             if secret and method == AuthMethod.KEY:

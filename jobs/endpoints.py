@@ -167,10 +167,10 @@ def answer_text(api: str, chunks: Iterator[bytes]) -> Iterator[str]:
 
 
 def _piece(api: str, line: str) -> str:
-    if api == EndpointAPI.OPENAI:
-        if not line.startswith("data:") or line == "data: [DONE]":
-            return ""
+    if api == EndpointAPI.OPENAI and line.startswith("data:"):
         line = line[len("data:") :].strip()
+    if not line.startswith("{"):  # SSE comments, [DONE], blank keep-alives
+        return ""
     if not line:
         return ""
     try:

@@ -194,7 +194,9 @@ class KubeAPI:
 
     def _error(self, status: int, raw: bytes) -> BackendError:
         try:
-            message = json.loads(raw).get("message") or ""
+            body = json.loads(raw)
+            error = body.get("error")
+            message = body.get("message") or (error.get("message") if isinstance(error, dict) else error) or ""
         except (ValueError, AttributeError):
             message = raw[:300].decode("utf-8", "replace")
         where = f"“{self.cluster.display_name}”"
