@@ -16,6 +16,20 @@ class CourseAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["clusters"]
     inlines = [EnrollmentInline]
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "description", "clusters"]}),
+        (
+            "Per-student limits",
+            {"fields": ["max_concurrent_jobs", "max_gpus", "max_cpus", "max_memory_gb", "max_pods", "max_volumes"]},
+        ),
+        (
+            "Kubernetes",
+            {
+                "fields": ["namespace_mode", "ingress_host"],
+                "description": "The namespace quota is the per-student limits times the students it holds.",
+            },
+        ),
+    ]
 
 
 @admin.register(Enrollment)

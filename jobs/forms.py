@@ -29,6 +29,12 @@ def _field_for(param: Param, choices: tuple[str, ...] | None) -> forms.Field:
     return forms.CharField(max_length=param.max_length, required=False, strip=False, validators=validators, **common)
 
 
+def _cluster_label(cluster) -> str:
+    if cluster.shares_gpus:
+        return f"{cluster.display_name} (shared GPUs: each is 1/{cluster.gpu_sharing_factor} of a physical GPU)"
+    return cluster.display_name
+
+
 class LaunchForm(forms.Form):
     cluster = forms.ModelChoiceField(queryset=None, empty_label=None, help_text="Where the job runs.")
 
@@ -37,6 +43,7 @@ class LaunchForm(forms.Form):
         self.template = template
         self.schema = template.schema()
         self.fields["cluster"].queryset = clusters
+        self.fields["cluster"].label_from_instance = _cluster_label
         for param in self.schema:
             options = None
             if param.cluster_choices:

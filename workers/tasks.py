@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from clusters.backends import BackendError
-from jobs import cancellation, polling, submission
+from jobs import cancellation, polling, submission, time_limits
 from jobs.states import JobState
 
 logger = logging.getLogger(__name__)
@@ -27,6 +27,11 @@ def cancel_job(job_id: str) -> None:
     cancellation.cancel_on_cluster(job_id)
 
 
+@shared_task(autoretry_for=(BackendError,), retry_backoff=5, max_retries=5)
+def stop_overdue_job(job_id: str) -> None:
+    time_limits.stop_overdue(job_id)
+
+
 @shared_task
 def poll_cluster(cluster_id: int) -> dict:
     # One poll per cluster at a time: a slow cycle is not overlapped by the next one.
@@ -42,9 +47,13 @@ def poll_cluster(cluster_id: int) -> dict:
 
 @shared_task
 def poll_clusters() -> None:
-    """The beat task: one poll per cluster with jobs on its scheduler, and a sweep for stuck submissions."""
+    """The beat task: one poll per cluster with jobs on its scheduler, servers past their time limit stopped,
+    and a sweep for stuck submissions."""
     for cluster_id in polling.clusters_with_active_jobs():
         poll_cluster.delay(cluster_id)
+    for job in time_limits.overdue_servers():
+        if time_limits.claim(job):
+            stop_overdue_job.delay(str(job.pk))
     for job in polling.stale_submissions():
         if job.state == JobState.SUBMITTING and job.submit_attempts > settings.GPULAB_SUBMIT_RETRIES + 1:
             submission.give_up_on_stale(job)

@@ -50,6 +50,8 @@ def test_server_from_the_launch_page_waits_runs_scales_and_is_cancelled(
 ):
     template = k8s_templates["k8s-tinylm-server"]
     form = {"cluster": k8s_cluster.pk, **{f"param_{k}": v for k, v in SERVER_PARAMS.items()}}
+    launch_page = login(alice).get(reverse("jobs:launch", args=[course.slug, template.slug])).content.decode()
+    assert "Lab Kubernetes (shared GPUs: each is 1/4 of a physical GPU)" in launch_page
     assert login(alice).post(reverse("jobs:launch", args=[course.slug, template.slug]), form).status_code == 302
     job = job_state(Job.objects.get(), "pending")
     assert job.scheduler_id == f"{NS}/{job.pk}"
@@ -383,3 +385,22 @@ def test_pod_and_node_usage_come_from_the_metrics_api(alice, k8s_cluster, kube):
     assert len(kube.requests()) == 1  # one list call per namespace
     nodes = {n.node: n for n in backend.node_usage()}
     assert nodes["gpu-node-1"].cpu_millis == 3000 and nodes["gpu-node-1"].memory_bytes == 4 * 2**30
+
+
+def test_a_server_past_its_time_limit_is_stopped_as_timed_out(
+    worker, api_for, alice, k8s_cluster, k8s_templates, kube, job_state
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    job = job_state(launch(api_for, alice, "k8s-tinylm-server", SERVER_PARAMS), "pending")
+    (deployment,) = deployments(kube, job)
+    kube.start_pod(deployment, "overdue-1", phase="Running", ready=True)
+    job = job_state(job, "running")
+    limit = job.template.max_minutes
+    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(minutes=limit + 1))
+    job = job_state(job, "timed_out")
+    assert f"time limit of {limit} minutes" in job.error
+    assert deployments(kube, job) == [] and owned(kube, f"/api/v1/namespaces/{NS}/pods", job) == []
+    assert job.events.filter(kind="cancel", message__contains="time limit").count() == 1
