@@ -154,7 +154,8 @@ class Emulator:
         return self.set_pod(namespace, name, phase=phase, **status)
 
     def set_pod(self, namespace: str, name: str, *, phase: str, ready: bool = False, **extra) -> dict:
-        status = {"phase": phase, "startTime": "2026-11-21T10:00:00Z" if phase != "Pending" else None, **extra}
+        started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        status = {"phase": phase, "startTime": started if phase != "Pending" else None, **extra}
         conditions = list(extra.get("conditions", []))
         if phase == "Running":
             conditions.append({"type": "Ready", "status": "True" if ready else "False"})

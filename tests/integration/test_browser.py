@@ -57,3 +57,37 @@ def test_student_launches_from_the_form_and_watches_the_job(
     expect(page.locator("#log-poller")).to_have_text("End of log.", timeout=30_000)
     expect(page.locator("#job-timeline")).to_contain_text("Completed")  # the timeline follows without a reload
     page.screenshot(path=os.environ.get("GPULAB_SCREENSHOT", "/tmp/gpulab-job-page.png"), full_page=True)
+
+
+@pytest.mark.timeout(240)
+def test_student_tries_a_kubernetes_server_from_its_page(
+    worker, page, live_server, alice, course, k8s_cluster, k8s_templates, kube, tinylm_server
+):
+    from jobs.models import Job
+
+    from .conftest import wait_for
+
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.click(f"a[href='/courses/{course.slug}/launch/k8s-tinylm-server/']")
+    page.fill("#id_param_gpus", "0")
+    page.click("#launch")
+    job = wait_for(lambda: Job.objects.filter(state="pending").first(), what="the server to be submitted")
+    namespace = job.scheduler_id.split("/")[0]
+    deployment = kube.items(f"/apis/apps/v1/namespaces/{namespace}/deployments", f"gpulab.io/job={job.pk}")[0]
+    service = kube.items(f"/api/v1/namespaces/{namespace}/services", f"gpulab.io/job={job.pk}")[0]
+    kube.route_service(namespace, service["metadata"]["name"], tinylm_server)
+    kube.start_pod(deployment, "browser-1", phase="Running", ready=True)
+
+    expect(page.locator("#job-state")).to_have_attribute("data-state", "running", timeout=60_000)
+    page.reload()  # the Try it box opens on a running server's page
+    expect(page.locator("#port-forward")).to_contain_text("port-forward service/")
+    page.fill("#try-it textarea", "And God said")
+    page.click("#send-prompt")
+    expect(page.locator("#answer")).to_have_attribute("data-done", "1", timeout=60_000)
+    assert page.locator("#answer").inner_text().strip()
+    expect(page.locator("#answer")).not_to_have_class("error")
+    expect(page.locator("#send-prompt")).to_be_enabled()
+    page.screenshot(path=os.environ.get("GPULAB_K8S_SCREENSHOT", "/tmp/gpulab-k8s-job-page.png"), full_page=True)
