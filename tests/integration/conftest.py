@@ -124,6 +124,14 @@ def worker(services, django_db_setup, django_db_blocker, tmp_path_factory):
     worker.start()
     yield worker
     worker.stop()
+    # A killed worker's sessions can outlive it for a moment; they must not block dropping the test database.
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
 
 
 @pytest.fixture
