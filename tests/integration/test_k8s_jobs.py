@@ -271,6 +271,7 @@ def test_try_it_streams_the_bundled_servers_answer_and_load_test_reports(
     kube.route_service(NS, service["metadata"]["name"], tinylm_server)
 
     web = login(alice)
+    kube.clear_requests()  # the emulator is shared by the session's tests
     response = web.post(reverse("jobs:try_it", args=[job.pk]), {"prompt": "In the beginning"})
     assert response.status_code == 200 and response.streaming
     answer = b"".join(response.streaming_content).decode()
