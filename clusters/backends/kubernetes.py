@@ -11,6 +11,7 @@ The scheduler id is "<namespace>/<job UUID>".
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import re
 import time
@@ -181,7 +182,8 @@ class KubernetesBackend(ClusterBackend):
 
     def ensure_namespace(self, plan: NamespacePlan) -> None:
         """Create the namespace and set its quota and limits; remembered for a while so launches stay cheap."""
-        key = f"gpulab:k8s-ns:{self.cluster.pk}:{plan.name}:{hash((repr(plan.quota), repr(plan.limits)))}"
+        digest = hashlib.sha256(repr((plan.labels, plan.quota, plan.limits)).encode()).hexdigest()[:16]
+        key = f"gpulab:k8s-ns:{self.cluster.pk}:{plan.name}:{digest}"  # a changed quota is applied at once
         if cache.get(key):
             return
         try:
