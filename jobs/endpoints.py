@@ -15,19 +15,16 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import yaml
-from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Sum
 from django.utils import timezone
 
 from clusters.backends import BackendError, get_backend
-from courses import access
-from courses.models import Role
 
 from .k8s_launch import first_service
+from .launch import QuotaExceeded, check_quota
 from .manifests import LABEL_ROLE, ManifestContext, check_object, requested_resources
 from .models import EndpointAPI, Job
-from .states import ACTIVE_STATES, EventKind, JobState, record
+from .states import EventKind, JobState, record
 
 LOADTEST_ROLE = "loadtest"
 LOADGEN_IMAGE = "gpulab/tinylm-server:0.1.0-cpu"  # the bundled server image carries the load generator
@@ -116,30 +113,15 @@ def scale(user, job: Job, replicas: int) -> str:
     if gpus > job.template.max_gpus:
         raise ActionRefused(f"{replicas} replicas could hold {gpus} GPUs; the template allows {job.template.max_gpus}.")
     with transaction.atomic():
-        _check_gpu_quota(job, gpus)
+        try:
+            check_quota(job.owner, job.course, gpus, replacing=job)
+        except QuotaExceeded as exc:
+            raise ActionRefused(str(exc)) from None
         message = get_backend(job.cluster, job.account).scale(job.scheduler_id, replicas)
         script = yaml.safe_dump_all(objects, sort_keys=False)
         Job.objects.filter(pk=job.pk).update(gpus=gpus, script=script, updated_at=timezone.now())
         record(job, EventKind.NOTE, message, actor=user)
     return message
-
-
-def _check_gpu_quota(job: Job, gpus: int) -> None:
-    owner, course = job.owner, job.course
-    if access.is_admin(owner) or access.role_in(owner, course) == Role.INSTRUCTOR:
-        return
-    get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
-    others = (
-        Job.objects.filter(owner=owner, course=course, state__in=ACTIVE_STATES)
-        .exclude(pk=job.pk)
-        .aggregate(gpus=Sum("gpus"))["gpus"]
-        or 0
-    )
-    if others + gpus > course.max_gpus:
-        raise ActionRefused(
-            f"That needs {gpus} GPU(s) and your other jobs hold {others}; {course.name} allows {course.max_gpus} "
-            "per student."
-        )
 
 
 # -- Try it ------------------------------------------------------------------------------------------------------

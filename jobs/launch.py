@@ -89,7 +89,7 @@ def launch(user, *, course, template: JobTemplate, cluster, raw_params: Mapping[
             raise access.LaunchRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
         gpus = requested_gpus(values)
     with transaction.atomic():
-        _check_quota(user, course, gpus)
+        check_quota(user, course, gpus)
         job = Job.objects.create(
             id=job_id,
             owner=user,
@@ -110,22 +110,27 @@ def launch(user, *, course, template: JobTemplate, cluster, raw_params: Mapping[
     return job
 
 
-def _check_quota(user, course, gpus: int) -> None:
-    """Quotas bind students. The user row lock makes one student's simultaneous launches take turns."""
+def check_quota(user, course, gpus: int, *, replacing: Job | None = None) -> None:
+    """Quotas bind students. The user row lock makes one student's simultaneous launches take turns.
+
+    `replacing`: a job of theirs whose GPU count changes (a scaled server); it is not counted twice.
+    """
     if access.is_admin(user) or access.role_in(user, course) == Role.INSTRUCTOR:
         return
     get_user_model().objects.select_for_update().filter(pk=user.pk).first()
-    active = Job.objects.filter(owner=user, course=course, state__in=ACTIVE_STATES).aggregate(
-        jobs=Count("pk"), gpus=Sum("gpus")
-    )
-    running_jobs, held_gpus = active["jobs"], active["gpus"] or 0
-    if running_jobs + 1 > course.max_concurrent_jobs:
+    active = Job.objects.filter(owner=user, course=course, state__in=ACTIVE_STATES)
+    if replacing is not None:
+        active = active.exclude(pk=replacing.pk)
+    totals = active.aggregate(jobs=Count("pk"), gpus=Sum("gpus"))
+    running_jobs, held_gpus = totals["jobs"], totals["gpus"] or 0
+    if replacing is None and running_jobs + 1 > course.max_concurrent_jobs:
         raise QuotaExceeded(
             f"You already have {running_jobs} unfinished job(s) in {course.name}; the course allows "
             f"{course.max_concurrent_jobs} at a time. Wait for one to finish or cancel one."
         )
     if held_gpus + gpus > course.max_gpus:
+        others = "other " if replacing is not None else ""
         raise QuotaExceeded(
-            f"This job needs {gpus} GPU(s) and your unfinished jobs hold {held_gpus}; {course.name} allows "
+            f"This job needs {gpus} GPU(s) and your {others}unfinished jobs hold {held_gpus}; {course.name} allows "
             f"{course.max_gpus} per student. Ask for fewer GPUs or wait for a job to finish."
         )

@@ -263,17 +263,22 @@ def _validate(obj: dict) -> None:
 
 
 # -- resources ---------------------------------------------------------------------------------------------------
-_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+# Kubernetes quantities, as templates write them ("500m", "2Gi") and metrics.k8s.io reports them ("250000000n").
+_CPU_SUFFIX = {"n": 1e-6, "u": 1e-3, "m": 1.0}
+_BYTES_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 
 
-def cpu_millis(quantity: Any) -> int:
-    text = str(quantity).strip()
-    return int(float(text[:-1])) if text.endswith("m") else int(float(text) * 1000)
+def cpu_millis(quantity: Any) -> float:
+    text = str(quantity).strip() or "0"
+    for suffix, factor in _CPU_SUFFIX.items():
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * factor
+    return float(text) * 1000
 
 
 def memory_bytes(quantity: Any) -> int:
-    text = str(quantity).strip()
-    for suffix, factor in _SUFFIX.items():
+    text = str(quantity).strip() or "0"
+    for suffix, factor in _BYTES_SUFFIX.items():
         if text.endswith(suffix):
             return int(float(text[: -len(suffix)]) * factor)
     return int(float(text))
@@ -282,7 +287,7 @@ def memory_bytes(quantity: Any) -> int:
 @dataclass
 class Resources:
     gpus: int = 0
-    cpu_millis: int = 0
+    cpu_millis: float = 0
     memory_bytes: int = 0
     pods: int = 0
 

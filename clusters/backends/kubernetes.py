@@ -25,7 +25,15 @@ import yaml
 from django.core.cache import cache
 from django.utils import timezone
 
-from jobs.manifests import LABEL_JOB, LABEL_ROLE, LABEL_WORKLOAD, MANAGED_BY, MANAGED_BY_LABEL
+from jobs.manifests import (
+    LABEL_JOB,
+    LABEL_ROLE,
+    LABEL_WORKLOAD,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    cpu_millis,
+    memory_bytes,
+)
 from jobs.states import JobState
 
 from . import kube_status
@@ -106,21 +114,6 @@ def labels(obj: dict) -> dict:
 
 def name_of(obj: dict) -> str:
     return (obj.get("metadata") or {}).get("name", "")
-
-
-def _quantity_cpu_millis(text: str) -> float:
-    for suffix, factor in (("n", 1e-6), ("u", 1e-3), ("m", 1.0)):
-        if text.endswith(suffix):
-            return float(text[: -len(suffix)]) * factor
-    return float(text or 0) * 1000
-
-
-def _quantity_bytes(text: str) -> int:
-    factors = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9}
-    for suffix, factor in factors.items():
-        if text.endswith(suffix):
-            return int(float(text[: -len(suffix)]) * factor)
-    return int(float(text or 0))
 
 
 class KubernetesBackend(ClusterBackend):
@@ -391,12 +384,8 @@ class KubernetesBackend(ClusterBackend):
                         namespace=namespace,
                         pod=name_of(item),
                         job_id=labels(item).get(LABEL_JOB, ""),
-                        cpu_millis=sum(
-                            _quantity_cpu_millis((c.get("usage") or {}).get("cpu", "0")) for c in containers
-                        ),
-                        memory_bytes=sum(
-                            _quantity_bytes((c.get("usage") or {}).get("memory", "0")) for c in containers
-                        ),
+                        cpu_millis=sum(cpu_millis((c.get("usage") or {}).get("cpu", "0")) for c in containers),
+                        memory_bytes=sum(memory_bytes((c.get("usage") or {}).get("memory", "0")) for c in containers),
                     )
                 )
         return usage
@@ -406,8 +395,8 @@ class KubernetesBackend(ClusterBackend):
         return [
             NodeUsage(
                 node=name_of(item),
-                cpu_millis=_quantity_cpu_millis((item.get("usage") or {}).get("cpu", "0")),
-                memory_bytes=_quantity_bytes((item.get("usage") or {}).get("memory", "0")),
+                cpu_millis=cpu_millis((item.get("usage") or {}).get("cpu", "0")),
+                memory_bytes=memory_bytes((item.get("usage") or {}).get("memory", "0")),
             )
             for item in self.api.list(metrics.collection())
         ]

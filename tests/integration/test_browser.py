@@ -35,14 +35,18 @@ def page(live_server, monkeypatch):
         browser.close()
 
 
+def log_in(page, live_server, username: str) -> None:
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+
+
 @pytest.mark.timeout(180)
 def test_student_launches_from_the_form_and_watches_the_job(
     worker, page, live_server, alice, cluster, sleep_template, course
 ):
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", "alice")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
+    log_in(page, live_server, "alice")
     page.click(f"a[href='/courses/{course.slug}/launch/{sleep_template.slug}/']")
     page.fill("#id_param_seconds", "6")
     page.fill("#id_param_message", "chromium says hi")
@@ -67,10 +71,7 @@ def test_student_tries_a_kubernetes_server_from_its_page(
 
     from .conftest import wait_for
 
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", "alice")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
+    log_in(page, live_server, "alice")
     page.click(f"a[href='/courses/{course.slug}/launch/k8s-tinylm-server/']")
     page.fill("#id_param_gpus", "0")
     page.click("#launch")
