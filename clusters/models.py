@@ -65,6 +65,12 @@ class Cluster(models.Model):
         help_text="Kubernetes: with time-sliced GPUs each physical GPU is advertised this many times (e.g. 4). "
         "Students then see “shared GPU”.",
     )
+    prometheus_url = models.URLField(
+        "Prometheus URL",
+        blank=True,
+        help_text="Kubernetes: where dcgm-exporter's GPU metrics can be queried, e.g. "
+        "http://prometheus.monitoring:9090. Empty: GPU charts are not shown for this cluster's pods.",
+    )
     server_version = models.CharField(max_length=64, blank=True, help_text="Detected by “Test connection”.")
     has_mpi_operator = models.BooleanField(
         "MPI Operator", default=False, help_text="Kubernetes: the MPIJob CRD exists; detected by “Test connection”."

@@ -17,6 +17,7 @@ from .models import Course, Enrollment, Role
 if TYPE_CHECKING:
     from clusters.models import Cluster
     from jobs.models import Job, JobTemplate
+    from telemetry.models import Node
 
 
 class LaunchRefused(Exception):
@@ -155,3 +156,15 @@ def get_authorable_template(user, slug: str) -> JobTemplate:
     if template is None or not may_author(user, template):
         raise Http404("No such template.")
     return template
+
+
+def get_node(user, node_id) -> Node:
+    """A compute node's page and telemetry: admins only (a node mixes every course's jobs); 404 for anyone else."""
+    from telemetry.models import Node
+
+    if not is_admin(user):
+        raise Http404("No such node.")
+    try:
+        return Node.objects.select_related("cluster").get(pk=int(node_id))
+    except (Node.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such node.") from None

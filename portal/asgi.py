@@ -1,7 +1,22 @@
+"""HTTP and WebSockets in one ASGI application (served by uvicorn)."""
+
 import os
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-# HTTP only for now; the telemetry WebSocket routes join here through Channels.
-application = get_asgi_application()
+django_asgi_app = get_asgi_application()  # sets Django up before the consumers import models
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from telemetry.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        # Session cookies authenticate sockets; the Origin check stops other sites from opening them.
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    }
+)

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "courses",
     "clusters",
     "jobs",
+    "telemetry",
 ]
 
 MIDDLEWARE = [
@@ -94,6 +95,20 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+
+# Live telemetry: Channels over Redis pub/sub (one message per web process per group, not one per socket;
+# bench/telemetry_fanout.py measures both layers), and the 10-minute ring of frames on the same server.
+ASGI_APPLICATION = "portal.asgi.application"
+TELEMETRY_REDIS_URL = env_str("TELEMETRY_REDIS_URL", REDIS_URL)
+CHANNEL_LAYER_BACKEND = env_str("CHANNEL_LAYER_BACKEND", "channels_redis.pubsub.RedisPubSubChannelLayer")
+# The collector publishes what changed every tick: a sample waits at most this long before it is sent.
+TELEMETRY_TICK_SECONDS = env_float("TELEMETRY_TICK_SECONDS", 0.1)
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": CHANNEL_LAYER_BACKEND,
+        "CONFIG": {"hosts": [TELEMETRY_REDIS_URL], "prefix": "gpulab:channels"},
+    }
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -6,6 +6,7 @@ from clusters import views as cluster_views
 
 urlpatterns = [
     path("", include("jobs.urls")),
+    path("", include("telemetry.urls")),
     path("courses/", include("courses.urls")),
     path("profile/", cluster_views.profile, name="profile"),
     path("profile/token/", cluster_views.new_token, name="new_token"),

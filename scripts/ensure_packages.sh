@@ -6,6 +6,7 @@ set -euo pipefail
 need=()
 command -v slurmctld >/dev/null || need+=(slurm-wlm munge)
 command -v sshd >/dev/null || need+=(openssh-server openssh-client)
+command -v iostat >/dev/null || need+=(sysstat)  # the telemetry collector's disk and CPU samples
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v curl >/dev/null || need+=(curl)

@@ -2,7 +2,7 @@
 # A single-node SLURM cluster on this machine, reached through its own sshd on 127.0.0.1.
 # Shared by `make demo` and `make test`; run as root.
 #
-#   scripts/local_slurm.sh install   apt packages (munge, slurm-wlm, openssh-server)
+#   scripts/local_slurm.sh install   apt packages (munge, slurm-wlm, openssh-server, sysstat for iostat)
 #   scripts/local_slurm.sh start     write configs, create the lab users and keys, start munged/slurmctld/slurmd/sshd
 #   scripts/local_slurm.sh stop      stop the daemons (configs and keys stay)
 #   scripts/local_slurm.sh status    sinfo as the lab user
@@ -25,13 +25,14 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 log() { printf '[local-slurm] %s\n' "$*"; }
 
 install_packages() {
-  if command -v slurmctld >/dev/null && command -v munged >/dev/null && command -v sshd >/dev/null; then
+  if command -v slurmctld >/dev/null && command -v munged >/dev/null && command -v sshd >/dev/null &&
+    command -v iostat >/dev/null; then
     return
   fi
   log "installing munge, slurm-wlm and openssh-server"
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    munge slurm-wlm openssh-server openssh-client procps
+    munge slurm-wlm openssh-server openssh-client procps sysstat
 }
 
 ensure_user() {
@@ -123,6 +124,7 @@ EOF
 install_gpu_fixture() {
   # No GPU on this machine: a stand-in nvidia-smi on the lab users' PATH so the GPU-check template runs.
   install -m 755 "$HERE/fixtures/nvidia-smi" /usr/local/bin/nvidia-smi
+  install -D -m 644 "$HERE/fixtures/nvidia-smi-query.csv" /usr/local/share/gpulab/nvidia-smi-query.csv
 }
 
 write_env() {

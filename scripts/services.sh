@@ -4,6 +4,7 @@
 #   scripts/services.sh install   apt packages (postgresql, redis-server)
 #   scripts/services.sh start     start a private PostgreSQL cluster and redis-server; write services.env
 #   scripts/services.sh stop
+#   scripts/services.sh restart-redis   stop and start redis-server (its data is not kept), as an outage would
 #
 # services.env holds DATABASE_URL and REDIS_URL for whoever sources it.
 set -euo pipefail
@@ -84,9 +85,17 @@ stop() {
   log "stopped"
 }
 
+restart_redis() {
+  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+  for _ in $(seq 1 50); do redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1 || break; sleep 0.1; done
+  start_redis
+  log "redis restarted on 127.0.0.1:$REDIS_PORT"
+}
+
 case "${1:-}" in
   install) install_packages ;;
   start) start ;;
   stop) stop ;;
-  *) echo "usage: $0 install|start|stop" >&2; exit 2 ;;
+  restart-redis) restart_redis ;;
+  *) echo "usage: $0 install|start|stop|restart-redis" >&2; exit 2 ;;
 esac

@@ -124,6 +124,26 @@ class NodeUsage:
     memory_bytes: int
 
 
+@dataclass(frozen=True)
+class NodeInfo:
+    """A compute node as the scheduler describes it; the telemetry collector streams from it."""
+
+    name: str
+    address: str
+    gpus: int
+    state: str
+
+
+@dataclass(frozen=True)
+class GpuAllocation:
+    """Which GPU indexes of which node the scheduler gave a job (SLURM GRES IDX)."""
+
+    scheduler_id: str
+    node: str
+    indexes: tuple[int, ...]
+    cpus: str = ""  # the CPU ids, as the scheduler prints them
+
+
 class ClusterBackend(ABC):
     """One cluster reached as one account. Instances are cheap; connections are pooled underneath."""
 
@@ -179,6 +199,13 @@ class ClusterBackend(ABC):
 
     def pod_usage(self, namespaces: list[str]) -> list[PodUsage]:
         raise NotSupported(f"{self.cluster.display_name} has no metrics API.")
+
+    # Telemetry: what the collector asks once per cycle per cluster.
+    def nodes(self) -> list[NodeInfo]:
+        raise NotSupported(f"{self.cluster.display_name} does not list its nodes.")
+
+    def gpu_allocations(self) -> list[GpuAllocation]:
+        raise NotSupported(f"{self.cluster.display_name} does not say which GPUs its jobs hold.")
 
 
 def complete_utf8(raw: bytes) -> bytes:

@@ -23,7 +23,9 @@ from .base import (
     BackendError,
     ClusterBackend,
     ConnectionReport,
+    GpuAllocation,
     LogChunk,
+    NodeInfo,
     SchedulerStatus,
     SchedulerUnavailable,
     SubmitRejected,
@@ -67,6 +69,69 @@ CONTROLLER_DOWN = re.compile(
     re.IGNORECASE,
 )
 UNKNOWN_JOB = re.compile(r"Invalid job id specified", re.IGNORECASE)
+
+
+_GRES_IDX = re.compile(r"gpu(?::[^:(\s]+)?:\d+\(IDX:([^)]*)\)")
+_NODE_DETAIL = re.compile(r"^\s*Nodes=(\S+)\s+CPU_IDs=(\S*).*?GRES=(\S*)", re.MULTILINE)
+
+
+def expand_ids(text: str) -> tuple[int, ...]:
+    """SLURM index lists: "0-1,3" → (0, 1, 3). "N/A" (no GPU) → ()."""
+    ids: list[int] = []
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        if first.isdigit() and (not last or last.isdigit()):
+            ids.extend(range(int(first), int(last or first) + 1))
+    return tuple(ids)
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """SLURM host lists: "gpu[01-03,07],login" → gpu01 gpu02 gpu03 gpu07 login (zero padding kept)."""
+    hosts: list[str] = []
+    for prefix, ranges, plain in re.findall(r"([^,\[]+)\[([^\]]+)\]|([^,\[\]]+)", text):
+        if plain:
+            hosts.append(plain)
+            continue
+        for part in ranges.split(","):
+            first, _, last = part.partition("-")
+            width = len(first)
+            for n in range(int(first), int(last or first) + 1):
+                hosts.append(f"{prefix}{n:0{width}d}")
+    return hosts
+
+
+def parse_gpu_allocations(text: str) -> list[GpuAllocation]:
+    """`scontrol show job -d`: the per-node detail lines of RUNNING jobs, e.g.
+    "Nodes=gpu[01-02] CPU_IDs=0-1 Mem=0 GRES=gpu:a100:2(IDX:0-1)"."""
+    allocations = []
+    for block in re.split(r"(?m)^(?=JobId=)", text):
+        job = re.match(r"JobId=(\d+)", block)
+        if not job or not re.search(r"\bJobState=RUNNING\b", block):
+            continue
+        for nodes, cpus, gres in _NODE_DETAIL.findall(block):
+            indexes = tuple(i for found in _GRES_IDX.findall(gres) for i in expand_ids(found))
+            for node in expand_hostlist(nodes):
+                allocations.append(GpuAllocation(job.group(1), node, indexes, cpus))
+    return allocations
+
+
+def parse_nodes(text: str) -> list[NodeInfo]:
+    """`scontrol show node --oneliner`: one node per line."""
+    nodes = []
+    for line in text.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        if "NodeName" not in fields:
+            continue
+        gpus = sum(int(n) for n in re.findall(r"gpu(?::[^:(,\s]+)?:(\d+)", fields.get("Gres", "")))
+        nodes.append(
+            NodeInfo(
+                name=fields["NodeName"],
+                address=fields.get("NodeAddr") or fields["NodeName"],
+                gpus=gpus,
+                state=fields.get("State", ""),
+            )
+        )
+    return nodes
 
 
 def _parse_time(value: str) -> datetime | None:
@@ -155,6 +220,22 @@ class SlurmBackend(ClusterBackend):
             if found.strip() == comment and SCHEDULER_ID.match(scheduler_id.strip()):
                 return scheduler_id.strip()
         return None
+
+    # -- telemetry ----------------------------------------------------------------------------------------------
+    def nodes(self) -> list[NodeInfo]:
+        result = self._run(["scontrol", "show", "node", "--oneliner"])
+        if not result.ok:
+            raise BackendError(f"scontrol show node failed: {result.message()}")
+        return parse_nodes(result.stdout)
+
+    def gpu_allocations(self) -> list[GpuAllocation]:
+        """Every running job's GPUs, in one call (the login node's view, whoever owns the jobs)."""
+        result = self._run(["scontrol", "show", "job", "--details"])
+        if not result.ok:
+            if "No jobs in the system" in result.message():
+                return []
+            raise BackendError(f"scontrol show job failed: {result.message()}")
+        return parse_gpu_allocations(result.stdout)
 
     # -- poll -------------------------------------------------------------------------------------------------
     def poll(self, scheduler_ids: list[str]) -> dict[str, SchedulerStatus]:

@@ -120,7 +120,7 @@ class SSHPool:
             if transport is not None and transport.is_active():
                 return client
             self._drop_stale(cluster.pk, account.pk)
-            client = _connect(cluster, account)
+            client = connect(cluster, account)
             with self._lock:
                 self._clients[key] = client
                 self.opened += 1
@@ -142,7 +142,11 @@ class SSHPool:
 pool = SSHPool()
 
 
-def _connect(cluster, account) -> paramiko.SSHClient:
+def connect(cluster, account) -> paramiko.SSHClient:
+    """A new authenticated connection, outside the pool: for long-lived streams that own their connection.
+
+    `cluster` needs host, port, host_key and display_name: a Cluster, or a compute node that stands in for one.
+    """
     if not cluster.host_key.strip():
         raise HostKeyNotPinned(
             f"The cluster “{cluster.display_name}” has no pinned SSH host key. An admin must open the cluster in the "
@@ -199,7 +203,7 @@ def _connect(cluster, account) -> paramiko.SSHClient:
             f"Cannot reach “{cluster.display_name}” at {cluster.host}:{cluster.port} ({reason}). "
             "The cluster may be down; the portal keeps trying."
         ) from None
-    logger.info("ssh: connected to %s as %s", cluster.name, account.username)
+    logger.info("ssh: connected to %s as %s", cluster.display_name, account.username)
     return client
 
 

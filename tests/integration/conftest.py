@@ -106,10 +106,11 @@ class Worker:
 
 
 @pytest.fixture(scope="session")
-def worker(services, django_db_setup, django_db_blocker, tmp_path_factory):
+def portal_env(services, django_db_setup):
+    """The environment of portal processes (worker, collector, web) started against the test database."""
     db = settings.DATABASES["default"]
     url = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-    env = {
+    return {
         **os.environ,
         "DATABASE_URL": url,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
@@ -120,6 +121,11 @@ def worker(services, django_db_setup, django_db_blocker, tmp_path_factory):
         "SSH_CONNECT_TIMEOUT_SECONDS": "5",
         "PYTHONUNBUFFERED": "1",
     }
+
+
+@pytest.fixture(scope="session")
+def worker(portal_env, django_db_blocker, tmp_path_factory):
+    env = portal_env
     worker = Worker(env, tmp_path_factory.mktemp("worker"))
     worker.start()
     yield worker
@@ -253,3 +259,62 @@ def tinylm_server(tmp_path_factory):
     yield url
     proc.terminate()
     proc.wait(timeout=20)
+
+
+# -- Telemetry: the collector and the ASGI web server as real processes ------------------------------------------
+class Daemon:
+    """A portal process (collector, web server) with its log in a file; stopped with its whole process group."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, ready: Callable[[str], bool]):
+        self.argv, self.env, self.log_path, self.ready = argv, env, log_path, ready
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60) -> Daemon:
+        self._log = self.log_path.open("a")
+        self.proc = subprocess.Popen(
+            self.argv, env=self.env, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        wait_for(lambda: self.ready(self.logs()), timeout=timeout, what=f"{Path(self.argv[1]).name} to start")
+        return self
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=15)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def web(portal_env, tmp_path_factory):
+    """uvicorn serving portal.asgi (HTTP and WebSockets) on 127.0.0.1, against the test database."""
+    port = free_port()
+    argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
+    log = tmp_path_factory.mktemp("web") / "web.log"
+    server = Daemon(argv, portal_env, log, lambda text: "Application startup complete" in text).start()
+    server.url = f"http://127.0.0.1:{port}"
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def collector(portal_env, cluster, tmp_path):
+    """`manage.py collect_telemetry` following the test's clusters, stopped before the test's tables are flushed."""
+    argv = [str(ROOT / ".venv/bin/python"), str(ROOT / "manage.py"), "collect_telemetry"]
+    daemon = Daemon(argv, portal_env, tmp_path / "collector.log", lambda text: "telemetry: following" in text)
+    daemon.start()
+    yield daemon
+    daemon.stop()

@@ -1,0 +1,243 @@
+"""The collector's periodic readers: SLURM attribution and nodes, Kubernetes metrics, job logs.
+
+Each runs in its own thread and asks its cluster once per cycle for everything (one `scontrol show job -d`,
+one pod-metrics list per namespace), then writes the answer into LiveState. A cluster that does not answer
+keeps its last picture; the frames turn it stale on their own.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+import urllib3
+from django.db import close_old_connections
+
+from clusters.backends import get_backend
+from clusters.backends.base import BackendError, NotSupported
+from clusters.models import Cluster
+from jobs.logs import read_log
+from jobs.models import Job
+from jobs.states import JobState
+from telemetry.models import Node
+from telemetry.parsers import DCGM_QUERY, DcgmGpu, parse_dcgm_vector, parse_trainer_line
+
+from .node_stream import NodeStream, NodeTarget
+from .state import JobRef, LiveState, PodLive
+
+logger = logging.getLogger(__name__)
+
+
+class Periodic(threading.Thread):
+    """Runs `cycle` every `interval` seconds until stopped; errors are logged, never fatal."""
+
+    interval = 5.0
+
+    def __init__(self, name: str, stop: threading.Event):
+        super().__init__(name=name, daemon=True)
+        self.stop_event = stop
+        self.cycles = 0
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            started = time.monotonic()
+            try:
+                self.cycle()
+            except BackendError as exc:
+                logger.warning("telemetry: %s: %s", self.name, exc)
+            except Exception:
+                logger.exception("telemetry: %s failed", self.name)
+            finally:
+                close_old_connections()
+            self.cycles += 1
+            self.stop_event.wait(max(0.0, self.interval - (time.monotonic() - started)))
+
+    def cycle(self) -> None:
+        raise NotImplementedError
+
+
+def job_refs(cluster: Cluster, scheduler_ids: list[str]) -> dict[str, JobRef]:
+    """Running portal jobs by scheduler id, in one query."""
+    rows = Job.objects.filter(cluster=cluster, scheduler_id__in=scheduler_ids, state=JobState.RUNNING).values_list(
+        "scheduler_id", "pk", "owner__username", "course_id", "gpus"
+    )
+    return {sid: JobRef(str(pk), owner, course_id, gpus) for sid, pk, owner, course_id, gpus in rows}
+
+
+class SlurmSource(Periodic):
+    """Nodes from `scontrol show node` (every minute), GPUs per job from `scontrol show job -d` (every cycle)."""
+
+    interval = 5.0
+    nodes_every = 60.0
+
+    def __init__(self, state: LiveState, cluster: Cluster, stop: threading.Event):
+        super().__init__(f"slurm-{cluster.name}", stop)
+        self.state, self.cluster = state, cluster
+        self.streams: dict[int, NodeStream] = {}
+        self.node_ids: dict[str, int] = {}
+        self._nodes_at = 0.0
+
+    def cycle(self) -> None:
+        self.cluster.refresh_from_db()
+        backend = get_backend(self.cluster)
+        if time.monotonic() - self._nodes_at > self.nodes_every:
+            self._sync_nodes(backend)
+            self._nodes_at = time.monotonic()
+        allocations = backend.gpu_allocations()
+        jobs = job_refs(self.cluster, sorted({a.scheduler_id for a in allocations}))
+        self.state.put_allocations(
+            self.cluster.pk,
+            [
+                (jobs[a.scheduler_id], self.node_ids[a.node], a.indexes)
+                for a in allocations
+                if a.scheduler_id in jobs and a.node in self.node_ids
+            ],
+        )
+
+    def _sync_nodes(self, backend) -> None:
+        for info in backend.nodes():
+            same_host = info.address == self.cluster.host
+            node, _ = Node.objects.update_or_create(
+                cluster=self.cluster,
+                name=info.name,
+                defaults={"address": info.address, "gpus": info.gpus, "scheduler_state": info.state},
+                create_defaults={
+                    "address": info.address,
+                    "gpus": info.gpus,
+                    "scheduler_state": info.state,
+                    "ssh_port": self.cluster.port if same_host else 22,
+                },
+            )
+            self.node_ids[node.name] = node.pk
+            self.state.node(node.pk, self.cluster.pk, node.name)
+            self._ensure_stream(node, backend.account)
+
+    def _ensure_stream(self, node: Node, account) -> None:
+        current = self.streams.get(node.pk)
+        if current is not None and current.is_alive():
+            return
+        host_key = node.pinned_host_key()
+        if not host_key:
+            self.state.set_node_status(
+                node.pk, "SSH host key not pinned: an admin must pin it on the node's admin page before it is sampled."
+            )
+            return
+        target = NodeTarget(node.address, node.ssh_port, host_key, f"{node.name} ({self.cluster.display_name})")
+        stream = NodeStream(self.state, node.pk, target, account, self.stop_event)
+        self.streams[node.pk] = stream
+        stream.start()
+
+
+class KubernetesSource(Periodic):
+    """Pod and node usage from metrics.k8s.io every 15 s (its own resolution), DCGM GPUs from Prometheus."""
+
+    interval = 15.0
+
+    def __init__(self, state: LiveState, cluster: Cluster, stop: threading.Event):
+        super().__init__(f"k8s-{cluster.name}", stop)
+        self.state, self.cluster = state, cluster
+        self.http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=5, read=10), retries=False)
+
+    def cycle(self) -> None:
+        self.cluster.refresh_from_db()
+        backend = get_backend(self.cluster)
+        running = list(
+            Job.objects.filter(cluster=self.cluster, state=JobState.RUNNING)
+            .exclude(scheduler_id="")
+            .values_list("scheduler_id", "pk", "owner__username", "course_id", "gpus")
+        )
+        refs = {str(pk): JobRef(str(pk), owner, course, gpus) for _, pk, owner, course, gpus in running}
+        namespaces = sorted({sid.partition("/")[0] for sid, *_ in running})
+        pods: dict[str, PodLive] = {}
+        pod_jobs: dict[tuple[str, str], str] = {}
+        now = time.time()
+        try:
+            usage = backend.pod_usage(namespaces) if namespaces else []
+        except NotSupported:
+            usage = []
+        for pod in usage:
+            if pod.job_id not in refs:
+                continue
+            pod_jobs[(pod.namespace, pod.pod)] = pod.job_id
+            live = pods.setdefault(pod.job_id, PodLive(refs[pod.job_id], 0.0, 0, now))
+            live.cpu_millis += pod.cpu_millis
+            live.memory_bytes += pod.memory_bytes
+        self._node_usage(backend)
+        dcgm: dict[str, list[DcgmGpu]] = {}
+        for gpu in self.dcgm():
+            job_id = pod_jobs.get((gpu.namespace, gpu.pod))
+            if job_id:
+                dcgm.setdefault(job_id, []).append(gpu)
+        self.state.put_pods(self.cluster.pk, pods, dcgm)
+
+    def _node_usage(self, backend) -> None:
+        if not hasattr(backend, "node_usage"):
+            return
+        for usage in backend.node_usage():
+            node, _ = Node.objects.get_or_create(cluster=self.cluster, name=usage.node)
+            self.state.node(node.pk, self.cluster.pk, node.name)
+            self.state.put_usage(node.pk, usage.cpu_millis, usage.memory_bytes)
+
+    def dcgm(self) -> list[DcgmGpu]:
+        """dcgm-exporter's fields for every GPU, one instant query; [] when the cluster has no Prometheus."""
+        url = self.cluster.prometheus_url.rstrip("/")
+        if not url:
+            return []
+        try:
+            answer = self.http.request("GET", f"{url}/api/v1/query", fields={"query": DCGM_QUERY})
+        except urllib3.exceptions.HTTPError as exc:
+            logger.warning("telemetry: Prometheus of %s did not answer: %s", self.cluster.name, exc)
+            return []
+        if answer.status != 200:
+            logger.warning("telemetry: Prometheus of %s answered %s", self.cluster.name, answer.status)
+            return []
+        return parse_dcgm_vector(answer.data.decode(errors="replace"))
+
+
+class LogSource(Periodic):
+    """Follows the log of every running job: new text goes to the job's page, trainer lines become curves."""
+
+    interval = 2.0
+
+    def __init__(self, state: LiveState, out: queue.Queue, stop: threading.Event, clusters: Callable[[], list[int]]):
+        super().__init__("logs", stop)
+        self.state, self.out, self.clusters = state, out, clusters
+        self.offsets: dict[str, int] = {}
+        self.partial: dict[str, str] = {}
+
+    def cycle(self) -> None:
+        running = list(
+            Job.objects.filter(state=JobState.RUNNING, cluster_id__in=self.clusters())
+            .exclude(scheduler_id="")
+            .select_related("cluster", "account", "owner")
+        )
+        self.state.put_followed({str(j.pk): JobRef(str(j.pk), j.owner.username, j.course_id, j.gpus) for j in running})
+        for job in running:
+            try:
+                self._follow(job)
+            except BackendError as exc:
+                logger.info("telemetry: log of %s: %s", job.pk, exc)
+        alive = {str(job.pk) for job in running}
+        for job_id in [j for j in self.offsets if j not in alive]:
+            self.offsets.pop(job_id, None)
+            self.partial.pop(job_id, None)
+
+    def _follow(self, job: Job) -> None:
+        job_id = str(job.pk)
+        for _ in range(8):  # at most 8 chunks per cycle, so one chatty job cannot hold the others back
+            offset = self.offsets.get(job_id, 0)
+            chunk = read_log(job, offset)
+            if not chunk.data:
+                return
+            self.offsets[job_id] = chunk.offset
+            self.out.put((job_id, offset, chunk.offset, chunk.data))
+            text = self.partial.get(job_id, "") + chunk.data
+            *lines, self.partial[job_id] = text.split("\n")
+            points = [p for p in map(parse_trainer_line, lines) if p is not None]
+            if points:
+                self.state.add_trainer_points(job_id, points)
+            if chunk.eof:
+                return

@@ -1,0 +1,101 @@
+"""WebSocket consumers: each asks the access helper before joining a group, then forwards frames as they are.
+
+A socket joins exactly one group (job, course or node); anything the user may not see is refused before the
+handshake completes, the same 404 the pages give.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.http import Http404
+
+from courses import access
+
+from . import stream
+
+_clients: dict[int, object] = {}
+
+
+def _redis():
+    """One Redis client per event loop (a web process serves every socket from one loop)."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(id(loop))
+    if client is None:
+        client = _clients[id(loop)] = stream.redis_client()
+    return client
+
+
+class TelemetryConsumer(AsyncWebsocketConsumer):
+    history_seconds = stream.RING_SECONDS
+    group: str | None = None
+
+    async def connect(self):
+        try:
+            self.group = await database_sync_to_async(self.authorize)(self.scope["user"], self.scope["url_route"])
+        except Http404:
+            self.group = None
+        if self.group is None:
+            await self.close(code=4404)
+            return
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self.send(text_data=stream.history_message(await self._history(None, self.history_seconds)))
+        await self.opened()
+
+    async def opened(self) -> None:
+        """Anything else the page needs once, after the history."""
+
+    def authorize(self, user, route) -> str | None:
+        """The group this user may watch, or None / Http404."""
+        raise NotImplementedError
+
+    async def disconnect(self, code):
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data=None, bytes_data=None):
+        """{"resync": <t of the last frame held>}: the client saw a gap in seq and wants the frames after it."""
+        try:
+            after = int(json.loads(text_data or "{}")["resync"])
+        except (ValueError, KeyError, TypeError):
+            return
+        await self.send(text_data=stream.history_message(await self._history(after, self.history_seconds)))
+
+    async def _history(self, after_ms: int | None, seconds: int) -> list[str]:
+        try:
+            return await stream.history(_redis(), self.group, after_ms=after_ms, seconds=seconds)
+        except OSError:
+            return []  # Redis restarting: live frames resume by themselves, the page just opens without history
+
+    async def telemetry_frame(self, event):
+        await self.send(text_data=event["text"])
+
+
+class JobTelemetryConsumer(TelemetryConsumer):
+    def authorize(self, user, route):
+        job = access.get_job(user, route["kwargs"]["job_id"])
+        self.job_id = job.pk
+        return stream.job_group(job.pk)
+
+    async def opened(self) -> None:
+        with contextlib.suppress(OSError):
+            await self.send(text_data=await stream.curve_message(_redis(), self.job_id))
+
+
+class CourseTelemetryConsumer(TelemetryConsumer):
+    history_seconds = 300  # the dashboard's heatmap spans five minutes
+
+    def authorize(self, user, route):
+        course = access.get_course(user, route["kwargs"]["slug"], teach=True)
+        return stream.course_group(course.pk)
+
+
+class NodeTelemetryConsumer(TelemetryConsumer):
+    def authorize(self, user, route):
+        node = access.get_node(user, route["kwargs"]["node_id"])
+        return stream.node_group(node.pk)

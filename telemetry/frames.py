@@ -1,0 +1,222 @@
+"""From what the collector knows to one frame per group: node, job and course.
+
+A group gets a frame on a tick when something it shows changed, and at least every HEARTBEAT_SECONDS
+otherwise, so a node that stops answering turns stale on every page that shows it instead of freezing.
+Stale GPUs carry no numbers (null), never zeros. The builder also feeds each job's hint rules and usage
+totals (telemetry/summary.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from telemetry.collector.state import JobRef, NodeLive, Snapshot
+from telemetry.hints import HintRules, Sample
+from telemetry.parsers import DcgmGpu, GpuSample
+from telemetry.stream import course_group, job_group, node_group
+
+HEARTBEAT_SECONDS = 1.0
+
+
+def gpu_fields(sample: GpuSample) -> dict:
+    return {
+        "util": sample.util,
+        "mem_util": sample.mem_util,
+        "mem_used": sample.mem_used_mib,
+        "mem_total": sample.mem_total_mib,
+        "power": sample.power_w,
+        "temp": sample.temp_c,
+        "clock": sample.sm_clock_mhz,
+    }
+
+
+def dcgm_fields(gpu: DcgmGpu) -> dict:
+    v = gpu.values
+    used, free = v.get("mem_used_mib"), v.get("mem_free_mib")
+    engine = v.get("engine_active")
+    return {
+        "util": v.get("util", None if engine is None else round(engine * 100, 1)),
+        "mem_util": None,
+        "mem_used": used,
+        "mem_total": used + free if used is not None and free is not None else None,
+        "power": v.get("power_w"),
+        "temp": v.get("temp_c"),
+        "clock": None,
+    }
+
+
+def host_fields(live: NodeLive, stale: bool) -> dict:
+    host = None if stale else live.host
+    memory = None if stale else live.memory
+    return {
+        "node": live.name,
+        "stale": stale,
+        "cpu": None if host is None or host.cpu is None else {"busy": host.cpu.busy, "iowait": host.cpu.iowait},
+        "mem": None if memory is None else {"used": memory[0], "total": memory[1]},
+        "disks": []
+        if host is None
+        else [{"dev": d.device, "util": d.util, "r_await": d.r_await_ms, "w_await": d.w_await_ms} for d in host.disks],
+    }
+
+
+@dataclass
+class Usage:
+    """A running job's totals, for its summary when it ends."""
+
+    samples: int = 0
+    util_sum: float = 0.0
+    util_max: float | None = None
+    memory_peak: float | None = None
+    tokens_sum: float = 0.0
+    tokens_count: int = 0
+    idle_seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class FrameBuilder:
+    rules: dict[str, HintRules] = field(default_factory=dict)
+    usage: dict[str, Usage] = field(default_factory=dict)
+    last_sent: dict[str, float] = field(default_factory=dict)
+
+    def build(self, snap: Snapshot, now: float) -> dict[str, dict]:
+        frames: dict[str, dict] = {}
+        due = self._due(now)
+
+        for node_id, live in snap.nodes.items():
+            group = node_group(node_id)
+            if node_id in snap.changed_nodes or due(group):
+                frames[group] = self._node_frame(live, now)
+
+        by_job: dict[str, list[tuple[JobRef, int, tuple[int, ...]]]] = {}
+        for job, node_id, indexes in snap.allocations:
+            by_job.setdefault(job.job_id, []).append((job, node_id, indexes))
+
+        course_rows: dict[int, list[dict]] = {}
+        course_changed: set[int] = set()
+        for job_id, job in snap.jobs.items():
+            allocations = by_job.get(job_id, [])
+            changed = any(node_id in snap.changed_nodes for _, node_id, _ in allocations)
+            changed |= job_id in snap.trainer or job_id in snap.changed_pods
+            gpus, hosts, no_gpu = self._job_gpus(snap, allocations, now)
+            if job_id in snap.dcgm:
+                gpus += [{"key": f"{g.node}/{g.index}", "node": g.node, "i": g.index, "stale": False, **dcgm_fields(g)}
+                         for g in snap.dcgm[job_id]]  # fmt: skip
+            rules = self.rules.setdefault(job_id, HintRules())
+            if changed:
+                self._account(job_id, gpus, hosts, snap.trainer.get(job_id, []), now)
+            group = job_group(job_id)
+            if changed or due(group):
+                frame = {"kind": "job", "gpus": gpus, "hosts": hosts, "no_gpu": no_gpu}
+                frame["trainer"] = [
+                    {"epoch": p.epoch, "step": p.step, "loss": p.loss, "tok_s": p.tokens_per_s}
+                    for p in snap.trainer.get(job_id, [])
+                ]
+                pod = snap.pods.get(job_id)
+                if pod is not None:
+                    frame["pod"] = {"cpu_millis": pod.cpu_millis, "mem_bytes": pod.memory_bytes}
+                frame["hints"] = [h.as_dict() for h in rules.hints()]
+                frame["idle_s"] = round(rules.idle_seconds(now))
+                frames[group] = frame
+            rows = course_rows.setdefault(job.course_id, [])
+            for gpu in gpus:
+                memory = (
+                    round(100 * gpu["mem_used"] / gpu["mem_total"], 1)
+                    if gpu["mem_used"] is not None and gpu["mem_total"]
+                    else None
+                )
+                rows.append(
+                    {
+                        "key": f"{job.owner}/{job_id[:8]}/{gpu['key']}",
+                        "job": job_id,
+                        "student": job.owner,
+                        "util": gpu["util"],
+                        "mem": memory,
+                        "stale": gpu["stale"],
+                        "idle_s": round(rules.idle_seconds(now)),
+                    }
+                )
+            if changed:
+                course_changed.add(job.course_id)
+
+        for course_id, rows in course_rows.items():
+            group = course_group(course_id)
+            if course_id in course_changed or due(group):
+                frames[group] = {"kind": "course", "gpus": sorted(rows, key=lambda r: r["key"])}
+
+        self._forget_ended(snap)
+        for group in frames:
+            self.last_sent[group] = now
+        return frames
+
+    def _due(self, now: float):
+        return lambda group: now - self.last_sent.get(group, 0.0) >= HEARTBEAT_SECONDS
+
+    @staticmethod
+    def _node_frame(live: NodeLive, now: float) -> dict:
+        stale = live.stale(now)
+        gpus = [
+            {"key": f"{live.name}/{i}", "node": live.name, "i": i, "stale": stale, **gpu_fields(s)}
+            for i, s in sorted(live.gpus.items())
+        ]
+        if stale:
+            gpus = [{**g, **dict.fromkeys(gpu_fields(GpuSample(0, "", *[None] * 7)), None)} for g in gpus]
+        frame = {"kind": "node", "status": live.status, "has_gpu": live.has_gpu, "gpus": gpus}
+        frame.update(host_fields(live, stale))
+        if live.usage is not None:
+            frame["usage"] = None if stale else {"cpu_millis": live.usage[0], "mem_bytes": live.usage[1]}
+        return frame
+
+    @staticmethod
+    def _job_gpus(snap: Snapshot, allocations, now: float) -> tuple[list[dict], list[dict], list[str]]:
+        gpus, hosts, no_gpu = [], [], []
+        for _, node_id, indexes in allocations:
+            live = snap.nodes.get(node_id)
+            if live is None:
+                continue
+            stale = live.stale(now)
+            hosts.append(host_fields(live, stale))
+            if live.has_gpu is False:
+                no_gpu.append(live.name)
+                continue
+            for i in indexes:
+                sample = None if stale else live.gpus.get(i)
+                fields = gpu_fields(sample) if sample else dict.fromkeys(gpu_fields(GpuSample(0, "", *[None] * 7)))
+                gpus.append({"key": f"{live.name}/{i}", "node": live.name, "i": i, "stale": sample is None, **fields})
+        return gpus, hosts, no_gpu
+
+    def _account(self, job_id: str, gpus: list[dict], hosts: list[dict], trainer, now: float) -> None:
+        """Feed the hint rules and the usage totals with this moment of the job."""
+        utils = [g["util"] for g in gpus if g["util"] is not None]
+        memory = [g["mem_used"] / g["mem_total"] for g in gpus if g["mem_used"] is not None and g["mem_total"]]
+        disks = [d for h in hosts for d in h["disks"]]
+        busiest = max(disks, key=lambda d: d["util"], default=None)
+        sample = Sample(
+            t=now,
+            gpu_util=sum(utils) / len(utils) if utils else None,
+            gpu_memory=sum(memory) / len(memory) if memory else None,
+            disk_util=busiest["util"] if busiest else None,
+            disk_await_ms=max(busiest["r_await"], busiest["w_await"]) if busiest else None,
+        )
+        rules = self.rules[job_id]
+        was_idle = rules.idle_seconds(now)
+        rules.add(sample)
+        usage = self.usage.setdefault(job_id, Usage())
+        if utils:
+            usage.samples += len(utils)
+            usage.util_sum += sum(utils)
+            usage.util_max = max([*utils, usage.util_max or 0.0])
+            if rules.idle_seconds(now) > 0 and was_idle > 0:
+                usage.idle_seconds += rules.idle_seconds(now) - was_idle
+        used = [g["mem_used"] for g in gpus if g["mem_used"] is not None]
+        if used:
+            usage.memory_peak = max([*used, usage.memory_peak or 0.0])
+        for point in trainer:
+            usage.tokens_sum += point.tokens_per_s
+            usage.tokens_count += 1
+
+    def _forget_ended(self, snap: Snapshot) -> None:
+        for job_id in [j for j in self.rules if j not in snap.jobs]:
+            self.rules.pop(job_id, None)

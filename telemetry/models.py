@@ -1,0 +1,73 @@
+"""What telemetry keeps in the database: the nodes it streams from, and each finished job's summary.
+
+Live samples never touch the database; they live in Redis (telemetry/ring.py) for ten minutes.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from clusters.models import Cluster
+
+
+class Node(models.Model):
+    """A compute node, found by the collector through the scheduler (SLURM) or the metrics API (Kubernetes)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    name = models.CharField(max_length=255, help_text="The scheduler's name for the node.")
+    address = models.CharField(max_length=255, blank=True, help_text="SLURM: where the collector connects (NodeAddr).")
+    ssh_port = models.PositiveIntegerField("SSH port", default=22)
+    host_key = models.TextField(
+        "pinned SSH host key",
+        blank=True,
+        help_text="Empty: the cluster's pinned key is used when the node is the login host itself; any other node "
+        "must have its key pinned here before the collector connects.",
+    )
+    gpus = models.PositiveIntegerField("GPUs", default=0, help_text="As the scheduler counts them (GRES).")
+    has_gpu = models.BooleanField(
+        "GPU telemetry", null=True, help_text="Whether nvidia-smi answered on the node; unknown until it is tried."
+    )
+    scheduler_state = models.CharField(max_length=64, blank=True)
+    last_sample_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=255, blank=True, help_text="The collector's last word on the node.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="node_unique_name_per_cluster")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.cluster.name})"
+
+    @property
+    def group(self) -> str:
+        return f"telemetry.node.{self.pk}"
+
+    def pinned_host_key(self) -> str:
+        """The key a connection to this node must present; empty when none is pinned."""
+        if self.host_key.strip():
+            return self.host_key.strip()
+        same_host = (self.address, self.ssh_port) == (self.cluster.host, self.cluster.port)
+        return self.cluster.host_key.strip() if same_host else ""
+
+
+class JobSummary(models.Model):
+    """What a job used, stored when it ends; one row per job, for the course report."""
+
+    job = models.OneToOneField("jobs.Job", on_delete=models.CASCADE, primary_key=True, related_name="summary")
+    gpu_hours = models.FloatField("GPU-hours", default=0.0, help_text="GPUs held times hours running.")
+    mean_gpu_util = models.FloatField("mean GPU utilization (%)", null=True, blank=True)
+    max_gpu_util = models.FloatField("max GPU utilization (%)", null=True, blank=True)
+    peak_gpu_memory_mib = models.FloatField("peak GPU memory (MiB)", null=True, blank=True)
+    mean_tokens_per_s = models.FloatField("mean tok/s", null=True, blank=True)
+    idle_minutes = models.FloatField(
+        "GPU idle minutes", default=0.0, help_text="Minutes every GPU of the job sat idle."
+    )
+    samples = models.PositiveIntegerField(default=0, help_text="GPU samples the means are taken over.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "job summaries"
+
+    def __str__(self) -> str:
+        return f"summary of {self.job_id}"

@@ -1,0 +1,82 @@
+"""Telemetry pages: the instructor's class dashboard and report, and the admins' node pages.
+
+The live parts arrive over the WebSocket (telemetry/consumers.py); these views render what the database knows.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from courses import access
+from jobs.models import Job
+from jobs.states import JobState
+
+from .models import Node
+from .summary import REPORT_COLUMNS, course_report, gpu_hours
+
+
+@login_required
+def course_dashboard(request, slug: str):
+    course = access.get_course(request.user, slug, teach=True)
+    counts = dict(Job.objects.filter(course=course).values_list("state").annotate(n=Count("pk")).order_by())
+    states = [(state.label, state.value, counts.get(state.value, 0)) for state in JobState]
+    return render(
+        request,
+        "telemetry/course_dashboard.html",
+        {"course": course, "states": states, "students": _students(course)},
+    )
+
+
+def _students(course) -> list[dict]:
+    """Per student: jobs running, GPU-hours so far, mean utilization over their finished jobs (one query)."""
+    now = timezone.now()
+    rows = Job.objects.filter(course=course, started_at__isnull=False).values_list(
+        "owner__username", "gpus", "state", "started_at", "finished_at", "summary__mean_gpu_util", "summary__samples"
+    )
+    students: dict[str, dict] = defaultdict(lambda: {"running": 0, "gpu_hours": 0.0, "util_sum": 0.0, "samples": 0})
+    for username, gpus, state, started, finished, mean_util, samples in rows:
+        student = students[username]
+        student["running"] += state == JobState.RUNNING
+        student["gpu_hours"] += gpu_hours(gpus, started, finished or (now if state == JobState.RUNNING else None))
+        if mean_util is not None and samples:
+            student["util_sum"] += mean_util * samples
+            student["samples"] += samples
+    enrolled = course.enrollments.filter(role="student").values_list("user__username", flat=True)
+    table = []
+    for username in sorted(set(enrolled) | set(students)):
+        s = students.get(username) or {"running": 0, "gpu_hours": 0.0, "samples": 0}
+        mean = s["util_sum"] / s["samples"] if s["samples"] else None
+        table.append({"username": username, "running": s["running"], "gpu_hours": s["gpu_hours"], "mean_util": mean})
+    return table
+
+
+@login_required
+def course_report_csv(request, slug: str):
+    course = access.get_course(request.user, slug, teach=True)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{course.slug}-gpu-report.csv"'
+    writer = csv.writer(response)
+    writer.writerow(REPORT_COLUMNS)
+    writer.writerows(course_report(course))
+    return response
+
+
+@login_required
+def node_list(request):
+    if not access.is_admin(request.user):
+        raise Http404("No such page.")
+    nodes = Node.objects.select_related("cluster").order_by("cluster__name", "name")
+    return render(request, "telemetry/node_list.html", {"nodes": nodes})
+
+
+@login_required
+def node_detail(request, node_id: int):
+    node = access.get_node(request.user, node_id)
+    return render(request, "telemetry/node_detail.html", {"node": node})

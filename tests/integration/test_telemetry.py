@@ -1,0 +1,207 @@
+"""Live telemetry on the real stack: the collector streams nvidia-smi and iostat over SSH from the local SLURM
+node (its test users have a fixture nvidia-smi that replays recorded rows), publishes through Redis, and real
+WebSocket clients on the ASGI server receive what they may see, and nothing else."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from websockets.exceptions import InvalidStatus
+
+from courses.models import Enrollment, Role
+from jobs.models import Job
+from telemetry.models import JobSummary, Node
+from telemetry.parsers import parse_nvidia_smi_line
+
+from .conftest import wait_for
+from .test_slurm_jobs import launch
+from .ws import Socket
+
+ROWS = Path(__file__).resolve().parents[2] / "scripts/fixtures/nvidia-smi-query.csv"
+FIXTURE = [s for s in map(parse_nvidia_smi_line, ROWS.read_text().splitlines()) if s]
+
+
+def running_gpu_job(api_for, user, job_state, *, gpus: int = 2, seconds: int = 120) -> Job:
+    job = launch(api_for, user, gpus_per_node=gpus, seconds=seconds, time_minutes=5)
+    return job_state(job, "running")
+
+
+def with_gpus(message: dict) -> bool:
+    return (
+        message.get("type") == "frame"
+        and message.get("kind") == "job"
+        and any(g["util"] is not None for g in message["gpus"])
+    )
+
+
+def test_job_socket_streams_its_gpus_from_the_node(
+    worker, collector, web, api_for, alice, cluster, sleep_template, job_state
+):
+    job = running_gpu_job(api_for, alice, job_state)
+    allocated = subprocess.run(
+        ["scontrol", "show", "job", "-d", job.scheduler_id], capture_output=True, text=True, check=True
+    ).stdout
+    with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
+        assert socket.wait(lambda m: True, what="the history")["type"] == "history"
+        frame = socket.wait(with_gpus, what="a frame with GPU numbers")
+        # The GPUs SLURM gave the job (GRES IDX), with the values the node's nvidia-smi printed for them.
+        assert [g["i"] for g in frame["gpus"]] == [int(i) for i in allocated.split("IDX:")[1].split(")")[0].split("-")]
+        for gpu in frame["gpus"]:
+            recorded = {(s.util, s.mem_used_mib, s.power_w) for s in FIXTURE if s.index == gpu["i"]}
+            assert (gpu["util"], gpu["mem_used"], gpu["power"]) in recorded
+            assert gpu["mem_total"] == 81559 and gpu["node"] == Node.objects.get(cluster=cluster).name
+        host = frame["hosts"][0]
+        assert host["mem"]["total"] > 0 and host["cpu"] is not None and host["disks"], host
+        # Later frames keep coming, numbered without gaps.
+        socket.wait(lambda m: m.get("kind") == "job" and m["seq"] >= frame["seq"] + 3, what="three more frames")
+        seqs = [m["seq"] for m in socket.frames("job")]
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+
+    # A page opened later starts with the ring's history.
+    with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
+        history = socket.wait(lambda m: m["type"] == "history")
+        assert len(history["frames"]) >= 4 and all(f["kind"] == "job" for f in history["frames"])
+
+
+def test_sockets_only_join_what_the_user_may_see(
+    worker, collector, web, api_for, alice, bob, instructor, carol, other_course, make_user, course, cluster,
+    sleep_template, job_state,
+):  # fmt: skip
+    job = running_gpu_job(api_for, alice, job_state, gpus=1)
+    other_instructor = make_user("olga")
+    Enrollment.objects.create(user=other_instructor, course=other_course, role=Role.INSTRUCTOR)
+    refused = [
+        (bob, f"/ws/jobs/{job.pk}/"),  # another student's job
+        (bob, f"/ws/courses/{course.slug}/"),  # a student asks for the class
+        (carol, f"/ws/jobs/{job.pk}/"),  # a student of another course
+        (other_instructor, f"/ws/courses/{course.slug}/"),  # an instructor of another course
+        (other_instructor, f"/ws/jobs/{job.pk}/"),
+        (instructor, f"/ws/nodes/{Node.objects.get(cluster=cluster).pk}/"),  # nodes are for admins
+    ]
+    for user, path in refused:
+        with pytest.raises(InvalidStatus) as refusal:
+            Socket(web, user, path)
+        assert refusal.value.response.status_code == 403, (user, path)
+
+    with Socket(web, instructor, f"/ws/courses/{course.slug}/") as socket:
+        frame = socket.wait(lambda m: m.get("kind") == "course" and m["gpus"], what="a course frame")
+        assert {g["student"] for g in frame["gpus"]} == {"alice"} and frame["gpus"][0]["job"] == str(job.pk)
+    with Socket(web, instructor, f"/ws/jobs/{job.pk}/") as socket:
+        socket.wait(with_gpus, what="the job's frames, for its instructor")
+
+
+def test_node_page_socket_and_a_node_that_stops_answering_turns_stale(
+    worker, collector, web, api_for, alice, admin_user, cluster, sleep_template, job_state
+):
+    job = running_gpu_job(api_for, alice, job_state, gpus=1)
+    node = wait_for(lambda: Node.objects.filter(cluster=cluster).first(), what="the node to be found")
+    with Socket(web, admin_user, f"/ws/nodes/{node.pk}/") as socket:
+        frame = socket.wait(lambda m: m.get("kind") == "node" and m["gpus"] and not m["stale"], what="a node frame")
+        assert len(frame["gpus"]) == 4 and frame["has_gpu"] is True
+    # Freeze nvidia-smi and the host sampler on the node: no new rows, the connection itself stays up.
+    frozen = ["pkill", "-STOP", "-u", "labsvc", "-f", "nvidia-smi|iostat|sleep"]
+    subprocess.run(frozen, check=False)
+    try:
+        with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
+            stale = socket.wait(
+                lambda m: m.get("kind") == "job" and m["gpus"] and m["gpus"][0]["stale"], timeout=15, what="stale"
+            )
+            assert stale["gpus"][0]["util"] is None and stale["gpus"][0]["power"] is None  # a gap, never 0 %
+    finally:
+        subprocess.run(["pkill", "-CONT", "-u", "labsvc"], check=False)
+    with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
+        socket.wait(with_gpus, timeout=20, what="fresh numbers after the node answers again")
+
+
+def test_dropped_ssh_connection_reconnects_within_five_seconds(
+    worker, collector, web, api_for, alice, cluster, sleep_template, job_state
+):
+    job = running_gpu_job(api_for, alice, job_state, gpus=1)
+    with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
+        socket.wait(with_gpus, what="the first numbers")
+        # Kill the sshd processes serving the collector's node stream (the login node's other sessions reconnect).
+        subprocess.run(["pkill", "-KILL", "-u", "labsvc", "-f", "nvidia-smi"], check=False)
+        subprocess.run(["pkill", "-KILL", "-u", "labsvc", "-x", "sshd"], check=False)
+        dropped = time.monotonic()
+        socket.messages.clear()
+        socket.wait(
+            lambda m: with_gpus(m) and time.monotonic() - dropped > 0.5, timeout=10, what="numbers after the drop"
+        )
+        assert time.monotonic() - dropped < 6
+    assert "reconnecting" in collector.logs() or "Lost" in collector.logs() or "no data" in collector.logs()
+
+
+def test_streams_resume_after_redis_restarts(
+    worker, collector, web, api_for, alice, cluster, sleep_template, job_state, services
+):
+    job = running_gpu_job(api_for, alice, job_state, gpus=1)
+    with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
+        before = socket.wait(with_gpus, what="the first numbers")
+        subprocess.run(["bash", "scripts/services.sh", "restart-redis"], check=True, capture_output=True)
+        back = time.monotonic()
+        after = socket.wait(lambda m: with_gpus(m) and m["t"] > before["t"] + 1000, timeout=15, what="frames again")
+        assert time.monotonic() - back < 5, "frames resumed too late"
+        assert after["seq"] != before["seq"]
+
+
+def test_trainer_lines_become_curves_and_the_log_streams(
+    worker, collector, web, api_for, alice, instructor, course, cluster, sleep_template, job_state, login
+):
+    from jobs.models import JobTemplate
+
+    trainer = JobTemplate.objects.create(
+        name="Trainer lines",
+        slug="trainer-lines",
+        body=(
+            "for i in 1 2 3 4 5 6 7 8; do\n"
+            '  echo "epoch=0 step=$((i * 10)) loss=$((9 - i)).25 tok/s=$((1000 + i)).5 step_ms=12.0"\n'
+            "  sleep 1\n"
+            "done\n"
+            "sleep 60\n"
+        ),
+        parameters=[{"name": "gpus_per_node", "type": "int", "label": "GPUs", "default": 1, "min": 0, "max": 2}],
+        status=JobTemplate.Status.PUBLISHED,
+    )
+    trainer.courses.add(course)
+    response = api_for(alice).post(
+        "/api/v1/jobs/", {"template": "trainer-lines", "cluster": "local", "params": {}}, format="json"
+    )
+    job = job_state(Job.objects.get(pk=response.json()["id"]), "running")
+    with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
+        socket.wait(
+            lambda m: _has_step(socket, 80) and any("step=80" in x.get("data", "") for x in socket.messages),
+            timeout=40,
+            what="step 80 on the trainer curve and in the log",
+        )
+        steps = [p["step"] for m in socket.messages if m.get("kind") == "job" for p in m["trainer"]]
+        steps += [p["step"] for m in socket.messages if m["type"] == "curve" for p in m["points"]]
+        assert {10, 80} <= set(steps)
+        # The log arrives in pieces that follow each other byte for byte.
+        logs = [m for m in socket.messages if m["type"] == "log"]
+        assert logs and all(a["next"] == b["offset"] for a, b in itertools.pairwise(logs))
+        assert "epoch=0 step=80 loss=1.25 tok/s=1008.5" in "".join(m["data"] for m in logs)
+    # A page opened now gets the whole curve at once.
+    with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
+        curve = socket.wait(lambda m: m["type"] == "curve")
+        assert [p["step"] for p in curve["points"]] == [10, 20, 30, 40, 50, 60, 70, 80]
+        assert curve["points"][0] == {"epoch": 0, "step": 10, "loss": 8.25, "tok_s": 1001.5}
+
+    # When it ends, its summary is stored and the instructor's CSV has it.
+    api_for(alice).post(f"/api/v1/jobs/{job.pk}/cancel/")
+    job_state(job, "cancelled")
+    summary = wait_for(lambda: JobSummary.objects.filter(job=job).first(), timeout=30, what="the summary")
+    assert summary.gpu_hours > 0 and summary.mean_tokens_per_s == pytest.approx(1005.0)
+    assert summary.mean_gpu_util is not None and summary.samples > 0
+    csv = login(instructor).get(f"/courses/{course.slug}/report.csv")
+    assert csv.status_code == 200 and csv["Content-Type"].startswith("text/csv")
+    assert f"alice,{job.pk},Trainer lines" in csv.content.decode()
+
+
+def _has_step(socket, step: int) -> bool:
+    points = [p for m in socket.messages if m.get("kind") == "job" for p in m["trainer"]]
+    points += [p for m in socket.messages if m["type"] == "curve" for p in m["points"]]
+    return any(p["step"] == step for p in points)
