@@ -152,7 +152,10 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
             chunk = read_log(job, offset, request.query_params.get("stream", ""))
         except BackendError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
-        return Response({"offset": chunk.offset, "data": chunk.data, "eof": chunk.eof})
+        # done: the job has ended and its whole log has been read; nothing more will come.
+        return Response(
+            {"offset": chunk.offset, "data": chunk.data, "eof": chunk.eof, "done": job.is_terminal and chunk.eof}
+        )
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])

@@ -136,6 +136,16 @@ class KubernetesBackend(ClusterBackend):
         namespace, objects = self._objects(request)
         if request.namespace is not None:
             self.ensure_namespace(request.namespace)
+        try:
+            return self._create_all(request, namespace, objects)
+        except NotFound:
+            if request.namespace is None:
+                raise
+            # The namespace was deleted behind the portal's back while remembered as present: make it again.
+            self.ensure_namespace(request.namespace, force=True)
+            return self._create_all(request, namespace, objects)
+
+    def _create_all(self, request: SubmitRequest, namespace: str, objects: list[dict]) -> str:
         created: list[dict] = []
         try:
             for obj in objects:
@@ -173,11 +183,11 @@ class KubernetesBackend(ClusterBackend):
                 return None
         return f"{namespace}/{request.job_id}"
 
-    def ensure_namespace(self, plan: NamespacePlan) -> None:
+    def ensure_namespace(self, plan: NamespacePlan, *, force: bool = False) -> None:
         """Create the namespace and set its quota and limits; remembered for a while so launches stay cheap."""
         digest = hashlib.sha256(repr((plan.labels, plan.quota, plan.limits)).encode()).hexdigest()[:16]
         key = f"gpulab:k8s-ns:{self.cluster.pk}:{plan.name}:{digest}"  # a changed quota is applied at once
-        if cache.get(key):
+        if not force and cache.get(key):
             return
         try:
             self.api.get(NAMESPACE.item("", plan.name))

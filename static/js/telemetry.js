@@ -204,6 +204,7 @@ class LiveLog {
         this.pre.append(chunk.data);
         const moved = chunk.offset !== this.offset;
         this.offset = chunk.offset;
+        if (chunk.done) this.finish();
         if (chunk.eof || !moved) break;
       }
     })().finally(() => { this.fetching = null; });
@@ -223,7 +224,13 @@ class LiveLog {
 
   idleCheck() {
     // Without a collector no log messages come; the page then reads the API itself every 10 s.
-    if (Date.now() - this.lastMessage > 10000) this.catchUp();
+    if (!this.done && Date.now() - this.lastMessage > 10000) this.catchUp();
+  }
+
+  finish() {
+    this.done = true;
+    const status = document.getElementById("log-status");
+    if (status) status.textContent = "End of log.";
   }
 }
 

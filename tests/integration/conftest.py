@@ -313,6 +313,12 @@ def web(portal_env, tmp_path_factory):
 @pytest.fixture
 def collector(portal_env, cluster, tmp_path):
     """`manage.py collect_telemetry` following the test's clusters, stopped before the test's tables are flushed."""
+    import redis
+
+    # Each test session recreates the database, so ids repeat: start without an earlier session's rings.
+    client = redis.Redis.from_url(portal_env["REDIS_URL"])
+    for key in client.scan_iter("gpulab:telemetry:*"):
+        client.delete(key)
     argv = [str(ROOT / ".venv/bin/python"), str(ROOT / "manage.py"), "collect_telemetry"]
     daemon = Daemon(argv, portal_env, tmp_path / "collector.log", lambda text: "telemetry: following" in text)
     daemon.start()

@@ -1,10 +1,12 @@
 """A student in Chromium: log in, launch from the form, watch the state change and the log grow."""
 
 import os
+import re
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from jobs.models import Job
 from tests.conftest import PASSWORD
 
 CHROMIUM = "/usr/bin/chromium"
@@ -58,7 +60,7 @@ def test_student_launches_from_the_form_and_watches_the_job(
     expect(state).to_have_attribute("data-state", "completed", timeout=60_000)
     expect(page.locator("#log")).to_contain_text("chromium says hi", timeout=30_000)
     expect(page.locator("#log")).to_contain_text("done", timeout=30_000)
-    expect(page.locator("#log-poller")).to_have_text("End of log.", timeout=30_000)
+    expect(page.locator("#log-status")).to_have_text("End of log.", timeout=30_000)
     expect(page.locator("#job-timeline")).to_contain_text("Completed")  # the timeline follows without a reload
     page.screenshot(path=os.environ.get("GPULAB_SCREENSHOT", "/tmp/gpulab-job-page.png"), full_page=True)
 
@@ -67,8 +69,6 @@ def test_student_launches_from_the_form_and_watches_the_job(
 def test_student_tries_a_kubernetes_server_from_its_page(
     worker, page, live_server, alice, course, k8s_cluster, k8s_templates, kube, tinylm_server
 ):
-    from jobs.models import Job
-
     from .conftest import wait_for
 
     log_in(page, live_server, "alice")
@@ -92,3 +92,35 @@ def test_student_tries_a_kubernetes_server_from_its_page(
     expect(page.locator("#answer")).not_to_have_class("error")
     expect(page.locator("#send-prompt")).to_be_enabled()
     page.screenshot(path=os.environ.get("GPULAB_K8S_SCREENSHOT", "/tmp/gpulab-k8s-job-page.png"), full_page=True)
+
+
+@pytest.mark.timeout(180)
+def test_student_watches_live_gpu_charts_grow_and_instructor_sees_the_class(
+    worker, collector, web, page, alice, instructor, course, cluster, sleep_template, api_for, job_state
+):
+    response = api_for(alice).post(
+        "/api/v1/jobs/",
+        {"template": "sleep-echo", "cluster": "local", "params": {"gpus_per_node": 2, "seconds": 120}},
+        format="json",
+    )
+    job = job_state(Job.objects.get(pk=response.json()["id"]), "running")
+    log_in(page, web, "alice")
+    page.goto(f"{web.url}/jobs/{job.pk}/")
+    chart = page.locator("[data-chart=gpu-util]")
+    expect(page.locator("[data-socket-state]")).to_have_text("live", timeout=20_000)
+    expect(chart).to_have_attribute("data-points", re.compile(r"^\d+$"), timeout=20_000)
+    first = int(chart.get_attribute("data-points"))
+    # Points are appended (extendTraces), one per GPU per second: the count keeps growing on the same figure.
+    expect(chart).not_to_have_attribute("data-points", str(first), timeout=10_000)
+    assert page.evaluate("document.querySelector('[data-chart=gpu-util]').data.length") == 2  # the job's 2 GPUs
+    assert page.evaluate("document.querySelector('[data-chart=gpu-util]').data[0].x.length") >= 2
+    expect(page.locator("#log")).to_contain_text("start on", timeout=20_000)
+
+    page.context.clear_cookies()
+    log_in(page, web, "ines")
+    page.goto(f"{web.url}/courses/{course.slug}/dashboard/")
+    heatmap = page.locator("[data-chart=heatmap]")
+    expect(heatmap).to_have_attribute("data-frames", re.compile(r"^[1-9]\d*$"), timeout=20_000)
+    page.wait_for_function("document.querySelector('[data-chart=heatmap]').data[0].y.length > 0", timeout=10_000)
+    rows = page.evaluate("document.querySelector('[data-chart=heatmap]').data[0].y")
+    assert len(rows) == 2 and all(row.startswith(f"alice/{str(job.pk)[:8]}/") for row in rows)

@@ -163,6 +163,16 @@ def test_forbidden_object_fails_the_submission_and_leaves_nothing_behind(
     assert deployments(kube, job) == [] and owned(kube, f"/api/v1/namespaces/{NS}/services", job) == []
 
 
+def test_a_namespace_deleted_behind_the_portals_back_is_made_again(
+    worker, api_for, alice, k8s_cluster, k8s_templates, kube, job_state
+):
+    first = job_state(launch(api_for, alice, "k8s-tinylm-server", SERVER_PARAMS), "pending")
+    kube.call("DELETE", f"/api/v1/namespaces/{NS}")  # an operator cleans up; the portal still remembers it
+    second = job_state(launch(api_for, alice, "k8s-tinylm-server", SERVER_PARAMS), "pending")
+    assert kube.get(f"/api/v1/namespaces/{NS}")["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpulab-portal"
+    assert deployments(kube, second) and first.scheduler_id != second.scheduler_id
+
+
 def test_unreachable_api_server_fails_the_submission_with_its_reason(
     worker, api_for, alice, course, k8s_templates, kube, job_state
 ):
