@@ -103,6 +103,8 @@ TELEMETRY_REDIS_URL = env_str("TELEMETRY_REDIS_URL", REDIS_URL)
 CHANNEL_LAYER_BACKEND = env_str("CHANNEL_LAYER_BACKEND", "channels_redis.pubsub.RedisPubSubChannelLayer")
 # The collector publishes what changed every tick: a sample waits at most this long before it is sent.
 TELEMETRY_TICK_SECONDS = env_float("TELEMETRY_TICK_SECONDS", 0.1)
+# A GPU idle this long nudges its student and flags the job on the class dashboard (the seed checklist: 5 min).
+TELEMETRY_IDLE_SECONDS = env_float("TELEMETRY_IDLE_SECONDS", 300.0)
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": CHANNEL_LAYER_BACKEND,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from telemetry.collector.state import JobRef, NodeLive, Snapshot
-from telemetry.hints import HintRules, Sample
+from telemetry.hints import IDLE_SECONDS, HintRules, Sample
 from telemetry.parsers import DcgmGpu, GpuSample
 from telemetry.stream import course_group, job_group, node_group
 
@@ -77,6 +77,7 @@ class Usage:
 
 @dataclass
 class FrameBuilder:
+    idle_seconds: float = IDLE_SECONDS
     rules: dict[str, HintRules] = field(default_factory=dict)
     usage: dict[str, Usage] = field(default_factory=dict)
     last_sent: dict[str, float] = field(default_factory=dict)
@@ -104,7 +105,7 @@ class FrameBuilder:
             if job_id in snap.dcgm:
                 gpus += [{"key": f"{g.node}/{g.index}", "node": g.node, "i": g.index, "stale": False, **dcgm_fields(g)}
                          for g in snap.dcgm[job_id]]  # fmt: skip
-            rules = self.rules.setdefault(job_id, HintRules())
+            rules = self.rules.setdefault(job_id, HintRules(self.idle_seconds))
             if changed:
                 self._account(job_id, gpus, hosts, snap.trainer.get(job_id, []), now)
             group = job_group(job_id)
@@ -135,7 +136,7 @@ class FrameBuilder:
                         "util": gpu["util"],
                         "mem": memory,
                         "stale": gpu["stale"],
-                        "idle_s": round(rules.idle_seconds(now)),
+                        "idle_s": round(now - rules.idle_since[gpu["key"]]) if gpu["key"] in rules.idle_since else 0,
                     }
                 )
             if changed:
@@ -190,13 +191,18 @@ class FrameBuilder:
     def _account(self, job_id: str, gpus: list[dict], hosts: list[dict], trainer, now: float) -> None:
         """Feed the hint rules and the usage totals with this moment of the job."""
         utils = [g["util"] for g in gpus if g["util"] is not None]
-        memory = [g["mem_used"] / g["mem_total"] for g in gpus if g["mem_used"] is not None and g["mem_total"]]
         disks = [d for h in hosts for d in h["disks"]]
         busiest = max(disks, key=lambda d: d["util"], default=None)
         sample = Sample(
             t=now,
-            gpu_util=sum(utils) / len(utils) if utils else None,
-            gpu_memory=sum(memory) / len(memory) if memory else None,
+            gpus={
+                g["key"]: (
+                    g["util"],
+                    g["mem_used"] / g["mem_total"] if g["mem_used"] is not None and g["mem_total"] else None,
+                )
+                for g in gpus
+                if g["util"] is not None
+            },
             disk_util=busiest["util"] if busiest else None,
             disk_await_ms=max(busiest["r_await"], busiest["w_await"]) if busiest else None,
         )

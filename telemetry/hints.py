@@ -7,7 +7,7 @@ single slow step never raises it. "GPU idle" needs IDLE_SECONDS and also flags t
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 HOLD_SECONDS = 30.0
 IDLE_SECONDS = 300.0
@@ -20,13 +20,21 @@ DISK_BUSY, DISK_AWAIT_MS = 80.0, 20.0
 
 @dataclass(frozen=True)
 class Sample:
-    """One second of a job: its GPUs averaged, and the busiest disk of its nodes."""
+    """One moment of a job: its GPUs (key → utilization %, memory fraction used), the busiest disk of its nodes."""
 
     t: float
-    gpu_util: float | None = None
-    gpu_memory: float | None = None  # fraction used
+    gpus: dict[str, tuple[float, float | None]] = field(default_factory=dict)
     disk_util: float | None = None
     disk_await_ms: float | None = None
+
+    @property
+    def gpu_util(self) -> float | None:
+        return sum(u for u, _ in self.gpus.values()) / len(self.gpus) if self.gpus else None
+
+    @property
+    def starved(self) -> bool:
+        """Some GPU holds most of its memory yet computes little: the seed checklist's input starvation."""
+        return any(m is not None and m >= STARVED_MEMORY and u < STARVED_UTIL for u, m in self.gpus.values())
 
 
 @dataclass(frozen=True)
@@ -59,7 +67,7 @@ IO_BOUND = Hint(
 )
 IDLE = Hint(
     "gpu_idle",
-    "Your GPU has been idle for over 5 minutes",
+    "A GPU of this job sits idle",
     "The job holds a GPU but does not use it. If it finished its work or is waiting on something, cancel it so "
     "classmates can use the GPU; your instructor sees idle GPUs on the class dashboard.",
 )
@@ -68,22 +76,26 @@ IDLE = Hint(
 class HintRules:
     """Keeps one job's recent samples; `hints()` says which rules hold now."""
 
-    def __init__(self) -> None:
+    def __init__(self, idle_seconds: float = IDLE_SECONDS) -> None:
         self.samples: deque[Sample] = deque()
-        self.idle_since: float | None = None
+        self.idle_since: dict[str, float] = {}  # GPU key → when it went idle
+        self.idle_limit = idle_seconds
 
     def add(self, sample: Sample) -> None:
         self.samples.append(sample)
         while self.samples and sample.t - self.samples[0].t > HOLD_SECONDS + 2:
             self.samples.popleft()
-        if sample.gpu_util is not None:
-            if sample.gpu_util <= IDLE_UTIL:
-                self.idle_since = self.idle_since if self.idle_since is not None else sample.t
+        for key, (util, _) in sample.gpus.items():
+            if util <= IDLE_UTIL:
+                self.idle_since.setdefault(key, sample.t)
             else:
-                self.idle_since = None
+                self.idle_since.pop(key, None)
+        for key in [k for k in self.idle_since if k not in sample.gpus and sample.gpus]:
+            self.idle_since.pop(key)
 
     def idle_seconds(self, now: float) -> float:
-        return 0.0 if self.idle_since is None else now - self.idle_since
+        """How long the longest-idle GPU of the job has been idle."""
+        return max((now - since for since in self.idle_since.values()), default=0.0)
 
     def _window(self) -> list[Sample]:
         """The last HOLD_SECONDS of samples, or [] if they do not yet span that long."""
@@ -96,10 +108,8 @@ class HintRules:
         window = self._window()
         found: list[Hint] = []
         if window:
-            gpu = [s for s in window if s.gpu_util is not None and s.gpu_memory is not None]
-            if len(gpu) == len(window) and all(
-                s.gpu_memory >= STARVED_MEMORY and s.gpu_util < STARVED_UTIL for s in gpu
-            ):
+            gpu = [s for s in window if s.gpus]
+            if len(gpu) == len(window) and all(s.starved for s in gpu):
                 found.append(STARVATION)
             if len(gpu) == len(window) and _swings([s.gpu_util for s in gpu]) >= SWINGS:
                 found.append(OSCILLATION)
@@ -108,7 +118,7 @@ class HintRules:
                 s.disk_util > DISK_BUSY and (s.disk_await_ms or 0.0) > DISK_AWAIT_MS for s in disk
             ):
                 found.append(IO_BOUND)
-        if self.samples and self.idle_seconds(self.samples[-1].t) >= IDLE_SECONDS:
+        if self.samples and self.idle_seconds(self.samples[-1].t) >= self.idle_limit:
             found.append(IDLE)
         return found
 

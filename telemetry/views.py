@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 from collections import defaultdict
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import Http404, HttpResponse
@@ -30,7 +31,13 @@ def course_dashboard(request, slug: str):
     return render(
         request,
         "telemetry/course_dashboard.html",
-        {"course": course, "states": states, "students": _students(course)},
+        {
+            "course": course,
+            "states": states,
+            "students": _students(course),
+            "idle_seconds": int(settings.TELEMETRY_IDLE_SECONDS),
+            "idle_minutes": round(settings.TELEMETRY_IDLE_SECONDS / 60, 1),
+        },
     )
 
 

@@ -269,6 +269,7 @@ function nodePage(root) {
 function coursePage(root) {
   const el = root.querySelector("[data-chart=heatmap]");
   const bucketMs = 5000, columns = 60;
+  const idleLimit = Number(root.dataset.idleSeconds || 300);
   const rows = new Map(); // key → {job, student, idle, seen, values: Map(bucket → util)}
   let dirty = false;
   Plotly.newPlot(el, [{ type: "heatmap", z: [], x: [], y: [], zmin: 0, zmax: 100, colorscale: "Viridis",
@@ -309,8 +310,8 @@ function coursePage(root) {
     }
     for (const cell of root.querySelectorAll("[data-idle-for]")) {
       const seconds = idle.get(cell.dataset.idleFor) || 0;
-      cell.textContent = seconds >= 300 ? `idle ${Math.round(seconds / 60)} min` : "";
-      cell.classList.toggle("flag", seconds >= 300);
+      cell.textContent = seconds >= idleLimit ? `GPU idle ${Math.round(seconds / 60)} min` : "";
+      cell.classList.toggle("flag", seconds >= idleLimit);
     }
   }, 1000);
 }

@@ -38,7 +38,7 @@ class Collector:
         self.cluster_names = cluster_names or []
         self.tick = tick or settings.TELEMETRY_TICK_SECONDS
         self.state = LiveState()
-        self.builder = FrameBuilder()
+        self.builder = FrameBuilder(idle_seconds=settings.TELEMETRY_IDLE_SECONDS)
         self.logs: queue.Queue = queue.Queue()
         self.stop = threading.Event()
         self.sources: dict[int, Periodic] = {}

@@ -320,7 +320,8 @@ def collector(portal_env, cluster, tmp_path):
     for key in client.scan_iter("gpulab:telemetry:*"):
         client.delete(key)
     argv = [str(ROOT / ".venv/bin/python"), str(ROOT / "manage.py"), "collect_telemetry"]
-    daemon = Daemon(argv, portal_env, tmp_path / "collector.log", lambda text: "telemetry: following" in text)
+    env = {**portal_env, "TELEMETRY_IDLE_SECONDS": "20"}  # the idle rule within a test's patience
+    daemon = Daemon(argv, env, tmp_path / "collector.log", lambda text: "telemetry: following" in text)
     daemon.start()
     yield daemon
     daemon.stop()

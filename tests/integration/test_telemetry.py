@@ -205,3 +205,28 @@ def _has_step(socket, step: int) -> bool:
     points = [p for m in socket.messages if m.get("kind") == "job" for p in m["trainer"]]
     points += [p for m in socket.messages if m["type"] == "curve" for p in m["points"]]
     return any(p["step"] == step for p in points)
+
+
+@pytest.mark.timeout(180)
+def test_bottleneck_hints_show_once_they_hold_and_idle_gpus_flag_the_student(
+    worker, collector, web, api_for, alice, instructor, course, cluster, sleep_template, job_state
+):
+    # Four GPUs: in the recorded rows GPU 2 holds 88% of its memory at 12-28% utilization, GPU 3 does nothing.
+    job = running_gpu_job(api_for, alice, job_state, gpus=4, seconds=300)
+    with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
+        first = socket.wait(with_gpus, what="GPU numbers")
+        assert first["hints"] == []  # nothing before the rules have held for 30 s
+        hinted = socket.wait(
+            lambda m: m.get("kind") == "job" and {"input_starvation", "gpu_idle"} <= {h["code"] for h in m["hints"]},
+            timeout=60,
+            what="the starvation and idle hints",
+        )
+        assert hinted["t"] - first["t"] >= 20_000
+        codes = {h["code"] for h in hinted["hints"]}
+        assert "sync_stalls" not in codes and "io_bound" not in codes
+        starvation = next(h for h in hinted["hints"] if h["code"] == "input_starvation")
+        assert "num_workers" in starvation["advice"] and "pin_memory" in starvation["advice"]
+    with Socket(web, instructor, f"/ws/courses/{course.slug}/") as socket:
+        frame = socket.wait(lambda m: m.get("kind") == "course" and m["gpus"], what="a course frame")
+        idle = {g["key"].rsplit("/", 1)[-1]: g["idle_s"] for g in frame["gpus"]}
+        assert idle["3"] >= 20 and idle["0"] == 0

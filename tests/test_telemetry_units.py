@@ -1,0 +1,195 @@
+"""Telemetry parsers on recorded output, the bottleneck rules, and frames built from what the collector knows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusters.backends.slurm import expand_hostlist, expand_ids, parse_gpu_allocations, parse_nodes
+from telemetry.collector.state import JobRef, LiveState
+from telemetry.frames import FrameBuilder
+from telemetry.hints import HOLD_SECONDS, HintRules, Sample
+from telemetry.parsers import (
+    parse_dcgm_vector,
+    parse_iostat_json,
+    parse_meminfo,
+    parse_nvidia_smi_line,
+    parse_trainer_line,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures/telemetry"
+ROWS = Path(__file__).parents[1] / "scripts/fixtures/nvidia-smi-query.csv"
+
+
+def read(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+# -- parsers --------------------------------------------------------------------------------------------------------
+def test_nvidia_smi_rows_parse_into_numbers_and_missing_fields_become_none():
+    samples = [s for s in map(parse_nvidia_smi_line, ROWS.read_text().splitlines()) if s]
+    assert len(samples) == 80 and {s.index for s in samples} == {0, 1, 2, 3}
+    first = samples[0]
+    assert (first.util, first.mem_used_mib, first.mem_total_mib, first.power_w, first.temp_c) == (
+        93,
+        61234,
+        81559,
+        612.87,
+        64,
+    )
+    assert first.uuid.startswith("GPU-") and first.taken_at.year == 2026
+    na = parse_nvidia_smi_line(
+        "2026/11/21 09:00:00.137, 0, MIG-5f1a2c3d-0b4e-4c6f-9a7b-1c2d3e4f5a60, [N/A], [N/A], 512, 9856, [N/A], 41, 1410"
+    )
+    assert na.util is None and na.power_w is None and na.mem_used_mib == 512
+    assert parse_nvidia_smi_line("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.") is None
+    assert parse_nvidia_smi_line("") is None
+
+
+def test_iostat_json_gives_cpu_and_every_disk():
+    busy = parse_iostat_json(read("iostat-busy.json"))
+    assert busy.cpu.iowait == 2.51 and busy.cpu.busy == pytest.approx(1.51)
+    (disk,) = busy.disks
+    assert (disk.device, disk.util, disk.w_await_ms, disk.write_kbs) == ("vda", 6.40, 0.34, 185504.0)
+    idle = parse_iostat_json(read("iostat-idle.json"))
+    assert idle.cpu.idle == 99.5 and idle.disks[0].util == 0.0
+    assert parse_iostat_json('{"sysstat": {"hosts": [') is None  # iostat cut off mid-report
+    assert parse_iostat_json("{}") is None  # the node has no iostat
+
+
+def test_meminfo_used_is_total_minus_available():
+    used, total = parse_meminfo(read("meminfo.txt"))
+    assert total == 24684096 * 1024 and 0 < used < total
+    assert parse_meminfo("MemTotal: 10 kB\n") is None
+
+
+def test_trainer_lines_as_the_bundled_trainer_prints_them():
+    point = parse_trainer_line("epoch=2 step=1500 loss=1.9876 tok/s=48211.3 step_ms=10.4 mfu=41.2")
+    assert (point.epoch, point.step, point.loss, point.tokens_per_s, point.step_ms) == (2, 1500, 1.9876, 48211.3, 10.4)
+    assert parse_trainer_line("epoch=0 step=1 loss=3.2 tok/s=100.0 unknown=whatever").step == 1
+    for line in ("loss went down", "epoch=0 step=x loss=1 tok/s=2", "epoch=0 step=1 loss=nan tok/s=2", ""):
+        assert parse_trainer_line(line) is None
+
+
+def test_dcgm_answer_becomes_one_entry_per_gpu_with_its_pod():
+    gpus = {g.uuid: g for g in parse_dcgm_vector(read("dcgm-query.json"))}
+    serving = gpus["GPU-5f1a2c3d-0b4e-4c6f-9a7b-1c2d3e4f5a60"]
+    assert (serving.node, serving.index, serving.namespace, serving.pod) == (
+        "gpu-node-1",
+        0,
+        "gpulab-hpc",
+        "tinylm-server-7d9c5b6f4-x2x8q",
+    )
+    assert serving.values == {
+        "util": 87.0,
+        "engine_active": 0.842117,
+        "mem_used_mib": 30512.0,
+        "mem_free_mib": 50535.0,
+        "power_w": 412.337,
+        "temp_c": 58.0,
+    }
+    assert gpus["GPU-6a2b3c4d-1c5f-4d70-8b8c-2d3e4f5a6b71"].values == {"util": 0.0}  # NaN power is dropped
+    assert parse_dcgm_vector('{"status":"error","error":"bad query"}') == []
+
+
+def test_scontrol_details_give_each_running_jobs_gpu_indexes():
+    allocations = parse_gpu_allocations(read("scontrol_show_job_d.txt"))
+    assert [(a.scheduler_id, a.node, a.indexes) for a in allocations] == [("2795", "vm", (0, 1)), ("2796", "vm", (2,))]
+    multi = "JobId=7 JobName=x\n   JobState=RUNNING Reason=None\n     Nodes=gpu[01-02] CPU_IDs=0-7 Mem=0 GRES=gpu:a100:2(IDX:0,2)\n"
+    assert [(a.node, a.indexes) for a in parse_gpu_allocations(multi)] == [("gpu01", (0, 2)), ("gpu02", (0, 2))]
+    assert expand_ids("0-1,3") == (0, 1, 3) and expand_ids("N/A") == ()
+    assert expand_hostlist("gpu[08-10],login") == ["gpu08", "gpu09", "gpu10", "login"]
+    (node,) = parse_nodes(read("scontrol_show_node.txt"))
+    assert (node.name, node.address, node.gpus) == ("vm", "127.0.0.1", 4)
+
+
+# -- hints ----------------------------------------------------------------------------------------------------------
+def feed(rules: HintRules, seconds: int, **gpus) -> None:
+    for t in range(seconds):
+        rules.add(Sample(t=float(t), gpus={k: v(t) if callable(v) else v for k, v in gpus.items()}))
+
+
+def codes(rules: HintRules) -> set[str]:
+    return {h.code for h in rules.hints()}
+
+
+def test_starvation_needs_thirty_seconds_of_full_memory_and_low_utilization():
+    rules = HintRules()
+    feed(rules, int(HOLD_SECONDS) - 5, g0=(15.0, 0.9))
+    assert codes(rules) == set()
+    feed(rules, int(HOLD_SECONDS) + 2, g0=(15.0, 0.9))
+    assert codes(rules) == {"input_starvation"}
+    busy = HintRules()
+    feed(busy, 40, g0=(95.0, 0.9))
+    assert codes(busy) == set()
+
+
+def test_oscillating_utilization_reads_as_synchronization_stalls():
+    rules = HintRules()
+    feed(rules, 40, g0=lambda t: (95.0 if t % 4 < 2 else 5.0, 0.3))
+    assert codes(rules) == {"sync_stalls"}
+
+
+def test_busy_disk_with_long_waits_is_io_bound():
+    rules = HintRules()
+    for t in range(35):
+        rules.add(Sample(t=float(t), gpus={"g0": (60.0, 0.3)}, disk_util=93.0, disk_await_ms=45.0))
+    assert codes(rules) == {"io_bound"}
+    fast = HintRules()
+    for t in range(35):
+        fast.add(Sample(t=float(t), gpus={"g0": (60.0, 0.3)}, disk_util=93.0, disk_await_ms=1.0))
+    assert codes(fast) == set()
+
+
+def test_one_idle_gpu_for_the_limit_raises_the_idle_hint():
+    rules = HintRules(idle_seconds=300)
+    feed(rules, 299, g0=(97.0, 0.6), g1=(0.0, 0.0))
+    assert "gpu_idle" not in codes(rules)
+    feed(rules, 310, g0=(97.0, 0.6), g1=(0.0, 0.0))
+    assert "gpu_idle" in codes(rules)
+    rules.add(Sample(t=311.0, gpus={"g0": (97.0, 0.6), "g1": (50.0, 0.2)}))
+    assert rules.idle_seconds(311.0) == 0.0
+
+
+# -- frames ---------------------------------------------------------------------------------------------------------
+def live_node(state: LiveState, rows: int = 4):
+    state.node(1, 1, "gpu01")
+    samples = [s for s in map(parse_nvidia_smi_line, ROWS.read_text().splitlines()) if s][:rows]
+    state.put_gpus(1, samples, at=1000.0)
+    job = JobRef("6b3f0c2e-0000-4000-8000-000000000001", "alice", 7, 2)
+    state.put_allocations(1, [(job, 1, (0, 2))])
+    return job
+
+
+def test_job_frames_carry_only_the_jobs_gpus_and_the_course_frame_names_the_student():
+    state = LiveState()
+    job = live_node(state)
+    frames = FrameBuilder().build(state.take(), now=1000.5)
+    gpus = frames[f"telemetry.job.{job.job_id}"]["gpus"]
+    assert [(g["i"], g["util"], g["stale"]) for g in gpus] == [(0, 93, False), (2, 12, False)]
+    course = frames["telemetry.course.7"]["gpus"]
+    assert [r["key"] for r in course] == ["alice/6b3f0c2e/gpu01/0", "alice/6b3f0c2e/gpu01/2"]
+    assert frames["telemetry.node.1"]["has_gpu"] is True and len(frames["telemetry.node.1"]["gpus"]) == 4
+
+
+def test_a_silent_node_is_stale_with_no_numbers_and_frames_keep_coming():
+    state = LiveState()
+    job = live_node(state)
+    builder = FrameBuilder()
+    builder.build(state.take(), now=1000.5)
+    assert builder.build(state.take(), now=1000.6) == {}  # nothing new, heartbeat not due
+    frames = builder.build(state.take(), now=1010.0)  # ten seconds of silence: the heartbeat says stale
+    gpu = frames[f"telemetry.job.{job.job_id}"]["gpus"][0]
+    assert gpu["stale"] is True and gpu["util"] is None and gpu["power"] is None
+    assert frames["telemetry.node.1"]["stale"] is True and frames["telemetry.node.1"]["gpus"][0]["util"] is None
+
+
+def test_a_node_without_nvidia_smi_says_so():
+    state = LiveState()
+    state.node(1, 1, "cpu01")
+    state.set_node_status(1, "no GPU on this node (nvidia-smi not found)", has_gpu=False)
+    state.put_allocations(1, [(JobRef("j1", "bob", 7, 0), 1, ())])
+    frames = FrameBuilder().build(state.take(), now=5.0)
+    assert frames["telemetry.job.j1"]["gpus"] == [] and frames["telemetry.job.j1"]["no_gpu"] == ["cpu01"]
+    assert frames["telemetry.node.1"]["has_gpu"] is False
