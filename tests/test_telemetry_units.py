@@ -43,7 +43,8 @@ def test_nvidia_smi_rows_parse_into_numbers_and_missing_fields_become_none():
         "2026/11/21 09:00:00.137, 0, MIG-5f1a2c3d-0b4e-4c6f-9a7b-1c2d3e4f5a60, [N/A], [N/A], 512, 9856, [N/A], 41, 1410"
     )
     assert na.util is None and na.power_w is None and na.mem_used_mib == 512
-    assert parse_nvidia_smi_line("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.") is None
+    driver_gone = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+    assert parse_nvidia_smi_line(driver_gone) is None
     assert parse_nvidia_smi_line("") is None
 
 
@@ -96,7 +97,10 @@ def test_dcgm_answer_becomes_one_entry_per_gpu_with_its_pod():
 def test_scontrol_details_give_each_running_jobs_gpu_indexes():
     allocations = parse_gpu_allocations(read("scontrol_show_job_d.txt"))
     assert [(a.scheduler_id, a.node, a.indexes) for a in allocations] == [("2795", "vm", (0, 1)), ("2796", "vm", (2,))]
-    multi = "JobId=7 JobName=x\n   JobState=RUNNING Reason=None\n     Nodes=gpu[01-02] CPU_IDs=0-7 Mem=0 GRES=gpu:a100:2(IDX:0,2)\n"
+    multi = (
+        "JobId=7 JobName=x\n   JobState=RUNNING Reason=None\n"
+        "     Nodes=gpu[01-02] CPU_IDs=0-7 Mem=0 GRES=gpu:a100:2(IDX:0,2)\n"
+    )
     assert [(a.node, a.indexes) for a in parse_gpu_allocations(multi)] == [("gpu01", (0, 2)), ("gpu02", (0, 2))]
     assert expand_ids("0-1,3") == (0, 1, 3) and expand_ids("N/A") == ()
     assert expand_hostlist("gpu[08-10],login") == ["gpu08", "gpu09", "gpu10", "login"]
