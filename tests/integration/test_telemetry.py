@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import subprocess
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -230,3 +231,70 @@ def test_bottleneck_hints_show_once_they_hold_and_idle_gpus_flag_the_student(
         frame = socket.wait(lambda m: m.get("kind") == "course" and m["gpus"], what="a course frame")
         idle = {g["key"].rsplit("/", 1)[-1]: g["idle_s"] for g in frame["gpus"]}
         assert idle["3"] >= 20 and idle["0"] == 0
+
+
+def test_kubernetes_pod_usage_and_dcgm_gpus_reach_the_job_frame(alice, course, k8s_cluster, k8s_templates, kube):
+    """The Kubernetes source against the emulated API server (metrics.k8s.io) and a Prometheus answer on loopback."""
+    import http.server
+    import threading
+
+    from jobs.launch import launch as launch_job
+    from telemetry.collector.sources import KubernetesSource
+    from telemetry.collector.state import LiveState
+    from telemetry.frames import FrameBuilder
+
+    job = launch_job(alice, course=course, template=k8s_templates["k8s-tinylm-server"], cluster=k8s_cluster,
+                     raw_params={"gpus": 1})  # fmt: skip
+    namespace = "gpulab-telemetry"
+    Job.objects.filter(pk=job.pk).update(state="running", scheduler_id=f"{namespace}/{job.pk}")
+    pod = "tinylm-server-7d9c5b6f4-x2x8q"
+    kube.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    kube.call(
+        "POST",
+        f"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods",
+        {
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "kind": "PodMetrics",
+            "metadata": {
+                "name": pod,
+                "namespace": namespace,
+                "labels": {"app.kubernetes.io/managed-by": "gpulab-portal", "gpulab.io/job": str(job.pk)},
+            },
+            "containers": [{"name": "server", "usage": {"cpu": "1500m", "memory": "3Gi"}}],
+        },
+    )
+    answer = (Path(__file__).parents[1] / "fixtures/telemetry/dcgm-query.json").read_text()
+    answer = answer.replace('"gpulab-hpc"', f'"{namespace}"').encode()
+    queries = []
+
+    class Prometheus(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            queries.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Prometheus)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        k8s_cluster.prometheus_url = f"http://127.0.0.1:{server.server_address[1]}"
+        k8s_cluster.save()
+        state = LiveState()
+        KubernetesSource(state, k8s_cluster, threading.Event()).cycle()
+    finally:
+        server.shutdown()
+    assert len(queries) == 1 and "DCGM_FI_DEV_GPU_UTIL" in urllib.parse.unquote(queries[0])
+    frame = FrameBuilder().build(state.take(), now=time.time())[f"telemetry.job.{job.pk}"]
+    assert frame["pod"] == {"cpu_millis": 1500.0, "mem_bytes": 3 * 2**30}
+    (gpu,) = frame["gpus"]  # only the GPU whose pod is this job's; the idle GPU of nobody is not shown
+    assert (gpu["node"], gpu["util"], gpu["mem_used"], gpu["mem_total"], gpu["power"]) == (
+        "gpu-node-1",
+        87.0,
+        30512.0,
+        81047.0,
+        412.337,
+    )
