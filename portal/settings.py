@@ -105,10 +105,12 @@ CHANNEL_LAYER_BACKEND = env_str("CHANNEL_LAYER_BACKEND", "channels_redis.pubsub.
 TELEMETRY_TICK_SECONDS = env_float("TELEMETRY_TICK_SECONDS", 0.1)
 # A GPU idle this long nudges its student and flags the job on the class dashboard (the seed checklist: 5 min).
 TELEMETRY_IDLE_SECONDS = env_float("TELEMETRY_IDLE_SECONDS", 300.0)
+_REDIS_DB = TELEMETRY_REDIS_URL.rsplit("/", 1)[1] if TELEMETRY_REDIS_URL.count("/") > 2 else "0"
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": CHANNEL_LAYER_BACKEND,
-        "CONFIG": {"hosts": [TELEMETRY_REDIS_URL], "prefix": "gpulab:channels"},
+        # Pub/sub channels ignore Redis database numbers: the prefix keeps a demo and a test run on one server apart.
+        "CONFIG": {"hosts": [TELEMETRY_REDIS_URL], "prefix": f"gpulab:channels:{_REDIS_DB}"},
     }
 }
 

@@ -14,7 +14,7 @@ log() { printf '[demo] %s\n' "$*"; }
 
 stop() {
   # Each process runs in a session of its own (setsid); stopping it signals the whole session.
-  for name in web worker; do
+  for name in web worker collector; do
     [ -f "$RUN/$name.pid" ] || continue
     pid=$(cat "$RUN/$name.pid")
     if kill -0 "$pid" 2>/dev/null; then
@@ -84,10 +84,12 @@ EOF2
 .venv/bin/python manage.py stage_lab_files local
 
 stop
-log "starting the portal on http://$BIND and a Celery worker with beat"
-setsid .venv/bin/gunicorn portal.wsgi --bind "$BIND" --workers 3 --threads 4 \
-  --access-logfile "$RUN/web-access.log" --error-logfile "$RUN/web.log" </dev/null >/dev/null 2>&1 &
+log "starting the portal on http://$BIND (HTTP and WebSockets), a Celery worker with beat, the telemetry collector"
+setsid .venv/bin/uvicorn portal.asgi:application --host "${BIND%:*}" --port "${BIND##*:}" --workers 2 \
+  --ws websockets-sansio </dev/null >"$RUN/web.log" 2>&1 &
 echo $! >"$RUN/web.pid"
+setsid .venv/bin/python manage.py collect_telemetry </dev/null >"$RUN/collector.log" 2>&1 &
+echo $! >"$RUN/collector.pid"
 setsid .venv/bin/celery -A portal worker -B --concurrency 4 --loglevel INFO \
   </dev/null >"$RUN/worker.log" 2>&1 &
 echo $! >"$RUN/worker.pid"
@@ -106,5 +108,5 @@ cat <<EOF2
 $(sed 's/^/    /' "$RUN/logins.txt")
 
   admin: /admin/ (clusters, accounts, templates, courses) · API: /api/v1/ (schema at /api/v1/schema/)
-  Logs: var/demo/web.log, var/demo/worker.log · Stop: make stop-demo
+  Logs: var/demo/web.log, var/demo/worker.log, var/demo/collector.log · Stop: make stop-demo
 EOF2

@@ -95,8 +95,9 @@ class FrameBuilder:
         for job, node_id, indexes in snap.allocations:
             by_job.setdefault(job.job_id, []).append((job, node_id, indexes))
 
-        course_rows: dict[int, list[dict]] = {}
-        course_changed: set[int] = set()
+        # Course frames carry the GPUs of the jobs that changed, and every GPU on a heartbeat.
+        course_rows: dict[int, list[tuple[bool, dict]]] = {}
+        course_sampled: dict[int, float] = {}
         for job_id, job in snap.jobs.items():
             allocations = by_job.get(job_id, [])
             changed = any(node_id in snap.changed_nodes for _, node_id, _ in allocations)
@@ -108,9 +109,10 @@ class FrameBuilder:
             rules = self.rules.setdefault(job_id, HintRules(self.idle_seconds))
             if changed:
                 self._account(job_id, gpus, hosts, snap.trainer.get(job_id, []), now)
+            sampled = max((_sampled_at(snap.nodes.get(node_id)) for _, node_id, _ in allocations), default=0.0)
             group = job_group(job_id)
             if changed or due(group):
-                frame = {"kind": "job", "gpus": gpus, "hosts": hosts, "no_gpu": no_gpu}
+                frame = {"kind": "job", "gpus": gpus, "hosts": hosts, "no_gpu": no_gpu, "st": _ms(sampled)}
                 frame["trainer"] = [
                     {"epoch": p.epoch, "step": p.step, "loss": p.loss, "tok_s": p.tokens_per_s}
                     for p in snap.trainer.get(job_id, [])
@@ -129,23 +131,31 @@ class FrameBuilder:
                     else None
                 )
                 rows.append(
-                    {
-                        "key": f"{job.owner}/{job_id[:8]}/{gpu['key']}",
-                        "job": job_id,
-                        "student": job.owner,
-                        "util": gpu["util"],
-                        "mem": memory,
-                        "stale": gpu["stale"],
-                        "idle_s": round(now - rules.idle_since[gpu["key"]]) if gpu["key"] in rules.idle_since else 0,
-                    }
+                    (
+                        changed,
+                        {
+                            "key": f"{job.owner}/{job_id[:8]}/{gpu['key']}",
+                            "job": job_id,
+                            "student": job.owner,
+                            "util": gpu["util"],
+                            "mem": memory,
+                            "stale": gpu["stale"],
+                            "idle_s": round(now - rules.idle_since[gpu["key"]])
+                            if gpu["key"] in rules.idle_since
+                            else 0,
+                        },
+                    )
                 )
             if changed:
-                course_changed.add(job.course_id)
+                course_sampled[job.course_id] = max(course_sampled.get(job.course_id, 0.0), sampled)
 
         for course_id, rows in course_rows.items():
             group = course_group(course_id)
-            if course_id in course_changed or due(group):
-                frames[group] = {"kind": "course", "gpus": sorted(rows, key=lambda r: r["key"])}
+            heartbeat = due(group)
+            if course_id in course_sampled or heartbeat:
+                sent = [row for changed, row in rows if changed or heartbeat]
+                st = _ms(course_sampled.get(course_id, 0.0))
+                frames[group] = {"kind": "course", "gpus": sorted(sent, key=lambda r: r["key"]), "st": st}
 
         self._forget_ended(snap)
         for group in frames:
@@ -164,7 +174,13 @@ class FrameBuilder:
         ]
         if stale:
             gpus = [{**g, **dict.fromkeys(gpu_fields(GpuSample(0, "", *[None] * 7)), None)} for g in gpus]
-        frame = {"kind": "node", "status": live.status, "has_gpu": live.has_gpu, "gpus": gpus}
+        frame = {
+            "kind": "node",
+            "status": live.status,
+            "has_gpu": live.has_gpu,
+            "gpus": gpus,
+            "st": _ms(_sampled_at(live)),
+        }
         frame.update(host_fields(live, stale))
         if live.usage is not None:
             frame["usage"] = None if stale else {"cpu_millis": live.usage[0], "mem_bytes": live.usage[1]}
@@ -226,3 +242,13 @@ class FrameBuilder:
     def _forget_ended(self, snap: Snapshot) -> None:
         for job_id in [j for j in self.rules if j not in snap.jobs]:
             self.rules.pop(job_id, None)
+
+
+def _sampled_at(live: NodeLive | None) -> float:
+    """When the newest sample of a node arrived at the collector (0 if never)."""
+    return 0.0 if live is None else max(live.gpus_at, live.host_at)
+
+
+def _ms(seconds: float) -> int | None:
+    """Epoch ms for the frame's "st" (sample time): clients measure sample age with it."""
+    return int(seconds * 1000) if seconds else None
