@@ -151,6 +151,6 @@ def test_log_endpoint_reads_from_offset(fake_backend, make_job, alice, api_for):
     fake_backend.logs[job.pk] = "line one\nline two\n"
     client = api_for(alice)
     first = client.get(f"/api/v1/jobs/{job.pk}/log/?offset=0").json()
-    assert first == {"offset": 18, "data": "line one\nline two\n", "eof": True}
+    assert first == {"offset": 18, "data": "line one\nline two\n", "eof": True, "done": False}
     assert client.get(f"/api/v1/jobs/{job.pk}/log/?offset=9").json()["data"] == "line two\n"
     assert client.get(f"/api/v1/jobs/{job.pk}/log/?offset=-1").status_code == 400

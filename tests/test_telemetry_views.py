@@ -1,0 +1,69 @@
+"""The telemetry pages: who may open them, what they show, and a constant number of queries."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from jobs.models import Job
+from telemetry.models import JobSummary, Node
+
+pytestmark = pytest.mark.django_db
+
+
+def finished_job(owner, course, cluster, template, *, gpus=2, hours=1.5, util=40.0):
+    start = timezone.now() - timedelta(hours=hours + 1)
+    job = Job.objects.create(owner=owner, course=course, cluster=cluster, template=template, state="completed",
+                             gpus=gpus, started_at=start, finished_at=start + timedelta(hours=hours))  # fmt: skip
+    JobSummary.objects.create(job=job, gpu_hours=gpus * hours, mean_gpu_util=util, samples=100)
+    return job
+
+
+def test_dashboard_and_report_are_for_the_courses_instructors(
+    login, alice, bob, carol, instructor, course, cluster, sleep_template
+):
+    urls = [f"/courses/{course.slug}/dashboard/", f"/courses/{course.slug}/report.csv"]
+    for url in urls:
+        assert Client().get(url).status_code == 302  # anonymous: to the login page
+        assert login(alice).get(url).status_code == 404
+        assert login(carol).get(url).status_code == 404
+    finished_job(alice, course, cluster, sleep_template)
+    page = login(instructor).get(urls[0])
+    assert page.status_code == 200
+    assert 'data-socket="/ws/courses/' in page.content.decode() and b"3.00" in page.content  # alice's GPU-hours
+    report = login(instructor).get(urls[1]).content.decode().splitlines()
+    assert report[0].startswith("student,job,template,cluster,state,gpus")
+    assert report[1].startswith("alice,") and ",3.0,40.0," in report[1]
+
+
+def test_dashboard_query_count_does_not_grow_with_jobs(
+    login, alice, bob, instructor, course, cluster, sleep_template, django_assert_max_num_queries
+):
+    finished_job(alice, course, cluster, sleep_template)
+    client = login(instructor)
+    with django_assert_max_num_queries(12) as few:
+        client.get(f"/courses/{course.slug}/dashboard/")
+    for _ in range(20):
+        finished_job(bob, course, cluster, sleep_template)
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        client.get(f"/courses/{course.slug}/dashboard/")
+
+
+def test_node_pages_are_for_admins_only(login, admin_user, instructor, alice, cluster):
+    node = Node.objects.create(cluster=cluster, name="gpu01", gpus=4)
+    for url in ("/nodes/", f"/nodes/{node.pk}/"):
+        assert login(instructor).get(url).status_code == 404
+        assert login(alice).get(url).status_code == 404
+        assert login(admin_user).get(url).status_code == 200
+    assert b"/ws/nodes/" in login(admin_user).get(f"/nodes/{node.pk}/").content
+
+
+def test_job_page_has_live_charts_and_the_summary_when_it_ended(login, alice, course, cluster, sleep_template):
+    job = finished_job(alice, course, cluster, sleep_template, util=61.5)
+    page = login(alice).get(f"/jobs/{job.pk}/").content.decode()
+    assert f'data-socket="/ws/jobs/{job.pk}/"' in page and 'data-chart="gpu-util"' in page
+    assert "vendor/plotly-cartesian.min.js" in page and "cdn" not in page.lower()
+    assert "61.5 %" in page and "GPU-hours" in page
