@@ -30,6 +30,10 @@ def gpu_fields(sample: GpuSample) -> dict:
     }
 
 
+# A GPU whose node is stale, or whose sample is missing: every field present, none with a value.
+NO_NUMBERS = dict.fromkeys(gpu_fields(GpuSample(0, "", *[None] * 7)))
+
+
 def dcgm_fields(gpu: DcgmGpu) -> dict:
     v = gpu.values
     used, free = v.get("mem_used_mib"), v.get("mem_free_mib")
@@ -173,7 +177,7 @@ class FrameBuilder:
             for i, s in sorted(live.gpus.items())
         ]
         if stale:
-            gpus = [{**g, **dict.fromkeys(gpu_fields(GpuSample(0, "", *[None] * 7)), None)} for g in gpus]
+            gpus = [{**g, **NO_NUMBERS} for g in gpus]
         frame = {
             "kind": "node",
             "status": live.status,
@@ -200,7 +204,7 @@ class FrameBuilder:
                 continue
             for i in indexes:
                 sample = None if stale else live.gpus.get(i)
-                fields = gpu_fields(sample) if sample else dict.fromkeys(gpu_fields(GpuSample(0, "", *[None] * 7)))
+                fields = gpu_fields(sample) if sample else NO_NUMBERS
                 gpus.append({"key": f"{live.name}/{i}", "node": live.name, "i": i, "stale": sample is None, **fields})
         return gpus, hosts, no_gpu
 

@@ -59,10 +59,12 @@ class Periodic(threading.Thread):
         raise NotImplementedError
 
 
-def job_refs(cluster: Cluster, scheduler_ids: list[str]) -> dict[str, JobRef]:
-    """Running portal jobs by scheduler id, in one query."""
-    rows = Job.objects.filter(cluster=cluster, scheduler_id__in=scheduler_ids, state=JobState.RUNNING).values_list(
-        "scheduler_id", "pk", "owner__username", "course_id", "gpus"
+def running_jobs(**filters) -> dict[str, JobRef]:
+    """Running portal jobs (with a scheduler id) matching `filters`, by scheduler id, in one query."""
+    rows = (
+        Job.objects.filter(state=JobState.RUNNING, **filters)
+        .exclude(scheduler_id="")
+        .values_list("scheduler_id", "pk", "owner__username", "course_id", "gpus")
     )
     return {sid: JobRef(str(pk), owner, course_id, gpus) for sid, pk, owner, course_id, gpus in rows}
 
@@ -87,7 +89,7 @@ class SlurmSource(Periodic):
             self._sync_nodes(backend)
             self._nodes_at = time.monotonic()
         allocations = backend.gpu_allocations()
-        jobs = job_refs(self.cluster, sorted({a.scheduler_id for a in allocations}))
+        jobs = running_jobs(cluster=self.cluster, scheduler_id__in=sorted({a.scheduler_id for a in allocations}))
         self.state.put_allocations(
             self.cluster.pk,
             [
@@ -144,13 +146,9 @@ class KubernetesSource(Periodic):
     def cycle(self) -> None:
         self.cluster.refresh_from_db()
         backend = get_backend(self.cluster)
-        running = list(
-            Job.objects.filter(cluster=self.cluster, state=JobState.RUNNING)
-            .exclude(scheduler_id="")
-            .values_list("scheduler_id", "pk", "owner__username", "course_id", "gpus")
-        )
-        refs = {str(pk): JobRef(str(pk), owner, course, gpus) for _, pk, owner, course, gpus in running}
-        namespaces = sorted({sid.partition("/")[0] for sid, *_ in running})
+        running = running_jobs(cluster=self.cluster)
+        refs = {job.job_id: job for job in running.values()}
+        namespaces = sorted({sid.partition("/")[0] for sid in running})
         pods: dict[str, PodLive] = {}
         pod_jobs: dict[tuple[str, str], str] = {}
         now = time.time()
@@ -209,12 +207,11 @@ class LogSource(Periodic):
         self.partial: dict[str, str] = {}
 
     def cycle(self) -> None:
+        followed = running_jobs(cluster_id__in=self.clusters())
+        self.state.put_followed({job.job_id: job for job in followed.values()})
         running = list(
-            Job.objects.filter(state=JobState.RUNNING, cluster_id__in=self.clusters())
-            .exclude(scheduler_id="")
-            .select_related("cluster", "account", "owner")
+            Job.objects.filter(pk__in=[job.job_id for job in followed.values()]).select_related("cluster", "account")
         )
-        self.state.put_followed({str(j.pk): JobRef(str(j.pk), j.owner.username, j.course_id, j.gpus) for j in running})
         for job in running:
             try:
                 self._follow(job)
