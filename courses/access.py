@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
+from ops import logs
+
 from .models import Course, Enrollment, Role
 
 if TYPE_CHECKING:
@@ -80,9 +82,11 @@ def get_job(user, job_id) -> Job:
         raise Http404("No such job.") from None
     jobs = visible_jobs(user).select_related("template", "cluster", "course", "owner", "account")
     try:
-        return jobs.get(pk=job_uuid)
+        job = jobs.get(pk=job_uuid)
     except jobs.model.DoesNotExist:
         raise Http404("No such job.") from None
+    logs.bind_job(job.pk)  # the rest of this request logs with the job's id
+    return job
 
 
 def visible_templates(user) -> QuerySet[JobTemplate]:

@@ -19,6 +19,7 @@ from django.utils import timezone
 from clusters.backends import BackendError, get_backend
 from clusters.backends.base import SubmitRequest
 from courses import access, namespaces
+from ops import store as ops_store
 from portal import failpoints
 
 from .models import Job
@@ -89,6 +90,8 @@ def _submit_locked(job: Job) -> Outcome:
         scheduler_state="PENDING",
         message=f"{how}: scheduler job {scheduler_id}.",
     )
+    latency = (timezone.now() - job.created_at).total_seconds()
+    transaction.on_commit(lambda: ops_store.observe("submit_latency_seconds", latency, job.cluster.name))
     if job.cancel_requested_at is not None:
         transaction.on_commit(lambda: _cancel_after_submit(job.pk))
     return Outcome.SUBMITTED

@@ -21,7 +21,12 @@ SECRET_KEY = env_str("SECRET_KEY", _DEV_SECRET_KEY if DEBUG else "")
 CREDENTIAL_KEYS = env_list("CREDENTIAL_KEYS", [_DEV_CREDENTIAL_KEY] if DEBUG else [])
 
 if not DEBUG:
-    if len(SECRET_KEY) < 40 or SECRET_KEY == _DEV_SECRET_KEY or SECRET_KEY.startswith("django-insecure"):
+    if (
+        len(SECRET_KEY) < 50
+        or len(set(SECRET_KEY)) < 5
+        or SECRET_KEY == _DEV_SECRET_KEY
+        or SECRET_KEY.startswith("django-insecure")
+    ):
         raise ImproperlyConfigured(
             "SECRET_KEY is missing or too weak. Set SECRET_KEY (or SECRET_KEY_FILE) to 50 random characters, "
             "e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))'."
@@ -55,9 +60,12 @@ INSTALLED_APPS = [
     "clusters",
     "jobs",
     "telemetry",
+    "ops",
 ]
 
 MIDDLEWARE = [
+    "ops.health.ProbeMiddleware",  # /healthz, /readyz, /metrics: before host checks and the HTTPS redirect
+    "ops.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -141,12 +149,16 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = DEBUG
 
-# Behind TLS (a reverse proxy that sets X-Forwarded-Proto), set HTTPS=1.
+# Behind TLS (a reverse proxy that sets X-Forwarded-Proto), set HTTPS=1: `manage.py check --deploy` is then clean.
 if env_bool("HTTPS", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 3600)
+    # A portal on a shared university domain may need these off: HSTS_INCLUDE_SUBDOMAINS=0 HSTS_PRELOAD=0.
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("HSTS_PRELOAD", True)
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
@@ -167,6 +179,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Launch and follow lab jobs on the course's SLURM and Kubernetes clusters.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Cluster.kind and JobTemplate.backend share one choice set: one enum in the schema.
+    "ENUM_NAME_OVERRIDES": {"ClusterKindEnum": "clusters.models.ClusterKind"},
 }
 
 # Celery: the job row is the record; a task message may come twice and must change nothing the second time.
@@ -179,6 +193,7 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 600)}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING too (JSON with the ids)
 
 # How the portal follows jobs.
 GPULAB_POLL_INTERVAL = env_float("POLL_INTERVAL_SECONDS", 5.0)
@@ -199,11 +214,22 @@ CELERY_BEAT_SCHEDULE = {
     "poll-clusters": {"task": "workers.tasks.poll_clusters", "schedule": GPULAB_POLL_INTERVAL},
 }
 
+# Prometheus /metrics: with a token set, scrapers send "Authorization: Bearer <token>".
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+
+# LOG_FORMAT=json (the container images and the chart): one object per line with request_id and job_id.
+LOG_FORMAT = env_str("LOG_FORMAT", "plain")
+if LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r}: use plain or json.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"ids": {"()": "ops.logs.ContextFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "ops.logs.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["ids"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"paramiko": {"level": "WARNING"}},
 }

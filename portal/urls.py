@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from clusters import views as cluster_views
+from ops import views as ops_views
 
 urlpatterns = [
     path("", include("jobs.urls")),
@@ -14,5 +15,6 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include("portal.api_urls")),
+    path("admin/operations/", admin.site.admin_view(ops_views.operations), name="operations"),
     path("admin/", admin.site.urls),
 ]

@@ -15,10 +15,12 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import Http404
 
 from courses import access
+from ops.store import SocketGauge
 
 from . import stream
 
 _clients: dict[int, object] = {}
+open_sockets = SocketGauge()
 
 
 def _redis():
@@ -33,6 +35,7 @@ def _redis():
 class TelemetryConsumer(AsyncWebsocketConsumer):
     history_seconds = stream.RING_SECONDS
     group: str | None = None
+    counted = False  # in open_sockets
 
     async def connect(self):
         try:
@@ -44,6 +47,8 @@ class TelemetryConsumer(AsyncWebsocketConsumer):
             return
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        self.counted = True
+        await open_sockets.changed(+1)
         await self.send(text_data=stream.history_message(await self._history(None, self.history_seconds)))
         await self.opened()
 
@@ -57,6 +62,9 @@ class TelemetryConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code):
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.counted:
+            self.counted = False
+            await open_sockets.changed(-1)
 
     async def receive(self, text_data=None, bytes_data=None):
         """{"resync": <t of the last frame held>}: the client saw a gap in seq and wants the frames after it."""

@@ -92,12 +92,12 @@ def test_production_refuses_to_start_without_secret_key():
 
 
 def test_production_refuses_to_start_without_credential_keys():
-    result = _start_settings({"SECRET_KEY": "s" * 50})
+    result = _start_settings({"SECRET_KEY": "s3cr3t-" * 8})
     assert result.returncode != 0 and "CREDENTIAL_KEYS is missing" in result.stderr
 
 
 def test_production_starts_with_both_and_reads_files(tmp_path):
     key_file = tmp_path / "keys"
     key_file.write_text(Fernet.generate_key().decode())
-    result = _start_settings({"SECRET_KEY": "s" * 50, "CREDENTIAL_KEYS_FILE": str(key_file)})
+    result = _start_settings({"SECRET_KEY": "s3cr3t-" * 8, "CREDENTIAL_KEYS_FILE": str(key_file)})
     assert result.returncode == 0, result.stderr

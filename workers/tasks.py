@@ -1,6 +1,7 @@
 """Celery tasks. Thin: they take ids and call the apps' services, which re-read the rows."""
 
 import logging
+import time
 
 from celery import shared_task
 from django.conf import settings
@@ -9,6 +10,7 @@ from django.core.cache import cache
 from clusters.backends import BackendError
 from jobs import cancellation, polling, submission, time_limits
 from jobs.states import JobState
+from ops import store as ops_store
 
 logger = logging.getLogger(__name__)
 
@@ -38,10 +40,12 @@ def poll_cluster(cluster_id: int) -> dict:
     lock_key = f"gpulab:poll:{cluster_id}"
     if not cache.add(lock_key, "1", timeout=max(60, int(settings.GPULAB_POLL_INTERVAL * 10))):
         return {"skipped": True}
+    started = time.monotonic()
     try:
         report = polling.poll_cluster(cluster_id)
     finally:
         cache.delete(lock_key)
+    ops_store.record_poll(report.cluster, time.monotonic() - started, report.error)
     return {"cluster": report.cluster, "polled": report.polled, "moved": report.moved, "error": report.error}
 
 
@@ -49,6 +53,7 @@ def poll_cluster(cluster_id: int) -> dict:
 def poll_clusters() -> None:
     """The beat task: one poll per cluster with jobs on its scheduler, servers past their time limit stopped,
     and a sweep for stuck submissions."""
+    ops_store.mark("beat")
     for cluster_id in polling.clusters_with_active_jobs():
         poll_cluster.delay(cluster_id)
     for job in time_limits.overdue_servers():

@@ -126,6 +126,10 @@ class SSHPool:
                 self.opened += 1
             return client
 
+    def size(self) -> int:
+        self._check_fork()
+        return len(self._clients)
+
     def _drop_stale(self, cluster_pk, account_pk) -> None:
         with self._lock:
             stale = [k for k in self._clients if k[0] == cluster_pk and k[1] == account_pk]

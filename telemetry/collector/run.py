@@ -20,6 +20,7 @@ from django.db import close_old_connections
 from redis.exceptions import RedisError
 
 from clusters.models import Cluster, ClusterKind
+from ops import store as ops_store
 from telemetry import stream
 from telemetry.frames import FrameBuilder
 from telemetry.models import Node
@@ -121,6 +122,8 @@ class Collector:
                     fields["status"] = f"stale: no sample for {now - newest:.0f} s ({live.status})"[:255]
                 Node.objects.filter(pk=node_id).update(**fields)
             self.start_sources()
+            ops_store.mark("collector")
+            ops_store.report_ssh_pool()
         finally:
             close_old_connections()
 
