@@ -9,6 +9,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,26 @@ def test_operations_page_is_for_admins_only(client, login, alice, admin_user, cl
     assert response.status_code == 200
     page = response.content.decode()
     assert "Celery workers" in page and cluster.display_name in page and "not polled yet" in page
+
+
+def test_tasks_log_with_the_id_of_the_request_that_queued_them_and_their_job():
+    from types import SimpleNamespace
+
+    from ops import signals
+
+    headers: dict = {}
+    token = logs.request_id_var.set("req-abcdef123")
+    try:
+        signals._add_request_id(headers=headers)
+    finally:
+        logs.request_id_var.reset(token)
+    job_id = uuid.uuid4()
+    task = SimpleNamespace(name="workers.tasks.submit_job", request=SimpleNamespace(**headers))
+    try:
+        signals._bind_ids(task=task, args=[str(job_id)])
+        assert (logs.request_id_var.get(), logs.job_id_var.get()) == ("req-abcdef123", str(job_id))
+        signals._bind_ids(task=SimpleNamespace(name="workers.tasks.poll_clusters", request=SimpleNamespace()), args=[])
+        assert (logs.request_id_var.get(), logs.job_id_var.get()) == ("", "")  # nothing left from the last task
+    finally:
+        logs.request_id_var.set("")
+        logs.job_id_var.set("")

@@ -57,24 +57,27 @@ def slurm(*argv: str) -> str:
 class Worker:
     """A real `celery worker -B` process against the test database."""
 
-    def __init__(self, env: dict[str, str], logdir: Path):
+    def __init__(self, env: dict[str, str], logdir: Path, *, name: str = "worker", beat: bool = True):
         self.base_env, self.logdir, self.proc, self.count = env, logdir, None, 0
+        self.name, self.beat = name, beat
 
     @property
     def log_path(self) -> Path:
-        return self.logdir / f"worker-{self.count}.log"
+        return self.logdir / f"{self.name}-{self.count}.log"
 
     def start(self, **extra_env: str) -> None:
         self.count += 1
         env = {**self.base_env, **extra_env}
         celery = str(ROOT / ".venv/bin/celery")
-        subprocess.run([celery, "-A", "portal", "purge", "-f"], env=env, cwd=ROOT, capture_output=True, check=False)
+        if self.beat:  # the first worker starts from an empty queue; replicas join it as it is
+            subprocess.run([celery, "-A", "portal", "purge", "-f"], env=env, cwd=ROOT, capture_output=True, check=False)
         argv = [
             celery,
             "-A",
             "portal",
             "worker",
-            "-B",
+            *(["-B"] if self.beat else []),
+            f"--hostname={self.name}@%h",
             "--loglevel=INFO",
             "--concurrency=2",
             "--without-gossip",
@@ -102,7 +105,7 @@ class Worker:
                 self.kill()
 
     def logs(self) -> str:
-        return "".join(p.read_text(errors="replace") for p in sorted(self.logdir.glob("worker-*.log")))
+        return "".join(p.read_text(errors="replace") for p in sorted(self.logdir.glob(f"{self.name}-*.log")))
 
 
 @pytest.fixture(scope="session")
