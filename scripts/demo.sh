@@ -65,20 +65,7 @@ fi
 .venv/bin/python manage.py collectstatic --noinput -v0
 .venv/bin/python manage.py demo_setup --logins "$RUN/logins.txt"
 
-mkdir -p "$RUN/clusters.d"
-cat >"$RUN/clusters.d/local.yml" <<EOF2
-# The demo's single-node SLURM cluster, reached through sshd on 127.0.0.1 (written by scripts/demo.sh).
-v2:
-  metadata: {title: "Local SLURM (demo)"}
-  login: {host: $GPULAB_SSH_HOST, port: $GPULAB_SSH_PORT, host_key: "$GPULAB_HOST_KEY"}
-  job: {adapter: slurm, partitions: [debug, gpu], gpu_types: [demo]}
-  gpulab:
-    lab_dir: ~/gpulab
-    preamble: |
-      if [ -x $LAB_VENV/bin/python ]; then export PYTHON=$LAB_VENV/bin/python; fi
-    courses: [demo]
-    service_account: {username: $GPULAB_SERVICE_USER, private_key_file: $GPULAB_SERVICE_KEY}
-EOF2
+bash scripts/demo_cluster.sh "$RUN/clusters.d" "$LAB_VENV"
 .venv/bin/python manage.py sync_clusters "$RUN/clusters.d"
 .venv/bin/python manage.py load_templates --course demo
 .venv/bin/python manage.py stage_lab_files local

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages the lab needs, only those missing. Shared by `make demo` and `make test`.
 #   scripts/ensure_packages.sh            PostgreSQL, Redis, SLURM + munge, sshd, python3-venv
-#   scripts/ensure_packages.sh --test     the same, and what the tests use: Chromium, jq
+#   scripts/ensure_packages.sh --test     the same, and what the tests use: Chromium, jq, docker-compose
 set -euo pipefail
 need=()
 command -v slurmctld >/dev/null || need+=(slurm-wlm munge)
@@ -15,6 +15,8 @@ python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 if [ "${1:-}" = "--test" ]; then
   command -v chromium >/dev/null || need+=(chromium)
   command -v jq >/dev/null || need+=(jq)
+  # `docker compose config` checks docker-compose.yml; Debian's docker-compose is the client without an engine.
+  { docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null; } || need+=(docker-compose)
 fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "[packages] installing ${need[*]}"

@@ -13,6 +13,9 @@ set -euo pipefail
 
 LOCAL_DIR=${GPULAB_LOCAL_DIR:-/var/lib/gpulab-local}
 SSH_PORT=${GPULAB_SSH_PORT:-2222}
+# The demo container (deploy/slurm) listens on its network and is reached by its service name; here, loopback.
+SSH_LISTEN=${GPULAB_SSH_LISTEN:-127.0.0.1}
+ADVERTISE_HOST=${GPULAB_ADVERTISE_HOST:-127.0.0.1}
 SLURMCTLD_PORT=${GPULAB_SLURMCTLD_PORT:-6817}
 SLURMD_PORT=${GPULAB_SLURMD_PORT:-6818}
 SERVICE_USER=${GPULAB_SERVICE_USER:-labsvc}    # the cluster's service account
@@ -90,7 +93,7 @@ Waittime=0
 MessageTimeout=10
 SlurmctldTimeout=30
 SlurmdTimeout=60
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=16 RealMemory=16000 Gres=gpu:demo:4 State=UNKNOWN
+NodeName=$NODE NodeAddr=$ADVERTISE_HOST CPUs=16 RealMemory=16000 Gres=gpu:demo:4 State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=60 State=UP
 PartitionName=gpu Nodes=$NODE MaxTime=120 State=UP
 EOF
@@ -105,7 +108,7 @@ write_sshd_conf() {
   cat >"$LOCAL_DIR/ssh/sshd_config" <<EOF
 # Written by scripts/local_slurm.sh: the lab's login node, loopback only.
 Port $SSH_PORT
-ListenAddress 127.0.0.1
+ListenAddress $SSH_LISTEN
 HostKey $LOCAL_DIR/ssh/host_ed25519
 PidFile $LOCAL_DIR/ssh/sshd.pid
 PermitRootLogin no
@@ -131,7 +134,7 @@ write_env() {
   local host_key
   host_key=$(cut -d' ' -f1,2 "$LOCAL_DIR/ssh/host_ed25519.pub")
   cat >"$LOCAL_DIR/cluster.env" <<EOF
-GPULAB_SSH_HOST=127.0.0.1
+GPULAB_SSH_HOST=$ADVERTISE_HOST
 GPULAB_SSH_PORT=$SSH_PORT
 GPULAB_SERVICE_USER=$SERVICE_USER
 GPULAB_SERVICE_KEY=$LOCAL_DIR/keys/$SERVICE_USER
@@ -168,7 +171,7 @@ start() {
 
   write_env
   wait_ready
-  log "ready: ssh -p $SSH_PORT -i $LOCAL_DIR/keys/$SERVICE_USER $SERVICE_USER@127.0.0.1"
+  log "ready: ssh -p $SSH_PORT -i $LOCAL_DIR/keys/$SERVICE_USER $SERVICE_USER@$ADVERTISE_HOST"
 }
 
 wait_ready() {

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Write the demo SLURM cluster's clusters.d entry from the GPULAB_* variables of its cluster.env.
+#   scripts/demo_cluster.sh OUT_DIR [LAB_VENV]
+# Used by `make demo` (sshd on 127.0.0.1) and by the compose stack's setup (the `slurm` service).
+set -euo pipefail
+out=$1
+lab_venv=${2:-/opt/gpulab-lab-venv}
+: "${GPULAB_SSH_HOST:?} ${GPULAB_SSH_PORT:?} ${GPULAB_HOST_KEY:?} ${GPULAB_SERVICE_USER:?} ${GPULAB_SERVICE_KEY:?}"
+mkdir -p "$out"
+cat >"$out/local.yml" <<EOF
+# The demo's single-node SLURM cluster (written by scripts/demo_cluster.sh); its host key is pinned here.
+v2:
+  metadata: {title: "Local SLURM (demo)"}
+  login: {host: $GPULAB_SSH_HOST, port: $GPULAB_SSH_PORT, host_key: "$GPULAB_HOST_KEY"}
+  job: {adapter: slurm, partitions: [debug, gpu], gpu_types: [demo]}
+  gpulab:
+    lab_dir: ~/gpulab
+    preamble: |
+      if [ -x $lab_venv/bin/python ]; then export PYTHON=$lab_venv/bin/python; fi
+    courses: [demo]
+    service_account: {username: $GPULAB_SERVICE_USER, private_key_file: $GPULAB_SERVICE_KEY}
+EOF
