@@ -1,10 +1,11 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.shortcuts import redirect, render
 
 from jobs.forms import CourseFilterForm, RosterUploadForm
+from jobs.models import Job
 from jobs.states import ACTIVE_STATES
 
 from . import access
@@ -26,9 +27,16 @@ def course_jobs(request, slug: str):
             jobs = jobs.filter(template__slug=form.cleaned_data["template"])
     jobs = jobs.select_related("template", "cluster", "course", "owner").order_by("-created_at")
     page = Paginator(jobs, 50).get_page(request.GET.get("page"))
-    students = course.enrollments.select_related("user").annotate(
-        active=Count("user__jobs", filter=Q(user__jobs__course=course, user__jobs__state__in=ACTIVE_STATES))
+    # Active jobs per student from the (course, state) index, not a join of every enrollment with every job.
+    active = dict(
+        Job.objects.filter(course=course, state__in=ACTIVE_STATES)
+        .values_list("owner_id")
+        .annotate(n=Count("pk"))
+        .order_by()
     )
+    students = list(course.enrollments.select_related("user"))
+    for enrollment in students:
+        enrollment.active = active.get(enrollment.user_id, 0)
     context = {
         "course": course,
         "form": form,

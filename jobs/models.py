@@ -101,6 +101,7 @@ class Job(models.Model):
             models.Index(fields=["cluster", "state"], name="job_cluster_state"),
             models.Index(fields=["owner", "-created_at"], name="job_owner_created"),
             models.Index(fields=["course", "state"], name="job_course_state"),
+            models.Index(fields=["course", "-created_at"], name="job_course_created"),  # the course job list
         ]
         constraints = [
             models.UniqueConstraint(
