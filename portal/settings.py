@@ -17,6 +17,8 @@ _DEV_SECRET_KEY = "dev-only-insecure-secret-key-never-use-in-production-01234567
 _DEV_CREDENTIAL_KEY = "ZGV2LW9ubHktaW5zZWN1cmUtY3JlZGVudGlhbC1rZXk="
 
 SECRET_KEY = env_str("SECRET_KEY", _DEV_SECRET_KEY if DEBUG else "")
+# Rotating SECRET_KEY: the old key here keeps sessions and signed links valid until they expire.
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS")
 # Fernet keys for cluster credentials, newest first; older keys still decrypt (see `manage.py rotate_credentials`).
 CREDENTIAL_KEYS = env_list("CREDENTIAL_KEYS", [_DEV_CREDENTIAL_KEY] if DEBUG else [])
 
