@@ -42,6 +42,8 @@ def log_in(page, live_server, username: str) -> None:
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
+    # The session cookie exists only once the POST's answer is back; navigating earlier lands on the login page.
+    page.wait_for_url(lambda url: "/login/" not in url, timeout=15_000)
 
 
 @pytest.mark.timeout(180)
