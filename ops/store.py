@@ -7,6 +7,7 @@ reads. Writes never raise: a measurement lost to a Redis blip must never fail a 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -136,16 +137,12 @@ class SocketGauge:
         self._refresher = None
 
     async def changed(self, delta: int) -> None:
-        import asyncio
-
         self.count += delta
         if self._refresher is None or self._refresher.done():
             self._refresher = asyncio.get_running_loop().create_task(self._refresh())
         await asyncio.to_thread(set_process_gauge, self.name, self.count)  # never block the loop on Redis
 
     async def _refresh(self) -> None:
-        import asyncio
-
         while True:
             await asyncio.sleep(PROCESS_TTL / 4)
             await asyncio.to_thread(set_process_gauge, self.name, self.count)

@@ -301,14 +301,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def web(portal_env, tmp_path_factory):
-    """uvicorn serving portal.asgi (HTTP and WebSockets) on 127.0.0.1, against the test database."""
+def start_web(env: dict[str, str], log: Path) -> Daemon:
+    """uvicorn serving portal.asgi (HTTP and WebSockets) on a free port of 127.0.0.1; `.url` is its address."""
     port = free_port()
     argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
-    log = tmp_path_factory.mktemp("web") / "web.log"
-    server = Daemon(argv, portal_env, log, lambda text: "Application startup complete" in text).start()
+    server = Daemon(argv, env, log, lambda text: "Application startup complete" in text).start()
     server.url = f"http://127.0.0.1:{port}"
+    return server
+
+
+@pytest.fixture(scope="session")
+def web(portal_env, tmp_path_factory):
+    """The session's web server, against the test database."""
+    server = start_web(portal_env, tmp_path_factory.mktemp("web") / "web.log")
     yield server
     server.stop()
 

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from .conftest import ROOT, Daemon, free_port, wait_for
+from .conftest import free_port, start_web, wait_for
 
 
 def probe(url: str) -> tuple[int, str]:
@@ -19,14 +19,6 @@ def probe(url: str) -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
-
-
-def start_web(env: dict[str, str], log) -> Daemon:
-    port = free_port()
-    argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
-    server = Daemon(argv, env, log, lambda text: "Application startup complete" in text).start()
-    server.url = f"http://127.0.0.1:{port}"
-    return server
 
 
 @pytest.fixture

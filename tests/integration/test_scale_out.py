@@ -18,7 +18,7 @@ from jobs.states import ON_SCHEDULER_STATES
 from ops import logs
 from workers.tasks import submit_job
 
-from .conftest import ROOT, Daemon, Worker, free_port, slurm, wait_for
+from .conftest import Worker, slurm, start_web, wait_for
 from .ws import Socket
 
 BURST = 12
@@ -26,20 +26,10 @@ BURST = 12
 
 @pytest.fixture
 def web_pair(portal_env, tmp_path):
-    servers = []
-    for name in ("web-a", "web-b"):
-        port = free_port()
-        argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
-        server = Daemon(argv, {**portal_env, "LOG_FORMAT": "json"}, tmp_path / f"{name}.log", _started).start()
-        server.url = f"http://127.0.0.1:{port}"
-        servers.append(server)
+    servers = [start_web({**portal_env, "LOG_FORMAT": "json"}, tmp_path / f"{name}.log") for name in ("web-a", "web-b")]
     yield servers
     for server in servers:
         server.stop()
-
-
-def _started(text: str) -> bool:
-    return "Application startup complete" in text
 
 
 @pytest.fixture
