@@ -25,9 +25,11 @@ def course_jobs(request, slug: str):
             jobs = jobs.filter(owner__username__icontains=form.cleaned_data["student"])
         if form.cleaned_data["template"]:
             jobs = jobs.filter(template__slug=form.cleaned_data["template"])
-    jobs = jobs.select_related("template", "cluster", "course", "owner").order_by("-created_at")
-    page = Paginator(jobs, 50).get_page(request.GET.get("page"))
-    # Active jobs per student from the (course, state) index, not a join of every enrollment with every job.
+    page = Paginator(jobs.for_table(), 50).get_page(request.GET.get("page"))
+    context = {"course": course, "form": form, "page": page, "jobs": page.object_list, "show_owner": True}
+    if request.headers.get("HX-Request"):  # the table's 5-second refresh: its rows only
+        return render(request, "jobs/_job_rows.html", context)
+    # Unfinished jobs per student from the (course, state) index, not a join of every enrollment with every job.
     active = dict(
         Job.objects.filter(course=course, state__in=ACTIVE_STATES)
         .values_list("owner_id")
@@ -37,17 +39,8 @@ def course_jobs(request, slug: str):
     students = list(course.enrollments.select_related("user"))
     for enrollment in students:
         enrollment.active = active.get(enrollment.user_id, 0)
-    context = {
-        "course": course,
-        "form": form,
-        "page": page,
-        "jobs": page.object_list,
-        "show_owner": True,
-        "enrollments": students,
-        "templates": course.templates.all(),
-    }
-    template = "jobs/_job_rows.html" if request.headers.get("HX-Request") else "courses/course_jobs.html"
-    return render(request, template, context)
+    context |= {"enrollments": students, "templates": course.templates.all()}
+    return render(request, "courses/course_jobs.html", context)
 
 
 @login_required

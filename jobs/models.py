@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 import re
 import uuid
 
@@ -62,6 +64,28 @@ class JobTemplate(models.Model):
         return self.backend == ClusterKind.KUBERNETES and bool(MPIJOB_KIND.search(self.body))
 
 
+class JobQuerySet(models.QuerySet):
+    def for_table(self) -> JobQuerySet:
+        """Newest first, with what a row of a job table (jobs/_job_rows.html) shows in the same query: the
+        owner's, template's and cluster's names. The long texts a row never reads stay in the database."""
+        return (
+            self.select_related("template", "cluster", "owner")
+            .defer(
+                "params",
+                "script",
+                "error",
+                "template__description",
+                "template__body",
+                "template__parameters",
+                "cluster__host_key",
+                "cluster__preamble",
+                "cluster__ca_certificate",
+                "owner__password",
+            )
+            .order_by("-created_at")
+        )
+
+
 class Job(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="jobs")
@@ -94,6 +118,8 @@ class Job(models.Model):
     submitted_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = JobQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

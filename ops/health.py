@@ -24,9 +24,16 @@ PROBE_TIMEOUT = 1.0
 
 def check_database() -> None:
     connection = connections["default"]
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-        cursor.fetchone()
+    pool = getattr(connection, "pool", None)  # PostgreSQL in the web process (settings.DATABASE_POOL_SIZE)
+    if pool is None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+        return
+    # A connection within the probe's timeout, not after the 10 s a request may wait for one.
+    pool.open()
+    with pool.connection(timeout=PROBE_TIMEOUT) as pooled:
+        pooled.execute("SELECT 1")
 
 
 def _ping(url: str) -> None:

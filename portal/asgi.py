@@ -5,6 +5,7 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+os.environ["GPULAB_ASGI"] = "1"  # this process serves requests: database connections from a pool (settings.py)
 django_asgi_app = get_asgi_application()  # sets Django up before the consumers import models
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402

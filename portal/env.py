@@ -65,15 +65,22 @@ def env_list(name: str, default: list[str] | None = None) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-def database_from_url(url: str, *, sqlite_default: Path) -> dict:
-    """The DATABASES['default'] entry for a postgres:// or sqlite:/// URL (SQLite file when the URL is empty)."""
+def database_from_url(url: str, *, sqlite_default: Path, pool_size: int = 0) -> dict:
+    """The DATABASES['default'] entry for a postgres:// or sqlite:/// URL (SQLite file when the URL is empty).
+
+    With `pool_size`, PostgreSQL connections come from a psycopg pool of at most that many instead of staying
+    open per thread (CONN_MAX_AGE); the two do not mix.
+    """
     if not url:
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(sqlite_default)}
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": unquote(parsed.path) or str(sqlite_default)}
     if parsed.scheme in {"postgres", "postgresql"}:
-        options = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
+        options: dict = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
+        if pool_size:
+            # A request waits up to 10 s for a free connection, then fails instead of queueing without end.
+            options["pool"] = {"min_size": min(2, pool_size), "max_size": pool_size, "timeout": 10}
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": unquote(parsed.path.lstrip("/")),
@@ -81,7 +88,7 @@ def database_from_url(url: str, *, sqlite_default: Path) -> dict:
             "PASSWORD": unquote(parsed.password or ""),
             "HOST": parsed.hostname or "",
             "PORT": str(parsed.port or ""),
-            "CONN_MAX_AGE": 60,
+            "CONN_MAX_AGE": 0 if pool_size else 60,
             "CONN_HEALTH_CHECKS": True,
             "OPTIONS": options,
         }

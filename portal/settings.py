@@ -98,7 +98,16 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": database_from_url(env_str("DATABASE_URL"), sqlite_default=DATA_DIR / "portal.sqlite3")}
+# The web process (portal/asgi.py sets GPULAB_ASGI) takes PostgreSQL connections from a pool: ASGI runs each
+# request's sync code in a thread of its own, so per-thread persistent connections would mean a new connection,
+# and its few milliseconds of set-up, on every request. Celery's workers keep persistent connections, because
+# a pool must not cross the fork of their child processes.
+DATABASE_POOL_SIZE = env_int("DATABASE_POOL_SIZE", 10) if env_bool("GPULAB_ASGI") else 0
+DATABASES = {
+    "default": database_from_url(
+        env_str("DATABASE_URL"), sqlite_default=DATA_DIR / "portal.sqlite3", pool_size=DATABASE_POOL_SIZE
+    )
+}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -108,7 +117,6 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", 
 
 # Live telemetry: Channels over Redis pub/sub (one message per web process per group, not one per socket;
 # bench/telemetry_fanout.py measures both layers), and the 10-minute ring of frames on the same server.
-ASGI_APPLICATION = "portal.asgi.application"
 TELEMETRY_REDIS_URL = env_str("TELEMETRY_REDIS_URL", REDIS_URL)
 CHANNEL_LAYER_BACKEND = env_str("CHANNEL_LAYER_BACKEND", "channels_redis.pubsub.RedisPubSubChannelLayer")
 # The collector publishes what changed every tick: a sample waits at most this long before it is sent.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make demo`: the whole lab on this machine. PostgreSQL, Redis, a one-node SLURM cluster behind sshd on
-# 127.0.0.1, the portal (gunicorn), a Celery worker with beat; then the URL and the demo logins.
+# 127.0.0.1, the portal (uvicorn), a Celery worker with beat; then the URL and the demo logins.
 # `make stop-demo` stops the portal processes (scripts/demo.sh stop).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -122,6 +122,8 @@ def test_web_probes_and_websocket_friendly_ingress(objects):
     assert (
         web["livenessProbe"]["httpGet"]["path"] == "/healthz" and web["readinessProbe"]["httpGet"]["path"] == "/readyz"
     )
+    env = {e["name"]: e.get("value") for e in web["env"]}
+    assert env["WEB_CONCURRENCY"] == "2" and env["DATABASE_POOL_SIZE"] == "10"
     ingress = next(iter(by_kind(objects, "Ingress").values()))
     assert int(ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/proxy-read-timeout"]) >= 3600
     assert ingress["spec"]["tls"][0]["hosts"] == ["gpulab.example.edu"]

@@ -82,6 +82,26 @@ def test_secrets_come_from_files(tmp_path):
     assert result.returncode != 0 and "SECRET_KEY_FILE" in result.stderr and "cannot be read" in result.stderr
 
 
+def database_settings(env, entry: str) -> dict:
+    """DATABASES["default"] as a process started through `entry` (an import statement) sees it."""
+    code = f"{entry}\nimport json; from django.conf import settings; print(json.dumps(settings.DATABASES['default']))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_the_web_process_takes_database_connections_from_a_pool_and_workers_do_not(tmp_path):
+    env = production_env(tmp_path, DATABASE_URL="postgres://portal:pw@127.0.0.1:5432/portal", DATABASE_POOL_SIZE="7")
+    web = database_settings(env, "import portal.asgi")
+    assert web["OPTIONS"]["pool"] == {"min_size": 2, "max_size": 7, "timeout": 10}
+    assert web["CONN_MAX_AGE"] == 0  # Django refuses a pool with persistent connections
+    # Celery forks its worker processes after start-up, and a pool must not cross a fork.
+    worker = database_settings(env, "import django; django.setup()")
+    assert "pool" not in worker["OPTIONS"] and worker["CONN_MAX_AGE"] == 60
+    unpooled = database_settings({**env, "DATABASE_POOL_SIZE": "0"}, "import portal.asgi")
+    assert "pool" not in unpooled["OPTIONS"] and unpooled["CONN_MAX_AGE"] == 60
+
+
 def test_healthz_answers_before_host_checks_and_the_https_redirect(client, settings):
     settings.SECURE_SSL_REDIRECT = True
     response = client.get("/healthz", HTTP_HOST="10.1.2.3:8000")  # a kubelet probing the pod IP over HTTP

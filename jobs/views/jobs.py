@@ -12,13 +12,9 @@ from jobs.logs import log_streams, read_log
 from jobs.models import Job
 
 
-def _list_queryset(queryset):
-    return queryset.select_related("template", "cluster", "course", "owner").order_by("-created_at")
-
-
 @login_required
 def my_jobs(request):
-    jobs = _list_queryset(Job.objects.filter(owner=request.user))
+    jobs = Job.objects.filter(owner=request.user).for_table()
     page = Paginator(jobs, 50).get_page(request.GET.get("page"))
     template = "jobs/_job_rows.html" if request.headers.get("HX-Request") else "jobs/my_jobs.html"
     return render(request, template, {"page": page, "jobs": page.object_list, "show_owner": False})
