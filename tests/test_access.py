@@ -81,6 +81,23 @@ def test_course_page_filters_by_state_student_and_template(login, make_job, alic
     assert alice_job.short_id not in by_template
 
 
+def test_the_course_tables_refresh_answers_with_its_rows_only(
+    login, make_job, alice, bob, instructor, course, django_assert_max_num_queries
+):
+    alice_job, bob_job = make_job(alice), make_job(bob)
+    client = login(instructor)
+    url = reverse("courses:jobs", args=[course.slug])
+    with django_assert_max_num_queries(20) as full:
+        page = client.get(url).content.decode()
+    assert "<h2>Students</h2>" in page
+    # htmx asks again every 5 s with the page's filters: the rows, without the roster the page shows once.
+    with django_assert_max_num_queries(len(full.captured_queries) - 2):
+        rows = client.get(url, {"student": "bob"}, headers={"HX-Request": "true"}).content.decode()
+    assert rows.lstrip().startswith("<tr>") and "Students" not in rows and "<html" not in rows
+    assert bob_job.short_id in rows and alice_job.short_id not in rows
+    assert login(bob).get(url, headers={"HX-Request": "true"}).status_code == 404  # a student's refresh too
+
+
 def test_course_page_query_count_does_not_grow_with_jobs(
     login, make_job, alice, bob, instructor, course, django_assert_max_num_queries
 ):
