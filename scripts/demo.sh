@@ -36,19 +36,25 @@ bash scripts/services.sh start
 bash scripts/local_slurm.sh start
 
 mkdir -p "$RUN"
-if [ ! -f "$RUN/portal.env" ]; then
-  log "generating the portal's secrets in var/demo/portal.env"
-  .venv/bin/python - "$RUN/portal.env" <<'PY'
+# The secrets live beside the demo's database, whose stored credentials CREDENTIAL_KEYS decrypts: every checkout
+# on this machine shares that database, so they share its keys too.
+SECRETS=$GPULAB_LOCAL_DIR/demo-portal.env
+if [ ! -f "$SECRETS" ] && [ -f "$RUN/portal.env" ]; then
+  install -m 600 "$RUN/portal.env" "$SECRETS"  # a demo started before the keys moved here
+fi
+if [ ! -f "$SECRETS" ]; then
+  log "generating the portal's secrets in $SECRETS"
+  .venv/bin/python - "$SECRETS" <<'PY'
 import secrets, sys
 from cryptography.fernet import Fernet
 with open(sys.argv[1], "w") as fh:
     fh.write(f"SECRET_KEY={secrets.token_urlsafe(50)}\nCREDENTIAL_KEYS={Fernet.generate_key().decode()}\n")
 PY
-  chmod 600 "$RUN/portal.env"
+  chmod 600 "$SECRETS"
 fi
 set -a
 # shellcheck disable=SC1091
-. "$RUN/portal.env"; . "$GPULAB_LOCAL_DIR/services.env"; . "$GPULAB_LOCAL_DIR/cluster.env"
+. "$SECRETS"; . "$GPULAB_LOCAL_DIR/services.env"; . "$GPULAB_LOCAL_DIR/cluster.env"
 set +a
 export DEBUG=0 DJANGO_SETTINGS_MODULE=portal.settings ALLOWED_HOSTS=${ALLOWED_HOSTS:-localhost,127.0.0.1,${BIND%:*}}
 
