@@ -79,7 +79,16 @@ def main() -> None:
     logins_before = accepted_logins(sshd_log, user)
     venv = ROOT / ".venv" / "bin"
     web = start(
-        [str(venv / "gunicorn"), "portal.wsgi", "-b", f"127.0.0.1:{PORT}", "-w", "3", "--threads", "4"],
+        [
+            str(venv / "uvicorn"),
+            "portal.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(PORT),
+            "--workers",
+            "2",
+        ],
         logs / "web.log",
     )
     worker = start(
