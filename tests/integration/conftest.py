@@ -49,6 +49,18 @@ def wait_for(predicate: Callable[[], object], *, timeout: float = 60, interval: 
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
+def stop_group(proc: subprocess.Popen | None, grace: float) -> None:
+    """SIGTERM a process started in a session of its own, with its children; SIGKILL what outlives `grace`."""
+    if proc is None or proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
 def slurm(*argv: str) -> str:
     """Ask SLURM directly (as root on this machine) to check what the portal did."""
     return subprocess.run(list(argv), capture_output=True, text=True, check=False, timeout=30).stdout
@@ -97,12 +109,7 @@ class Worker:
             self.proc.wait(timeout=30)
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        stop_group(self.proc, grace=20)
 
     def logs(self) -> str:
         return "".join(p.read_text(errors="replace") for p in sorted(self.logdir.glob(f"{self.name}-*.log")))
@@ -284,13 +291,7 @@ class Daemon:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=15)
+        stop_group(self.proc, grace=15)
 
 
 def free_port() -> int:
