@@ -65,10 +65,13 @@ class Publisher:
         groups = list(frames)
         async with self.redis.pipeline(transaction=False) as pipe:
             for group in groups:
+                # A counter Redis lost (a restart, an expiry) starts again above any number it gave before, from
+                # the clock: browsers drop frames numbered at or below the last one they drew.
+                pipe.set(_seq_key(group), now_ms, nx=True)
                 pipe.incr(_seq_key(group))
                 pipe.expire(_seq_key(group), RING_SECONDS * 6)
             answers = await pipe.execute()
-        seqs = {group: int(answers[2 * i]) for i, group in enumerate(groups)}
+        seqs = {group: int(answers[3 * i + 1]) for i, group in enumerate(groups)}
         texts = {}
         async with self.redis.pipeline(transaction=False) as pipe:
             for group in groups:

@@ -146,7 +146,8 @@ def test_streams_resume_after_redis_restarts(
         back = time.monotonic()
         after = socket.wait(lambda m: with_gpus(m) and m["t"] > before["t"] + 1000, timeout=15, what="frames again")
         assert time.monotonic() - back < 5, "frames resumed too late"
-        assert after["seq"] != before["seq"]
+        # Redis lost the counter; the new one starts above the old, or browsers would drop the frames as seen.
+        assert after["seq"] > before["seq"]
 
 
 def test_trainer_lines_become_curves_and_the_log_streams(
