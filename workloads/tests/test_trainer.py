@@ -1,6 +1,7 @@
 """The trainer on CPU: loss falls, the log line keeps its contract, DDP matches one process, resume continues."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -64,8 +65,32 @@ def test_sigterm_saves_a_checkpoint_before_stopping(tmp_path):
             break
     proc.send_signal(signal.SIGTERM)
     output = proc.communicate(timeout=60)[0]
-    assert proc.returncode == 0 and "stopped (SIGTERM)" in output
+    assert proc.returncode == 0 and "stopped by SIGTERM at step" in output
     assert (tmp_path / "checkpoint.pt").exists() and not (tmp_path / "model.pt").exists()
     started = time.monotonic()
     train("--max_steps", "1", "--epochs", "50", run_dir=tmp_path)  # resumes; already past step 1, so it stops
     assert "resuming from" in train.last_output and time.monotonic() - started < 60
+
+
+def test_sigterm_to_the_whole_job_ends_with_one_line_and_a_checkpoint_not_a_traceback(tmp_path):
+    """scancel and SLURM's time-limit warning signal every process of the job, data-loader workers included."""
+    argv = [sys.executable, str(TRAIN), "--num_workers", "2", "--seq_len", "64", "--batch_size", "16"]
+    argv += ["--log_every", "5", "--epochs", "50", "--run_dir", str(tmp_path)]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, start_new_session=True
+    )
+    for line in proc.stdout:
+        if line.startswith("epoch=") and int(LOG_LINE.match(line.strip())["step"]) >= 10:
+            break
+    os.killpg(proc.pid, signal.SIGTERM)  # the trainer and its two workers, as SLURM does
+    output, errors = proc.communicate(timeout=60)
+    assert proc.returncode == 0, errors[-3000:]
+    assert "Traceback" not in errors and "Error" not in errors, errors[-3000:]
+    ending = [line for line in output.splitlines() if not LOG_LINE.match(line)]  # the start line was read above
+    assert len(ending) == 1 and ending[0].startswith("stopped by SIGTERM at step "), output[-2000:]
+    checkpoint = tmp_path / "checkpoint.pt"
+    assert f"checkpoint saved to {checkpoint}" in ending[0]
+    import torch
+
+    step = torch.load(checkpoint, weights_only=False)["step"]
+    assert f"at step {step} of " in ending[0] and step >= 10

@@ -4,7 +4,9 @@ Rank 0 prints, every --log_every steps, the line the portal turns into curves:
     epoch=0 step=100 loss=2.3456 tok/s=12345.6 step_ms=10.4 [mfu=41.2]
 (tok/s counts every rank's tokens; mfu is percent of the GPU's peak dense bf16/fp16 FLOP/s, GPU only).
 Checkpoints go to --run_dir (default runs/$SLURM_JOB_ID) every --checkpoint_minutes, at the end, and on
-SIGTERM (SLURM's warning before a time limit); a rerun with the same --run_dir resumes from there.
+SIGTERM (a cancel, or SLURM's warning before a time limit); a rerun with the same --run_dir resumes from there.
+SIGTERM ends the run after the current step with one line ("stopped by SIGTERM at step N …") and exit status 0:
+SLURM signals every process of the job, so data-loader workers ignore it and leave the stopping to the trainer.
 The end writes model.pt and config.json, which the inference server loads.
 """
 
@@ -115,6 +117,30 @@ class Dist:
             dist.destroy_process_group()
 
 
+class StopSignal:
+    """Set by SIGTERM; under DDP every rank stops at the same step (a rank that stopped alone would hang the rest)."""
+
+    def __init__(self) -> None:
+        self.received = False
+        signal.signal(signal.SIGTERM, self._on_signal)
+
+    def _on_signal(self, signum, frame) -> None:
+        self.received = True
+
+    def agreed(self, env: Dist) -> bool:
+        if env.world == 1:
+            return self.received
+        flag = torch.tensor([1.0 if self.received else 0.0], device=env.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        self.received = flag.item() > 0
+        return self.received
+
+
+def ignore_sigterm(worker_id: int) -> None:
+    """Data-loader workers get SLURM's SIGTERM too; dying on it would raise in the trainer mid-step."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     if precision == "auto":
         precision = "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
@@ -165,8 +191,18 @@ def write_final(run_dir: Path, model: TinyLM, args, step: int, loss: float | Non
     (run_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
 
+def ending_line(stopped: bool, step: int, total_steps: int, checkpoint: Path) -> str:
+    if stopped:
+        return (
+            f"stopped by SIGTERM at step {step} of {total_steps}; checkpoint saved to {checkpoint} "
+            "(launch again with the same run directory to resume)"
+        )
+    return f"done at step {step}; checkpoint saved to {checkpoint}"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    stop = StopSignal()  # before the slow set-up, so an early cancel also ends with a checkpoint, not a traceback
     env = Dist(args.device)
     torch.manual_seed(args.seed)
     config = model_config(args)
@@ -201,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         pin_memory=env.device.type == "cuda",
         persistent_workers=args.num_workers > 0,
         drop_last=True,
+        worker_init_fn=ignore_sigterm,
     )
     steps_per_epoch = len(loader)
     total_steps = args.epochs * steps_per_epoch
@@ -219,13 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    stop_requested = False
-
-    def on_sigterm(signum, frame):
-        nonlocal stop_requested
-        stop_requested = True
-
-    signal.signal(signal.SIGTERM, on_sigterm)
+    stop_requested = stop.agreed(env)
     step, epoch, loss_value = start_step, start_epoch, None
     last_checkpoint = time.monotonic()
     interval_start, interval_steps, interval_loss = time.monotonic(), 0, 0.0
@@ -270,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                     save_checkpoint(checkpoint_path, model, optimizer, step, epoch, args)
                 env.barrier()
                 last_checkpoint = time.monotonic()
+            stop_requested = stop.agreed(env)
             if step >= total_steps or stop_requested:
                 break
         else:
@@ -279,10 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         save_checkpoint(checkpoint_path, model, optimizer, step, epoch, args)
         if not stop_requested:
             write_final(args.run_dir, model, args, step, loss_value)
-        print(
-            f"{'stopped (SIGTERM)' if stop_requested else 'done'} at step {step}; checkpoint in {args.run_dir}",
-            flush=True,
-        )
+        print(ending_line(stop_requested, step, total_steps, checkpoint_path), flush=True)
     env.barrier()
     env.close()
     return 0
