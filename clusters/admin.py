@@ -1,12 +1,13 @@
 from django.conf import settings
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from . import services
-from .backends import BackendError, get_backend
+from .backends import BACKENDS, BackendError, backend_class, get_backend
 from .backends.ssh import fingerprint, probe_host_key
 from .forms import ClusterAccountForm
 from .models import Cluster, ClusterAccount, CredentialEvent
@@ -33,38 +34,41 @@ class ClusterAdmin(admin.ModelAdmin):
     list_display = ["name", "title", "kind", "address", "enabled", "host_key_status"]
     list_filter = ["kind", "enabled"]
     search_fields = ["name", "title", "host"]
+    # Filled in by "Test connection"; shown, never typed. The pinned key reads as its fingerprint.
     readonly_fields = [
-        "host_key",
+        "pinned_host_key",
         "host_key_pinned_at",
         "has_accounting",
         "server_version",
         "has_mpi_operator",
         "has_metrics_api",
     ]
+    shown_as = {"host_key": "pinned_host_key"}
     inlines = [ClusterAccountInline]
     change_form_template = "admin/clusters/cluster/change_form.html"
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
-    fieldsets = [
-        (None, {"fields": ["name", "title", "kind", "enabled"]}),
-        ("SLURM: login node", {"fields": ["host", "port", "host_key", "host_key_pinned_at"]}),
-        ("SLURM: scheduler", {"fields": ["partitions", "gpu_types", "has_accounting"]}),
-        ("SLURM: job environment", {"fields": ["lab_dir", "preamble"]}),
-        (
-            "Kubernetes",
-            {
-                "fields": [
-                    "api_url",
-                    "ca_certificate",
-                    "kube_context",
-                    "gpu_sharing_factor",
-                    "server_version",
-                    "has_mpi_operator",
-                    "has_metrics_api",
-                ],
-                "description": "The bearer token or kubeconfig goes on the cluster's service account, encrypted.",
-            },
-        ),
-    ]
+
+    def get_fieldsets(self, request, obj=None):
+        """Only the cluster's own kind's fields; a new cluster shows every kind's, and the page hides the others."""
+        chosen = obj.kind if obj else request.POST.get("kind") or request.GET.get("kind")
+        kinds = [chosen] if chosen in BACKENDS else list(BACKENDS)
+        fieldsets = [(None, {"fields": ["name", "title", "kind", "enabled"]})]
+        for kind in kinds:
+            for title, options in backend_class(kind).admin_fieldsets:
+                detected = set(self.readonly_fields) | set(self.shown_as)
+                fields = [self.shown_as.get(f, f) for f in options["fields"] if obj or f not in detected]
+                fieldsets.append((title, {**options, "fields": fields, "classes": [f"kind-{kind}"]}))
+        return fieldsets
+
+    def get_readonly_fields(self, request, obj=None):
+        # A cluster's kind is fixed once it exists: its accounts, templates and jobs were made for it.
+        return ["kind", *self.readonly_fields] if obj else self.readonly_fields
+
+    @admin.display(description="pinned SSH host key")
+    def pinned_host_key(self, obj):
+        if not obj.host_key:
+            return "Not pinned: run “Test connection” and confirm the fingerprint."
+        return f"{fingerprint(obj.host_key)} ({obj.host_key.split()[0]})"
 
     @admin.display(description="address")
     def address(self, obj):
@@ -87,7 +91,7 @@ class ClusterAdmin(admin.ModelAdmin):
         """Show the host key's fingerprint; pin it when the admin confirms; then log in and ask SLURM."""
         cluster = get_object_or_404(Cluster, pk=pk)
         if not self.has_change_permission(request, cluster):
-            raise PermissionError
+            raise PermissionDenied("Changing clusters needs the admin's change permission.")
         context = {**self.admin_site.each_context(request), "cluster": cluster, "opts": self.model._meta}
         if cluster.is_kubernetes:
             return self._test_kubernetes(request, cluster, context)

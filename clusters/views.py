@@ -2,7 +2,7 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
@@ -32,7 +32,7 @@ def profile(request):
         "form": form,
         "accounts": request.user.cluster_accounts.select_related("cluster"),
         "token": Token.objects.filter(user=request.user).first(),
-    }
+    }  # the page shows the token masked; "Show" and "Copy" ask reveal_token for it
     return render(request, "clusters/profile.html", context, status=400 if form.errors else 200)
 
 
@@ -45,6 +45,18 @@ def remove_account(request, account_id: int):
     services.remove_account(account, actor=request.user)
     messages.info(request, f"Removed; your jobs on {account.cluster.display_name} use the course's account again.")
     return redirect("profile")
+
+
+@login_required
+@require_POST
+def reveal_token(request):
+    """The user's own API token, for the profile page's Show and Copy buttons; never cached."""
+    token = Token.objects.filter(user=request.user).first()
+    if token is None:
+        raise Http404("No token yet: create one on your profile page.")
+    response = JsonResponse({"token": token.key})
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @login_required

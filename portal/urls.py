@@ -1,16 +1,32 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from clusters import views as cluster_views
 from ops import views as ops_views
 
+admin.site.site_header = "GPU Lab Portal administration"
+admin.site.site_title = "GPU Lab Portal admin"
+admin.site.index_title = "Clusters, courses, templates and jobs"
+
+
+class FaviconView(RedirectView):
+    """Browsers ask for /favicon.ico on pages without an icon link (the API docs, files); the URL has its hash."""
+
+    def get_redirect_url(self, *args, **kwargs):
+        return static("img/favicon.ico")
+
+
 urlpatterns = [
+    path("favicon.ico", FaviconView.as_view()),
     path("", include("jobs.urls")),
     path("", include("telemetry.urls")),
     path("courses/", include("courses.urls")),
     path("profile/", cluster_views.profile, name="profile"),
     path("profile/token/", cluster_views.new_token, name="new_token"),
+    path("profile/token/reveal/", cluster_views.reveal_token, name="reveal_token"),
     path("profile/accounts/<int:account_id>/remove/", cluster_views.remove_account, name="remove_account"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -148,6 +148,8 @@ class ClusterBackend(ABC):
     """One cluster reached as one account. Instances are cheap; connections are pooled underneath."""
 
     kind: str
+    # The Cluster fields this kind uses, as Django admin fieldsets; the cluster admin shows only these.
+    admin_fieldsets: tuple[tuple[str, dict], ...] = ()
 
     def __init__(self, cluster: Cluster, account: ClusterAccount):
         self.cluster = cluster

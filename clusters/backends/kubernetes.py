@@ -118,6 +118,19 @@ def name_of(obj: dict) -> str:
 
 class KubernetesBackend(ClusterBackend):
     kind = "kubernetes"
+    admin_fieldsets = (
+        (
+            "Kubernetes: API server",
+            {
+                "fields": ["api_url", "ca_certificate", "kube_context", "server_version"],
+                "description": "The bearer token or kubeconfig goes on the cluster's service account, encrypted.",
+            },
+        ),
+        (
+            "Kubernetes: GPUs and add-ons",
+            {"fields": ["gpu_sharing_factor", "prometheus_url", "has_mpi_operator", "has_metrics_api"]},
+        ),
+    )
 
     @cached_property
     def api(self) -> KubeAPI:

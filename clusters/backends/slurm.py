@@ -155,6 +155,11 @@ def _parse_exit_code(value: str) -> int | None:
 
 class SlurmBackend(ClusterBackend):
     kind = "slurm"
+    admin_fieldsets = (
+        ("SLURM: login node", {"fields": ["host", "port", "host_key", "host_key_pinned_at"]}),
+        ("SLURM: scheduler", {"fields": ["partitions", "gpu_types", "has_accounting"]}),
+        ("SLURM: job environment", {"fields": ["lab_dir", "preamble"]}),
+    )
 
     # Paths: "~/x" is relative to the login home, which is where SSH commands and SFTP start.
     def lab_path(self, *parts: str) -> str:

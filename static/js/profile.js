@@ -1,0 +1,54 @@
+// The profile's API token: shown masked; "Show" and "Copy" fetch it (POST, CSRF) so it is never in the page's HTML.
+"use strict";
+
+document.addEventListener("DOMContentLoaded", () => {
+  const box = document.querySelector("[data-token-box]");
+  if (!box) return;
+  const form = box.querySelector("#token-reveal");
+  const code = box.querySelector("#api-token");
+  const status = box.querySelector("[data-token-status]");
+  const masked = code.textContent;
+  let token = null;
+
+  const fetchToken = async () => {
+    if (token) return token;
+    const response = await fetch(form.action, { method: "POST", body: new FormData(form), credentials: "same-origin" });
+    if (!response.ok) throw new Error(`the portal answered ${response.status}`);
+    token = (await response.json()).token;
+    return token;
+  };
+
+  const copy = async (text) => {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    // Plain HTTP: select the shown token and copy the selection.
+    const range = document.createRange();
+    range.selectNodeContents(code);
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    if (!document.execCommand("copy")) throw new Error("copy it by hand: it is selected");
+  };
+
+  box.addEventListener("click", async (event) => {
+    const action = event.target.dataset && event.target.dataset.tokenAction;
+    if (!action) return;
+    try {
+      if (action === "show") {
+        const shown = event.target.textContent === "Hide";
+        code.textContent = shown ? masked : await fetchToken();
+        code.setAttribute("aria-label", shown ? "API token, hidden" : "API token");
+        event.target.textContent = shown ? "Show" : "Hide";
+        status.textContent = "";
+      } else {
+        const value = await fetchToken();
+        if (!(navigator.clipboard && window.isSecureContext)) {
+          code.textContent = value;
+          box.querySelector("[data-token-action=show]").textContent = "Hide";
+        }
+        await copy(value);
+        status.textContent = "Copied.";
+      }
+    } catch (error) {
+      status.textContent = `Could not ${action} the token: ${error.message}.`;
+    }
+  });
+});
