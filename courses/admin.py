@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from . import quotas
 from .models import Course, Enrollment
 
 
@@ -16,6 +17,15 @@ class CourseAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["clusters"]
     inlines = [EnrollmentInline]
+
+    def save_model(self, request, obj, form, change):
+        """Quota fields go through the audited service, like the instructors' quota page."""
+        values = {name: getattr(obj, name) for name in quotas.FIELDS}
+        previous = {name: form.initial.get(name) for name in quotas.FIELDS}
+        super().save_model(request, obj, form, change)
+        if change:
+            quotas.set_course_limits(obj, values, actor=request.user, previous=previous)
+
     fieldsets = [
         (None, {"fields": ["name", "slug", "description", "clusters"]}),
         (

@@ -62,3 +62,55 @@ class Enrollment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.course} ({self.get_role_display()})"
+
+
+class QuotaField(models.TextChoices):
+    """The per-student limits an instructor may change, course-wide or for one student."""
+
+    MAX_CONCURRENT_JOBS = "max_concurrent_jobs", "Unfinished jobs at a time"
+    MAX_GPUS = "max_gpus", "GPUs held at once"
+
+
+class QuotaOverride(models.Model):
+    """One student's own limits in one course; an empty field means the course's limit."""
+
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="quota_overrides")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="quota_overrides")
+    max_concurrent_jobs = models.PositiveIntegerField("max concurrent jobs", null=True, blank=True)
+    max_gpus = models.PositiveIntegerField("max GPUs", null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["course", "user"], name="quotaoverride_unique_course_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.course}"
+
+
+class QuotaChange(models.Model):
+    """The audit of quotas: who changed which limit, for the course or one student, from what to what, and when."""
+
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="quota_changes")
+    student = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="Empty: the course's limit for every student.",
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_username = models.CharField("changed by", max_length=150)  # kept if the account is deleted
+    field = models.CharField(max_length=32, choices=QuotaField.choices)
+    old_value = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: the course's limit applied.")
+    new_value = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: the course's limit applies.")
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        indexes = [models.Index(fields=["course", "-at"], name="quotachange_course_at")]
+
+    def __str__(self) -> str:
+        return f"{self.get_field_display()} {self.old_value}→{self.new_value} by {self.actor_username}"

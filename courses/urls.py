@@ -1,10 +1,11 @@
 from django.urls import path
 
-from . import views
+from . import quota_views, views
 
 app_name = "courses"
 
 urlpatterns = [
     path("<slug:slug>/", views.course_jobs, name="jobs"),
     path("<slug:slug>/roster/", views.roster_upload, name="roster"),
+    path("<slug:slug>/quotas/", quota_views.quota_page, name="quotas"),
 ]

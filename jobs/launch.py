@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, Sum
 
-from courses import access
+from courses import access, quotas
 from courses.models import Role
 
 from . import k8s_launch
@@ -118,19 +118,26 @@ def check_quota(user, course, gpus: int, *, replacing: Job | None = None) -> Non
     if access.is_admin(user) or access.role_in(user, course) == Role.INSTRUCTOR:
         return
     get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    limits = quotas.limits_for(course, user)
     active = Job.objects.filter(owner=user, course=course, state__in=ACTIVE_STATES)
     if replacing is not None:
         active = active.exclude(pk=replacing.pk)
     totals = active.aggregate(jobs=Count("pk"), gpus=Sum("gpus"))
     running_jobs, held_gpus = totals["jobs"], totals["gpus"] or 0
-    if replacing is None and running_jobs + 1 > course.max_concurrent_jobs:
+    if replacing is None and running_jobs + 1 > limits.max_concurrent_jobs:
+        own = "max_concurrent_jobs" in limits.overridden
+        allows = "your instructor set your limit to" if own else "the course allows"
         raise QuotaExceeded(
-            f"You already have {running_jobs} unfinished job(s) in {course.name}; the course allows "
-            f"{course.max_concurrent_jobs} at a time. Wait for one to finish or cancel one."
+            f"You already have {running_jobs} unfinished job(s) in {course.name}; {allows} "
+            f"{limits.max_concurrent_jobs} at a time. Wait for one to finish or cancel one."
         )
-    if held_gpus + gpus > course.max_gpus:
+    if held_gpus + gpus > limits.max_gpus:
         others = "other " if replacing is not None else ""
+        if "max_gpus" in limits.overridden:
+            allows = f"your instructor set your limit to {limits.max_gpus}"
+        else:
+            allows = f"{course.name} allows {limits.max_gpus} per student"
         raise QuotaExceeded(
-            f"This job needs {gpus} GPU(s) and your {others}unfinished jobs hold {held_gpus}; {course.name} allows "
-            f"{course.max_gpus} per student. Ask for fewer GPUs or wait for a job to finish."
+            f"This job needs {gpus} GPU(s) and your {others}unfinished jobs hold {held_gpus}; {allows}. "
+            "Ask for fewer GPUs or wait for a job to finish."
         )

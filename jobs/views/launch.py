@@ -2,7 +2,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 
-from courses import access
+from courses import access, quotas
 from jobs.forms import LaunchForm
 from jobs.launch import LaunchInvalid, launch
 
@@ -40,6 +40,7 @@ def launch_form(request, course_slug: str, template_slug: str):
         "form": form,
         "source": source,
         "has_clusters": clusters.exists(),
+        "quota": quotas.limits_for(course, request.user),
     }
     return render(request, "jobs/launch.html", context, status=400 if form.errors else 200)
 
