@@ -2,7 +2,7 @@
 
 from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -11,11 +11,12 @@ from rest_framework.response import Response
 from clusters.backends import BackendError
 from courses import access
 from courses.models import Course
+from portal.api_schema import ErrorSerializer
 
 from . import endpoints
 from .cancellation import CancelRefused, request_cancel
 from .launch import LaunchInvalid, launch
-from .logs import log_streams, read_log
+from .logs import log_streams, parse_offset, read_log
 from .models import JobTemplate
 from .serializers import (
     CloneSerializer,
@@ -49,6 +50,15 @@ def _refused(message: str) -> Response:
     return Response({"detail": message}, status=status.HTTP_403_FORBIDDEN)
 
 
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[
+            OpenApiParameter("state", str, enum=JobState.values, description="Only jobs in this state."),
+            OpenApiParameter("course", str, description="Only jobs of the course with this slug."),
+            OpenApiParameter("mine", str, enum=["1", "true"], description="Only your own jobs (instructors)."),
+        ]
+    )
+)
 class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
     serializer_class = JobSerializer
 
@@ -106,7 +116,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
         body = JobSerializer(job, context={"request": request}).data
         return Response(body, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=None, responses={202: JobSerializer})
+    @extend_schema(request=None, responses={202: JobSerializer, 409: ErrorSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         job = self.get_object()
@@ -134,20 +144,23 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("offset", int, description="Byte offset to read from (0 = the start)."),
+            OpenApiParameter(
+                "offset",
+                int,
+                description="Byte offset to read from (0 = the start). Past the end of the log, the answer has no "
+                "data and `offset` is the log's current size: read on from there.",
+            ),
             OpenApiParameter("stream", str, description="Kubernetes: which pod/container (see streams/)."),
         ],
-        responses={200: LogSerializer},
+        responses={200: LogSerializer, 503: ErrorSerializer},
     )
     @action(detail=True, methods=["get"])
     def log(self, request, pk=None):
         job = self.get_object()
         try:
-            offset = int(request.query_params.get("offset", 0))
-        except ValueError:
-            raise ValidationError({"offset": ["A whole number of bytes."]}) from None
-        if offset < 0:
-            raise ValidationError({"offset": ["Must be 0 or more."]})
+            offset = parse_offset(request.query_params.get("offset", "0"))
+        except ValueError as exc:
+            raise ValidationError({"offset": [str(exc)]}) from None
         try:
             chunk = read_log(job, offset, request.query_params.get("stream", ""))
         except BackendError as exc:
@@ -157,7 +170,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
             {"offset": chunk.offset, "data": chunk.data, "eof": chunk.eof, "done": job.is_terminal and chunk.eof}
         )
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 503: ErrorSerializer})
     @action(detail=True, methods=["get"])
     def streams(self, request, pk=None):
         """The job's separate logs (Kubernetes: one per pod and container), for ?stream= on the log."""
@@ -167,7 +180,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
         except BackendError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
 
-    @extend_schema(request=ScaleSerializer, responses={200: JobSerializer})
+    @extend_schema(request=ScaleSerializer, responses={200: JobSerializer, 409: ErrorSerializer, 503: ErrorSerializer})
     @action(detail=True, methods=["post"])
     def scale(self, request, pk=None):
         job = self.get_object()

@@ -8,18 +8,37 @@ from django import forms
 from django.core.validators import RegexValidator
 
 from .models import JobTemplate
-from .params import Param, SchemaError, parse_schema
+from .params import FLOAT_TEXT, INT_TEXT, Param, SchemaError, parse_schema
 from .states import JobState
 
 PARAM_PREFIX = "param_"
 
 
+class _DigitsOnly:
+    """Numbers as the API takes them (jobs.params): the digits 0-9, no spaces, no other script's digits."""
+
+    text = INT_TEXT
+
+    def to_python(self, value):
+        if isinstance(value, str) and value and not self.text.fullmatch(value):
+            raise forms.ValidationError("Enter a number with the digits 0-9 (no spaces).", code="invalid")
+        return super().to_python(value)
+
+
+class IntegerParamField(_DigitsOnly, forms.IntegerField):
+    pass
+
+
+class FloatParamField(_DigitsOnly, forms.FloatField):
+    text = FLOAT_TEXT
+
+
 def _field_for(param: Param, choices: tuple[str, ...] | None) -> forms.Field:
     common = {"label": param.label, "help_text": param.help, "initial": param.default}
     if param.type == "int":
-        return forms.IntegerField(min_value=param.min, max_value=param.max, **common)
+        return IntegerParamField(min_value=param.min, max_value=param.max, **common)
     if param.type == "float":
-        return forms.FloatField(min_value=param.min, max_value=param.max, **common)
+        return FloatParamField(min_value=param.min, max_value=param.max, **common)
     if param.type == "bool":
         return forms.BooleanField(required=False, **common)
     if param.type == "choice":

@@ -1,4 +1,10 @@
-"""Reading a job's output from an offset, for the log tail on the job page and the API."""
+"""Reading a job's output from an offset, for the log tail on the job page and the API.
+
+An offset past the end of the log answers with no data and the log's current size as the next offset (never a
+silent restart from 0): a reader that asked from beyond the end learns where the end is and reads on from there.
+"""
+
+import re
 
 from django.conf import settings
 
@@ -7,12 +13,23 @@ from clusters.backends.base import LogChunk
 
 from .models import Job
 
+# Past the end of any real log; larger offsets are read as this one, so no backend sees a number it cannot hold.
+MAX_OFFSET = 2**62
+_DIGITS = re.compile(r"[0-9]{1,100}")
+
+
+def parse_offset(text: str) -> int:
+    """A byte offset written in the digits 0-9 (no sign, spaces or other scripts' digits), or ValueError."""
+    if not _DIGITS.fullmatch(text):
+        raise ValueError("A whole number of bytes, 0 or more, written with the digits 0-9.")
+    return int(text)
+
 
 def read_log(job: Job, offset: int = 0, stream: str = "") -> LogChunk:
     """`stream` picks one of log_streams(job) (Kubernetes: pod/container); the backend refuses any other."""
     if not job.scheduler_id:
         return LogChunk(offset=0, data="", eof=job.is_terminal, exists=False)
-    offset = max(0, int(offset))
+    offset = min(max(0, int(offset)), MAX_OFFSET)
     return get_backend(job.cluster, job.account).read_log(
         job.pk, offset, settings.GPULAB_LOG_CHUNK_BYTES, scheduler_id=job.scheduler_id, stream=stream
     )

@@ -17,6 +17,9 @@ from typing import Any
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 TYPES = ("int", "float", "choice", "bool", "string")
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+# Numbers as text: ASCII digits only (int() and float() would also take "٢", " 2 " and "1_0").
+INT_TEXT = re.compile(r"[+-]?[0-9]{1,18}")
+FLOAT_TEXT = re.compile(r"[+-]?([0-9]{1,18}(\.[0-9]{0,18})?|\.[0-9]{1,18})([eE][+-]?[0-9]{1,3})?")
 MAX_STRING_LENGTH = 256
 DEFAULT_STRING_LENGTH = 64
 
@@ -106,19 +109,18 @@ class Param:
             return raw
         if isinstance(raw, float) and raw.is_integer():
             return int(raw)
-        text = str(raw).strip()
-        if not re.fullmatch(r"[+-]?\d{1,18}", text):
-            raise ValueError("Enter a whole number.")
-        return int(text)
+        if not isinstance(raw, str) or not INT_TEXT.fullmatch(raw):
+            raise ValueError("Enter a whole number with the digits 0-9 (no spaces), e.g. 2 or -3.")
+        return int(raw)
 
     @staticmethod
     def _to_float(raw: Any) -> float:
         if isinstance(raw, bool):
             raise ValueError("Enter a number.")
-        try:
-            value = float(str(raw).strip()) if not isinstance(raw, int | float) else float(raw)
-        except ValueError:
-            raise ValueError("Enter a number.") from None
+        if isinstance(raw, int | float) or (isinstance(raw, str) and FLOAT_TEXT.fullmatch(raw)):
+            value = float(raw)
+        else:
+            raise ValueError("Enter a number with the digits 0-9 (no spaces), e.g. 0.5 or 3e-4.")
         if not math.isfinite(value):
             raise ValueError("Enter a finite number.")
         return value

@@ -85,6 +85,7 @@ class ScaleSerializer(serializers.Serializer):
 
 
 class LogSerializer(serializers.Serializer):
-    offset = serializers.IntegerField()
-    data = serializers.CharField()
-    eof = serializers.BooleanField()
+    offset = serializers.IntegerField(help_text="Where the next read starts; the log's size when read to its end.")
+    data = serializers.CharField(allow_blank=True)
+    eof = serializers.BooleanField(help_text="Nothing more to read right now.")
+    done = serializers.BooleanField(help_text="The job has ended and its whole log has been read.")

@@ -77,6 +77,7 @@ def transition(job, to_state: str, *, actor=None, message: str = "", **fields) -
         fields.setdefault("submitted_at", now)
     if to_state in TERMINAL_STATES:
         fields["finished_at"] = fields.get("finished_at") or now
+    _keep_times_ordered(job, fields)
     with transaction.atomic():
         moved = Job.objects.filter(pk=job.pk, state=from_state).update(state=to_state, **fields)
         if not moved:
@@ -93,6 +94,18 @@ def transition(job, to_state: str, *, actor=None, message: str = "", **fields) -
     for name, value in fields.items():
         setattr(job, name, value)
     return True
+
+
+def _keep_times_ordered(job, fields: dict) -> None:
+    """submitted_at <= started_at <= finished_at, though the portal's clock sets the first and the scheduler's
+    (another machine, and a job that starts at once starts before sbatch has returned) the others: a later
+    time that comes out earlier is raised to the one before it."""
+    floor = None
+    for name in ("submitted_at", "started_at", "finished_at"):
+        value = fields[name] if name in fields else getattr(job, name)
+        if value is not None and floor is not None and value < floor:
+            fields[name] = value = floor
+        floor = value if value is not None else floor
 
 
 def record(job, kind: str, message: str, *, actor=None) -> None:

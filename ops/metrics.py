@@ -1,5 +1,8 @@
 """Prometheus /metrics for the portal itself.
 
+Closed unless configured: a scraper sends `Authorization: Bearer <METRICS_TOKEN>`; with no token set the
+endpoint answers 404 (METRICS_PUBLIC=1, the default with DEBUG=1, opens it).
+
 Everything is read at scrape time from the shared state (PostgreSQL, Redis), so every web replica answers
 with the whole portal's figures: scrape one of them (the Service), not each pod. One query for the jobs.
 """
@@ -86,11 +89,14 @@ class PortalCollector:
 
 
 def metrics_view(request) -> HttpResponse:
+    """With METRICS_TOKEN set, only its bearer gets figures; without one, nobody does unless METRICS_PUBLIC."""
     token = settings.METRICS_TOKEN
     if token:
         sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         if not hmac.compare_digest(sent.encode(), token.encode()):
             return HttpResponse("Send Authorization: Bearer <METRICS_TOKEN>.\n", status=401, content_type="text/plain")
+    elif not settings.METRICS_PUBLIC:
+        return HttpResponse(status=404)  # not configured: nothing to see, not even that it exists
     registry = CollectorRegistry(auto_describe=False)
     registry.register(PortalCollector())
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

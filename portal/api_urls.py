@@ -1,10 +1,16 @@
 from django.urls import path
+from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework import status
 from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
 from rest_framework.routers import DefaultRouter
 from rest_framework.throttling import AnonRateThrottle
 
 from jobs.api import ClusterViewSet, JobViewSet, TemplateViewSet
+
+from .login_throttle import lockout_message
 
 app_name = "api"
 
@@ -14,9 +20,23 @@ class TokenThrottle(AnonRateThrottle):
 
 
 class TokenView(ObtainAuthToken):
-    """POST username and password; returns {"token": …} for `Authorization: Token …`."""
+    """POST username and password; returns {"token": …} for `Authorization: Token …`.
+
+    Failed tries count towards the same lockout as the login page (django-axes): a locked username or address
+    gets 429 with the time left, whatever the password.
+    """
 
     throttle_classes = [TokenThrottle]
+
+    @extend_schema(operation_id="token_create")
+    def post(self, request, *args, **kwargs):
+        try:
+            return super().post(request, *args, **kwargs)
+        except ValidationError:
+            if not getattr(request, "axes_locked_out", False):
+                raise
+        username = str(request.data.get("username", ""))
+        return Response({"detail": lockout_message(request, username)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
 
 
 router = DefaultRouter()

@@ -58,11 +58,13 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from static/, not a CDN
     "courses",
     "clusters",
     "jobs",
     "telemetry",
     "ops",
+    "axes",  # sign-in lockout (see "Sign-in throttling" below)
 ]
 
 MIDDLEWARE = [
@@ -76,6 +78,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a lockout into the login page's message
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -179,16 +182,26 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_SCHEMA_CLASS": "portal.api_schema.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "portal.api_limits.Pagination",
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.api_limits.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_RATES": {"token": "30/minute"},
+    # The client is REMOTE_ADDR: uvicorn sets it from X-Forwarded-For only for TRUSTED_PROXIES (see below).
+    "NUM_PROXIES": 0,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU Lab Portal API",
     "DESCRIPTION": "Launch and follow lab jobs on the course's SLURM and Kubernetes clusters.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],  # the schema and docs need a login
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     # Cluster.kind and JobTemplate.backend share one choice set: one enum in the schema.
     "ENUM_NAME_OVERRIDES": {"ClusterKindEnum": "clusters.models.ClusterKind"},
 }
@@ -224,8 +237,29 @@ CELERY_BEAT_SCHEDULE = {
     "poll-clusters": {"task": "workers.tasks.poll_clusters", "schedule": GPULAB_POLL_INTERVAL},
 }
 
-# Prometheus /metrics: with a token set, scrapers send "Authorization: Bearer <token>".
+# --- Hostile input and sign-in (README "Configuration", docs/operations.md "Sign-in throttling") -------------
+# Request bodies: the API's are a few KiB; template bodies and rosters (files) are far below this.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024)
+# Prometheus /metrics: scrapers send "Authorization: Bearer <METRICS_TOKEN>". Without a token it answers 404,
+# unless METRICS_PUBLIC=1 (the default only with DEBUG=1).
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+METRICS_PUBLIC = env_bool("METRICS_PUBLIC", DEBUG)
+# Sign-in lockout (django-axes): LOGIN_FAILURE_LIMIT failed sign-ins for one username, or from one client
+# address, lock that username or address for LOGIN_LOCKOUT_MINUTES; an admin unlocks earlier (Access attempts
+# in /admin/, or `manage.py axes_reset_username NAME`). The page and /api/v1/token/ both count.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = env_float("LOGIN_LOCKOUT_MINUTES", 15.0) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # tries while locked do not extend the lockout
+AXES_LOCKOUT_CALLABLE = "portal.login_throttle.lockout_response"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False  # no banner on every manage.py command; lockouts are still logged with username and address
+# The client address is REMOTE_ADDR only. uvicorn writes the X-Forwarded-For client there when, and only when,
+# the connection comes from one of TRUSTED_PROXIES (scripts pass it as --forwarded-allow-ips); any other
+# sender's X-Forwarded-For is ignored, so a client cannot pick the address its failures count against.
+# DRF's token throttle reads the same address (REST_FRAMEWORK["NUM_PROXIES"] = 0).
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
 
 # LOG_FORMAT=json (the container images and the chart): one object per line with request_id and job_id.
 LOG_FORMAT = env_str("LOG_FORMAT", "plain")

@@ -55,6 +55,7 @@ class FakeBackend(ClusterBackend):
 
     def read_log(self, job_id, offset, limit, *, scheduler_id="", stream=""):
         data = FakeBackend.logs.get(job_id, "").encode()
+        offset = min(offset, len(data))
         chunk = data[offset : offset + limit]
         return LogChunk(offset=offset + len(chunk), data=chunk.decode(), eof=offset + len(chunk) >= len(data))
 

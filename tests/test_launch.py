@@ -174,3 +174,12 @@ def test_catalog_offers_only_templates_a_course_cluster_can_run(login, alice, cl
     k8s.courses.add(course)
     page = login(alice).get(reverse("jobs:catalog")).content.decode()
     assert "Sleep and echo" in page and "Served on Kubernetes" not in page
+
+
+def test_launch_form_refuses_numbers_in_other_scripts_and_with_spaces(login, alice, cluster, sleep_template, course):
+    url = reverse("jobs:launch", args=[course.slug, sleep_template.slug])
+    for value in ["٢", " 2 ", "1_0"]:
+        data = {"cluster": cluster.pk, "param_seconds": value, "param_partition": "debug", "param_time_minutes": 2}
+        page = login(alice).post(url, {**data, "param_gpus_per_node": 0, "param_exit_code": 0}).content.decode()
+        assert "digits 0-9" in page, value
+    assert not Job.objects.exists()

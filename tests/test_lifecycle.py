@@ -154,3 +154,54 @@ def test_log_endpoint_reads_from_offset(fake_backend, make_job, alice, api_for):
     assert first == {"offset": 18, "data": "line one\nline two\n", "eof": True, "done": False}
     assert client.get(f"/api/v1/jobs/{job.pk}/log/?offset=9").json()["data"] == "line two\n"
     assert client.get(f"/api/v1/jobs/{job.pk}/log/?offset=-1").status_code == 400
+
+
+def test_a_scheduler_start_time_before_the_submission_is_raised_to_it(fake_backend, make_job, alice, cluster):
+    job = _submitted(make_job, alice, fake_backend)
+    job.refresh_from_db()
+    early = job.submitted_at - timedelta(
+        seconds=40
+    )  # the cluster's clock, or a job that started before sbatch returned
+    fake_backend.statuses[job.scheduler_id] = SchedulerStatus(
+        job.scheduler_id, JobState.RUNNING, "RUNNING", started_at=early
+    )
+    polling.poll_cluster(cluster.pk)
+    job.refresh_from_db()
+    assert job.state == "running" and job.started_at == job.submitted_at
+
+
+def test_an_end_before_the_start_is_raised_to_it(fake_backend, make_job, alice, cluster):
+    job = _submitted(make_job, alice, fake_backend)
+    job.refresh_from_db()
+    start = job.submitted_at + timedelta(seconds=5)
+    fake_backend.statuses[job.scheduler_id] = SchedulerStatus(
+        job.scheduler_id,
+        JobState.COMPLETED,
+        "COMPLETED",
+        exit_code=0,
+        started_at=start,
+        finished_at=start - timedelta(seconds=3),
+    )
+    polling.poll_cluster(cluster.pk)
+    job.refresh_from_db()
+    assert job.state == "completed" and job.submitted_at < job.started_at == job.finished_at
+
+
+def test_a_direct_move_from_submitting_to_running_keeps_start_after_submission(make_job, alice):
+    job = make_job(alice)
+    assert transition(job, JobState.SUBMITTING)
+    assert transition(job, JobState.RUNNING, scheduler_id="77", started_at=timezone.now() - timedelta(minutes=5))
+    job.refresh_from_db()
+    assert job.submitted_at and job.started_at >= job.submitted_at
+
+
+def test_a_log_offset_past_the_end_answers_the_size_and_no_data(fake_backend, make_job, alice, api_for):
+    job = _submitted(make_job, alice, fake_backend)
+    fake_backend.logs[job.pk] = "line one\nline two\n"
+    client = api_for(alice)
+    for offset in ["19", "9223372036854775808", "1" + "0" * 90]:
+        body = client.get(f"/api/v1/jobs/{job.pk}/log/?offset={offset}").json()
+        assert body == {"offset": 18, "data": "", "eof": True, "done": False}, offset
+    for offset in ["٢", " 2", "1_0", "-1", ""]:
+        response = client.get(f"/api/v1/jobs/{job.pk}/log/?offset={offset}")
+        assert response.status_code == 400 and "digits 0-9" in response.json()["offset"][0], offset

@@ -163,6 +163,26 @@ def test_metrics_token_is_required_when_set(client, settings):
     assert response.status_code == 200 and b"gpulab_jobs" in response.content
 
 
+@pytest.mark.django_db
+def test_metrics_answer_nothing_without_a_token_unless_made_public(client, settings):
+    settings.METRICS_TOKEN, settings.METRICS_PUBLIC = "", False
+    response = client.get("/metrics")
+    assert response.status_code == 404 and response.content == b""
+    settings.METRICS_PUBLIC = True
+    assert client.get("/metrics").status_code == 200
+
+
+def test_production_closes_metrics_and_reads_the_token_from_a_file(tmp_path):
+    token_file = tmp_path / "metrics_token"
+    token_file.write_text("from-a-file-456\n")
+    code = "from django.conf import settings as s; print(f'{s.METRICS_PUBLIC}|{s.METRICS_TOKEN}')"
+    argv = [sys.executable, "manage.py", "shell", "-c", code]
+    for extra, expected in [({}, "False|"), ({"METRICS_TOKEN_FILE": str(token_file)}, "False|from-a-file-456")]:
+        env = production_env(tmp_path, **extra)
+        result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert result.stdout.splitlines()[-1] == expected, result.stdout + result.stderr
+
+
 def test_metrics_count_jobs_by_state_and_cluster_in_one_query(
     client, make_job, alice, bob, fake_backend, django_assert_max_num_queries
 ):

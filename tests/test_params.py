@@ -81,3 +81,30 @@ def test_requested_gpus():
     assert requested_gpus({"nodes": 2, "gpus_per_node": 4}) == 8
     assert requested_gpus({"gpus_per_node": 1}) == 1
     assert requested_gpus({}) == 0
+
+
+@pytest.mark.parametrize("text", ["٢", "\uff12", " 2 ", "2 ", "1_0", "+ 2", "0x10", "\U0001d7da"])
+def test_numbers_are_ascii_digits_without_spaces(text):
+    count, rate = schema(
+        {"name": "count", "type": "int", "default": 1}, {"name": "rate", "type": "float", "default": 0.5}
+    )
+    with pytest.raises(ValueError, match="digits 0-9"):
+        count.clean(text)
+    with pytest.raises(ValueError, match="digits 0-9"):
+        rate.clean(text.replace("2", "2.5") if "2" in text else text)
+
+
+def test_plain_numbers_still_pass():
+    count, rate = schema(
+        {"name": "count", "type": "int", "default": 1}, {"name": "rate", "type": "float", "default": 0.5}
+    )
+    assert [count.clean(t) for t in ["2", "-3", "+4", "007", 5, 6.0]] == [2, -3, 4, 7, 5, 6]
+    assert [rate.clean(t) for t in ["0.5", "-1.25", ".5", "3.", "3e-4", "1E2", 2]] == [
+        0.5,
+        -1.25,
+        0.5,
+        3.0,
+        3e-4,
+        100.0,
+        2.0,
+    ]

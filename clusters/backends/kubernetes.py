@@ -349,8 +349,8 @@ class KubernetesBackend(ClusterBackend):
             )
         except (NotFound, SubmitRejected):  # gone, or its container has not started yet
             return LogChunk(offset=offset, data="", eof=True, exists=False)
-        if offset > len(raw):
-            offset = 0
+        if offset > len(raw):  # past the end (or a restarted container's shorter log): say where the end is
+            return LogChunk(offset=len(raw), data="", eof=True)
         chunk = complete_utf8(raw[offset : offset + limit])
         next_offset = offset + len(chunk)
         return LogChunk(offset=next_offset, data=chunk.decode("utf-8", errors="replace"), eof=len(raw) < offset + limit)

@@ -323,10 +323,8 @@ class SlurmBackend(ClusterBackend):
                 size = sftp.stat(path).st_size or 0
             except FileNotFoundError:
                 return LogChunk(offset=0, data="", eof=True, exists=False)
-            if offset > size:  # the file was truncated or replaced: start over
-                offset = 0
-            if offset == size:
-                return LogChunk(offset=offset, data="", eof=True)
+            if offset >= size:  # at or past the end (or the file was truncated): say where the end is
+                return LogChunk(offset=size, data="", eof=True)
             with sftp.open(path, "rb") as fh:
                 fh.seek(offset)
                 raw = fh.read(min(limit, size - offset))

@@ -306,6 +306,7 @@ def start_web(env: dict[str, str], log: Path) -> Daemon:
     """uvicorn serving portal.asgi (HTTP and WebSockets) on a free port of 127.0.0.1; `.url` is its address."""
     port = free_port()
     argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
+    argv += ["--forwarded-allow-ips", env.get("TRUSTED_PROXIES", "")]  # as scripts/demo.sh: none unless configured
     server = Daemon(argv, env, log, lambda text: "Application startup complete" in text).start()
     server.url = f"http://127.0.0.1:{port}"
     return server
