@@ -1,4 +1,8 @@
-"""Instructor template authoring: preview with the defaults, and publishing only what renders and parses."""
+"""Instructor template authoring: preview with the defaults, and publishing only what renders and parses.
+
+A SLURM body is published only if every placeholder passes the bash context checker (script_safety): each
+refusal is its own preview error naming the line, the context and the fix.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ from clusters.models import ClusterKind
 from .manifests import ManifestError, dump, preview_context, render_manifests
 from .models import JobTemplate
 from .params import SchemaError, parse_schema
-from .rendering import RenderContext, RenderError, bash_syntax_error, render_script
+from .rendering import RenderContext, RenderError, bash_syntax_error, placeholder_problems, render_script
+from .script_safety import PLACEHOLDER
 
 PREVIEW_JOB_ID = uuid.UUID(int=0)
 
@@ -39,6 +44,11 @@ def preview(body: str, parameters, cluster=None, backend: str = ClusterKind.SLUR
             result.script = dump(render_manifests(body, schema, values, preview_context()))
         except ManifestError as exc:
             result.errors.append(str(exc))
+        return result
+    refused = placeholder_problems(body, schema)
+    if refused:
+        syntax = bash_syntax_error(PLACEHOLDER.sub("x", body))  # a syntax error explains the refusals best
+        result.errors.extend([f"bash -n: {syntax}"] if syntax else refused)
         return result
     ctx = RenderContext(
         job_id=str(PREVIEW_JOB_ID),

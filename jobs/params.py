@@ -4,6 +4,11 @@ A template's `parameters` is a list of objects like
     {"name": "epochs", "type": "int", "label": "Epochs", "default": 1, "min": 1, "max": 20, "help": "…"}
 Types: int and float (min/max), choice (choices), bool, string (pattern, max_length).
 Every parameter needs a default that passes its own checks, so a template can always be previewed.
+
+A string value always matches SAFE_STRING (letters, digits and . _ - / : , + = @ %, not starting with - or +):
+no character bash gives a meaning to, so a value stays inert even where a template misuses it. An instructor's
+own pattern only narrows that: a value must match both (checked when the value is validated), so no pattern
+can let a shell character through.
 """
 
 from __future__ import annotations
@@ -22,6 +27,11 @@ INT_TEXT = re.compile(r"[+-]?[0-9]{1,18}")
 FLOAT_TEXT = re.compile(r"[+-]?([0-9]{1,18}(\.[0-9]{0,18})?|\.[0-9]{1,18})([eE][+-]?[0-9]{1,3})?")
 MAX_STRING_LENGTH = 256
 DEFAULT_STRING_LENGTH = 64
+SAFE_STRING = re.compile(r"(?![-+])[A-Za-z0-9_.,:/+=@%-]*")
+SAFE_STRING_HELP = (
+    "Use only letters, digits and . _ - / : , + = @ % (no spaces, quotes or other shell characters), "
+    "not starting with - or +."
+)
 
 # Parameters with these names set the job's SLURM resources; the portal writes the #SBATCH lines for them.
 RESOURCE_PARAMS = {
@@ -99,6 +109,8 @@ class Param:
             raise ValueError(f"At most {self.max_length} characters.")
         if self.pattern and not re.fullmatch(self.pattern, text):
             raise ValueError(f"Must match the pattern {self.pattern}.")
+        if not SAFE_STRING.fullmatch(text):
+            raise ValueError(SAFE_STRING_HELP)
         return text
 
     @staticmethod

@@ -6,9 +6,12 @@ Placeholders:
     {{ lab_dir }}           the cluster's lab directory, quoted ("$HOME"/… for ~/…)
     {{ job_id }}            the portal's job UUID
 
-A quoted value is inert only where the shell does quote removal on it, so placeholders are refused
-inside '…', "…", `…`, here-documents and #SBATCH lines. The portal writes the #SBATCH header itself
-from the resource parameters (partition, nodes, gpus_per_node, …), whose values are validated tokens.
+A quoted value is inert only where bash does nothing more with the word than pass it to a program, so
+`script_safety` checks every placeholder's place with bash's own grammar before anything renders, and refuses
+the rest (arithmetic, [[ ]], eval, bash -c, redirections, here-documents, quotes, #SBATCH lines, …). Every value
+is also exported as GPULAB_P_<name>, for templates that need it inside text ("$GPULAB_P_name"). The portal
+writes the #SBATCH header itself from the resource parameters (partition, nodes, gpus_per_node, …), whose
+values are validated tokens.
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import script_safety
 from .params import Param
+from .script_safety import ENV_PREFIX, PLACEHOLDER
 
-PLACEHOLDER = re.compile(r"\{\{\s*([a-z][a-z0-9_]*)\s*(?:\|\s*flag\s*:\s*(-{1,2}[A-Za-z0-9][A-Za-z0-9_=.+-]*)\s*)?\}\}")
-HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 BUILTINS = ("lab_dir", "job_id")
 
 
@@ -40,48 +43,35 @@ class RenderContext:
     gpu_types: tuple[str, ...] = ()
 
 
-def check_placeholder_contexts(body: str) -> None:
-    """Refuse placeholders where shell quoting would not keep a value inert."""
-    quote: str | None = None  # the quote character we are inside, if any
-    heredoc_end: str | None = None
-    for line_no, line in enumerate(body.splitlines(), start=1):
-        if heredoc_end is not None:
-            if PLACEHOLDER.search(line) or "{{" in line:
-                raise RenderError(f"Line {line_no}: placeholders cannot be used inside a here-document.")
-            if line.strip() == heredoc_end:
-                heredoc_end = None
-            continue
-        if line.lstrip().startswith("#SBATCH") and "{{" in line:
-            raise RenderError(
-                f"Line {line_no}: placeholders cannot be used in #SBATCH lines; name the parameter partition, nodes, "
-                "gpus_per_node, cpus_per_task, mem_gb or time_minutes and the portal writes the directive."
-            )
-        i = 0
-        while i < len(line):
-            ch = line[i]
-            if line.startswith("{{", i):
-                if quote is not None:
-                    kind = {"'": "single quotes", '"': "double quotes", "`": "backticks"}[quote]
-                    raise RenderError(
-                        f"Line {line_no}: a placeholder inside {kind} would not stay quoted; the portal quotes "
-                        "values itself, so write it bare, e.g. --name {{ name }}."
-                    )
-                i += 2
-                continue
-            if quote == "'":
-                if ch == "'":
-                    quote = None
-            elif ch == "\\":
-                i += 1  # the escaped character has no meaning here
-            elif quote is None and ch == "#" and (i == 0 or line[i - 1] in " \t;"):
-                break  # a comment: nothing in it runs, and values never hold a line break
-            elif ch in "'\"`" and (quote is None or quote == ch):
-                quote = None if quote == ch else ch
-            i += 1
-        if quote is None:
-            match = HEREDOC.search(line)
-            if match:
-                heredoc_end = match.group(2)
+def _dash_prone(param: Param) -> bool:
+    """May a value of this parameter start with "-", where a program could read it as an option?"""
+    if param.type in ("int", "float"):
+        return param.min is None or param.min < 0
+    if param.type == "choice":
+        return not param.choices or any(choice.startswith(("-", "+")) for choice in param.choices)
+    return False  # bool renders true/false; strings may not start with - or + (params.SAFE_STRING)
+
+
+def placeholder_problems(body: str, schema: list[Param] | None = None) -> list[str]:
+    """Each placeholder or $GPULAB_P_ reference bash would not keep an inert argument, as a sentence."""
+    names = {p.name: p for p in schema or ()}
+    unknown = [m for m in PLACEHOLDER.finditer(body) if m.group(1) not in names and m.group(1) not in BUILTINS]
+    if schema is not None and unknown:
+        return [
+            f"Line {body.count(chr(10), 0, m.start()) + 1}: {{{{ {m.group(1)} }}}} is not a parameter of this template."
+            for m in unknown
+        ]
+    dash_prone = {m.group(1): False for m in unknown}  # checked for context only; rendering refuses them
+    dash_prone.update({name: _dash_prone(p) for name, p in names.items()})
+    dash_prone.update(dict.fromkeys(BUILTINS, False))
+    return [str(problem) for problem in script_safety.problems(body, dash_prone)]
+
+
+def check_placeholder_contexts(body: str, schema: list[Param] | None = None) -> None:
+    """Refuse placeholders where shell quoting would not keep a value inert (RenderError names each)."""
+    found = placeholder_problems(body, schema)
+    if found:
+        raise RenderError(" ".join(found))
 
 
 def _value_text(param: Param, value: Any) -> str:
@@ -101,7 +91,7 @@ def _lab_dir_word(lab_dir: str) -> str:
 
 
 def render_body(body: str, schema: list[Param], values: Mapping[str, Any], ctx: RenderContext) -> str:
-    check_placeholder_contexts(body)
+    check_placeholder_contexts(body, schema)
     params = {p.name: p for p in schema}
 
     def substitute(match: re.Match) -> str:
@@ -147,6 +137,13 @@ def sbatch_header(values: Mapping[str, Any], ctx: RenderContext) -> list[str]:
     return lines
 
 
+def value_exports(schema: list[Param], values: Mapping[str, Any]) -> list[str]:
+    """export GPULAB_P_<name>=<quoted value> for every parameter, for templates that need values inside text."""
+    return [
+        f"export {ENV_PREFIX}{p.name}={shlex.quote(_value_text(p, values[p.name]))}" for p in schema if p.name in values
+    ]
+
+
 def render_script(body: str, schema: list[Param], values: Mapping[str, Any], ctx: RenderContext) -> str:
     """The whole script: shebang, the portal's #SBATCH header, environment, cluster preamble, the body."""
     rendered_body = render_body(body, schema, values, ctx)
@@ -159,6 +156,7 @@ def render_script(body: str, schema: list[Param], values: Mapping[str, Any], ctx
         f"# Launched from GPU Lab Portal, job {ctx.job_id}.",
         f"export GPULAB_JOB_ID={shlex.quote(ctx.job_id)}",
         f"export GPULAB_LAB_DIR={_lab_dir_word(ctx.lab_dir)}",
+        *value_exports(schema, values),
     ]
     if ctx.preamble.strip():
         parts += ["", "# Cluster setup (set by the admin)", ctx.preamble.strip()]

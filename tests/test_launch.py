@@ -23,14 +23,14 @@ def test_launch_form_creates_a_queued_job_and_queues_submit_on_commit(
         "param_gpus_per_node": 0,
         "param_seconds": 3,
         "param_exit_code": 0,
-        "param_message": "hi there",
+        "param_message": "hi-there",
     }
     with django_capture_on_commit_callbacks(execute=True):
         response = login(alice).post(url, data)
     job = Job.objects.get()
     assert response.status_code == 302 and response.url == job.get_absolute_url()
     assert job.state == "queued" and job.owner == alice and job.params["seconds"] == 3
-    assert "printf '%s\\n' 'hi there'" in job.script and "#SBATCH --time=2" in job.script
+    assert "printf '%s\\n' hi-there" in job.script and "#SBATCH --time=2" in job.script
     assert sent == [str(job.pk)]
     assert job.events.get().kind == "launch"
 

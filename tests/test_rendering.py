@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobs.params import CONTROL_CHARS, parse_schema
+from jobs.params import CONTROL_CHARS, SAFE_STRING, parse_schema
 from jobs.rendering import RenderContext, RenderError, bash_syntax_error, check_placeholder_contexts, render_script
 
 SCHEMA = parse_schema(
@@ -18,8 +18,8 @@ SCHEMA = parse_schema(
     ]
 )
 CTX = RenderContext(job_id="00000000-0000-0000-0000-000000000001", job_name="gpulab-t", lab_dir="~/gpulab")
-# The body writes the value, then its argument count, so word splitting or globbing would show.
-BODY = "printf '%s' {{ note }} > value.txt\nset -- {{ note }}\necho $# > argc.txt\n"
+# The body prints the value, then its argument count, so word splitting or globbing would show.
+BODY = "printf '%s' {{ note }}\nset -- {{ note }}\nprintf '|%s' \"$#\"\n"
 
 HOSTILE = [
     "$(touch pwned)",
@@ -44,32 +44,44 @@ HOSTILE = [
 
 
 def run_rendered(value: str, tmp_path: Path) -> set[str]:
+    """Render without validation (the quoting wall alone) and run; the files the job directory holds after."""
     script = render_script(BODY, SCHEMA, {"note": value, "flag": False}, CTX)
     workdir = tmp_path / "job"
     workdir.mkdir(exist_ok=True)
     for child in workdir.iterdir():
         child.unlink()
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
-    subprocess.run(["/bin/bash", "-c", script], cwd=workdir, env=env, check=True, timeout=10, capture_output=True)
-    assert (workdir / "value.txt").read_bytes().decode() == value
-    assert (workdir / "argc.txt").read_text().strip() == "1"
+    command = ["/bin/bash", "-c", script]
+    done = subprocess.run(command, cwd=workdir, env=env, check=True, timeout=10, capture_output=True)
+    assert done.stdout.decode() == f"{value}|1"
     return {p.name for p in workdir.iterdir()}
 
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_hostile_value_is_one_inert_word(value, tmp_path):
-    assert run_rendered(value, tmp_path) == {"value.txt", "argc.txt"}
+    assert run_rendered(value, tmp_path) == set()
     assert {p.name for p in tmp_path.iterdir()} == {"job"}  # nothing written outside the job directory
+
+
+@pytest.mark.parametrize("value", [v for v in HOSTILE if v not in ("", "../../etc/passwd")])
+def test_hostile_value_is_refused_by_the_safe_character_set(value):
+    with pytest.raises(ValueError, match="Use only letters, digits"):
+        SCHEMA[0].clean(value)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60))
-def test_any_valid_string_reaches_the_script_unchanged(tmp_path, value):
+def test_any_string_reaches_the_script_unchanged_and_only_safe_ones_validate(tmp_path, value):
     if CONTROL_CHARS.search(value):
         with pytest.raises(ValueError, match="control characters"):
             SCHEMA[0].clean(value)
         return
-    assert run_rendered(SCHEMA[0].clean(value), tmp_path) == {"value.txt", "argc.txt"}
+    assert run_rendered(value, tmp_path) == set()
+    if SAFE_STRING.fullmatch(value):
+        assert SCHEMA[0].clean(value) == value
+    else:
+        with pytest.raises(ValueError, match="Use only letters, digits"):
+            SCHEMA[0].clean(value)
 
 
 def test_newline_is_refused_by_validation():
@@ -82,7 +94,7 @@ def test_newline_is_refused_by_validation():
     [
         ("echo '{{ note }}'", "single quotes"),
         ('echo "hello {{ note }}"', "double quotes"),
-        ("echo `echo {{ note }}`", "backticks"),
+        ("echo `echo {{ note }}`", "backquotes"),
         ("cat <<EOF\n{{ note }}\nEOF", "here-document"),
         ("#SBATCH --partition={{ note }}", "#SBATCH"),
     ],
@@ -127,6 +139,7 @@ def test_header_comes_from_resource_parameters():
         assert line in script
     assert script.startswith("#!/bin/bash\n")
     assert 'export GPULAB_LAB_DIR="$HOME"/gpulab' in script
+    assert "export GPULAB_P_partition=gpu" in script and "export GPULAB_P_time_minutes=30" in script
 
 
 def test_bash_syntax_check():

@@ -53,14 +53,14 @@ def test_student_launches_from_the_form_and_watches_the_job(
     log_in(page, live_server, "alice")
     page.click(f"a[href='/courses/{course.slug}/launch/{sleep_template.slug}/']")
     page.fill("#id_param_seconds", "6")
-    page.fill("#id_param_message", "chromium says hi")
+    page.fill("#id_param_message", "chromium-says-hi")
     page.click("#launch")
 
     state = page.locator("#job-state")
     expect(state).to_have_attribute("data-state", "running", timeout=60_000)
     expect(page.locator("#log")).to_contain_text("start on", timeout=30_000)
     expect(state).to_have_attribute("data-state", "completed", timeout=60_000)
-    expect(page.locator("#log")).to_contain_text("chromium says hi", timeout=30_000)
+    expect(page.locator("#log")).to_contain_text("chromium-says-hi", timeout=30_000)
     expect(page.locator("#log")).to_contain_text("done", timeout=30_000)
     expect(page.locator("#log-status")).to_have_text("End of log.", timeout=30_000)
     expect(page.locator("#job-timeline")).to_contain_text("Completed")  # the timeline follows without a reload

@@ -45,7 +45,7 @@ def test_launch_from_the_form_runs_pending_running_completed(
         "param_gpus_per_node": 1,
         "param_seconds": 4,
         "param_exit_code": 0,
-        "param_message": "hello from the lab",
+        "param_message": "hello-from-the-lab",
     }
     assert login(alice).post(url, data).status_code == 302
     job = job_state(Job.objects.get(), "completed")
@@ -56,7 +56,7 @@ def test_launch_from_the_form_runs_pending_running_completed(
         f"gpulab:{job.pk}"
     )
     log = read_whole_log(api_for, alice, job)
-    assert "hello from the lab" in log and "done" in log
+    assert "hello-from-the-lab" in log and "done" in log
 
 
 def test_failed_job_reports_its_exit_code(worker, api_for, alice, cluster, sleep_template, job_state):
@@ -112,16 +112,25 @@ def test_host_key_mismatch_refuses_to_connect(worker, api_for, alice, cluster, s
     assert "Refusing to connect" in job.error and "pinned" in job.error
 
 
-def test_hostile_values_reach_slurm_as_one_inert_word(worker, api_for, alice, cluster, sleep_template, job_state):
+def test_hostile_values_are_refused_and_safe_ones_reach_slurm_unchanged(
+    worker, api_for, alice, cluster, sleep_template, job_state
+):
     hostile = "$(touch /tmp/gpulab-pwned) `touch pwned2` ; touch pwned3 --wrap=touch pwned4 ../../etc 'q' \"dq\""
-    job = job_state(launch(api_for, alice, message=hostile, seconds=0), "completed")
-    assert hostile in read_whole_log(api_for, alice, job)
+    response = api_for(alice).post(
+        "/api/v1/jobs/", {"template": "sleep-echo", "cluster": "local", "params": {"message": hostile}}, format="json"
+    )
+    assert response.status_code == 400 and "Use only letters, digits" in response.json()["params"]["message"][0]
+    edge = "a=b,c:/d@e%f+g.h_-9"  # every character the safe set allows
+    job = job_state(launch(api_for, alice, message=edge, seconds=0), "completed")
+    assert edge in read_whole_log(api_for, alice, job)
     assert not Path("/tmp/gpulab-pwned").exists()
     backend = get_backend(cluster)
     from clusters.backends import ssh
 
     with ssh.sftp(cluster, cluster.service_account()) as sftp:
         assert sorted(sftp.listdir(backend.job_dir(job.pk))) == ["job.sh", "output.log"]
+        script = sftp.open(f"{backend.job_dir(job.pk)}/job.sh").read().decode()
+        assert f"export GPULAB_P_message={edge}" in script  # the value also travels as an environment variable
         assert not any(name.startswith("pwned") for name in sftp.listdir("."))
     assert slurm("squeue", "--states=all", "--noheader", "--format=%k").count(f"gpulab:{job.pk}") == 1
 

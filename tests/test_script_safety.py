@@ -1,0 +1,194 @@
+"""The bash context checker: each class of template body the hostile tester used, accepted or refused."""
+
+import pytest
+
+from jobs.params import parse_schema
+from jobs.rendering import RenderError, check_placeholder_contexts, placeholder_problems, render_script
+from jobs.script_safety import problems
+
+# v: a value that cannot start with "-" (a string, a bool, a non-negative number); n: one that can.
+CLASSES = {"v": False, "n": True}
+
+
+def refusals(body: str) -> list[str]:
+    return [str(p) for p in problems(body, CLASSES)]
+
+
+ACCEPTED = [
+    "echo {{ v }}",
+    "sleep {{ v }}\nexit {{ v }}",
+    "printf '%s\\n' {{ v }}",
+    "python3 train.py --lr {{ v }} --steps={{ n }} --tag=run-{{ v }}",
+    "python3 -u train.py {{ v }}",
+    '${PYTHON:-python3} "$GPULAB_LAB_DIR"/trainer/train.py --model {{ v }}',
+    "srun --ntasks-per-node=1 python3 train.py {{ v }}",
+    "srun -n {{ v }} ./a.out",
+    "timeout 60 nice -n 5 ./bench {{ v }}",
+    "env OMP_NUM_THREADS=4 ./bench {{ v }}",
+    "[ {{ v }} = true ] && echo on",
+    "case {{ v }} in fast) echo fast ;; *) echo slow ;; esac",
+    "mkdir -p runs/{{ v }}",
+    "echo {{ v }} | grep -c x | wc -l",
+    "echo {{ v }} >&2",
+    "# a comment that mentions {{ v }}\necho hi",
+    "echo ${a#x} {{ v }}  # a '#' inside ${…} is no comment",
+    'echo "Training $GPULAB_P_v for $GPULAB_P_n epochs"',
+    'export NCCL_DEBUG="$GPULAB_P_v"',
+    'python3 train.py --name "$GPULAB_P_v" --x="$GPULAB_P_n"',
+    "cat <<'EOF'\nplain text\nEOF\necho {{ v }}",
+    "if true; then\n  f() { echo {{ v }}; }\nfi",
+]
+
+
+@pytest.mark.parametrize("body", ACCEPTED)
+def test_inert_argument_positions_are_accepted(body):
+    assert refusals(body) == []
+
+
+REFUSED = [
+    # the scanner misread the script
+    ("cat <<EOF\nhi\n  EOF  \necho {{ v }}\nEOF", "here-document"),
+    ("cat <<EOF\n{{ v }}\nEOF", "here-document"),
+    ("cat <<-EOF\n\t{{ v }}\n\tEOF", "here-document"),
+    ("cat <<EOF ; cat <<E2\na\nEOF\nb\nE2\necho {{ v }}", "cannot parse"),
+    ("cat <<EOF; cat <<E2\na\nEOF\n{{ v }}\nE2", "cannot parse"),
+    ("echo ${a#{{ v }}}", "${…}"),
+    ("echo ${a:-{{ v }}}", "${…}"),
+    ("echo ${a[{{ v }}]}", "subscript"),
+    ("echo a#{{ v }}", "shell-special"),
+    # quoting does not help
+    ("eval {{ v }}", "eval"),
+    ('eval "echo $GPULAB_P_v"', "eval"),
+    ("bash -c 'echo $1' x {{ v }}", "bash -c"),
+    ("sh -c {{ v }}", "sh -c"),
+    ("srun sh -c {{ v }}", "sh -c"),
+    ("srun -N 1 bash -c 'echo \"$0\"' {{ v }}", "bash -c"),
+    ("python3 -c 'import sys; print(sys.argv)' {{ v }}", "python3 -c"),
+    ("perl -e 'print @ARGV' {{ v }}", "perl -e"),
+    ("sbatch --wrap {{ v }}", "sbatch"),
+    ("[[ {{ v }} -eq 1 ]]", "[[ ]]"),
+    ("[[ $GPULAB_P_v == x ]]", "[[ ]]"),
+    ("(( {{ v }} + 1 ))", "arithmetic"),
+    ("echo $(( {{ v }} * 2 ))", "arithmetic"),
+    ("for (( i = 0; i < {{ v }}; i++ )); do :; done", "loop header"),
+    ("let x={{ v }}", "let"),
+    ("declare -i x={{ v }}", "variable"),
+    ('declare -i x="$GPULAB_P_v"', "declare"),
+    ("source {{ v }}", "source"),
+    (". {{ v }}", "an argument of ."),
+    ("trap {{ v }} EXIT", "trap"),
+    ("printf -v x '%s' {{ v }}", "printf"),
+    ("printf {{ v }}", "printf"),
+    ("read {{ v }} <<< x", "read"),
+    ("[ -v {{ v }} ]", "-v"),
+    ("env bash -c {{ v }}", "bash -c"),
+    ("xargs -I{} sh -c {{ v }}", "xargs"),
+    ("nohup sh -c {{ v }}", "sh -c"),
+    ("exec sh -c {{ v }}", "sh -c"),
+    ("timeout 5 bash -c {{ v }}", "bash -c"),
+    ("ssh node1 echo {{ v }}", "ssh"),
+    ("awk {{ v }} file", "awk"),
+    ("find . -name {{ v }}", "find"),
+    ('f() { eval "$1"; }\nf {{ v }}', "function"),
+    ('X="$GPULAB_P_v"; eval "$X"', "copied into a variable"),
+    ('export LD_PRELOAD="$GPULAB_P_v"', "LD_PRELOAD"),
+    ("P=eval; ${P:-python3} train.py {{ v }}", "computed"),
+    ("$CMD {{ v }}", "computed"),
+    ("\\eval {{ v }}", "computed"),
+    # option and path positions
+    ("rm -f {{ v }}", "rm"),
+    ("mv {{ v }} /tmp", "mv"),
+    ("scancel {{ v }}", "scancel"),
+    ("echo > {{ v }}", "redirection"),
+    ("cat < {{ v }}", "redirection"),
+    ("cat <<< {{ v }}", "redirection"),
+    ("sort {{ n }}", "option"),
+    ("[ {{ n }} = x ]", "operator"),
+    ("timeout {{ v }} ./bench", "option or operand of timeout"),
+    ("srun --export={{ v }} ./a.out", "srun"),
+    ("{{ v }} --help", "command name"),
+    ("python3 {{ v }}", "what python3 runs"),
+    # where the value would be re-read
+    ("echo '{{ v }}'", "single quotes"),
+    ('echo "{{ v }}"', "double quotes"),
+    ("echo `echo {{ v }}`", "backquotes"),
+    ("echo $(echo {{ v }})", "backquotes"),
+    ("x={{ v }}", "variable"),
+    ("echo $GPULAB_P_v", "double quotes"),
+    ("echo {{ v }} | bash", "piped into bash"),
+    ("{ echo {{ v }}; } | sh", "piped into sh"),
+    ("echo {{ v }} > run.sh\nbash run.sh", "into a file"),
+    ("exec > >(bash)\necho {{ v }}", "elsewhere"),
+    ("alias e=eval\ne {{ v }}", "elsewhere"),
+    ("coproc bash\necho {{ v }} >&${COPROC[1]}", "elsewhere"),
+    ("#SBATCH --partition={{ v }}", "#SBATCH"),
+    ("for x in {{ v }}; do echo $x; done", "for statement"),
+]
+
+
+@pytest.mark.parametrize(("body", "context"), REFUSED)
+def test_placements_that_would_let_a_value_run_are_refused(body, context):
+    found = refusals(body)
+    assert found, f"accepted: {body!r}"
+    assert context in " ".join(found)
+
+
+def test_refusal_names_the_line_the_context_and_the_fix():
+    schema = parse_schema([{"name": "steps", "type": "int", "default": 10, "min": 1, "max": 100}])
+    body = "echo start\n\n\n\n\n\n(( total = {{ steps }} * 2 ))\n"
+    [message] = placeholder_problems(body, schema)
+    assert message.startswith("Line 7: {{ steps }} is inside (( )) arithmetic, where a value would be evaluated;")
+    assert '"$GPULAB_P_steps"' in message
+
+
+def test_every_refusal_is_reported_not_just_the_first():
+    found = refusals("eval {{ v }}\necho ok {{ v }}\nrm {{ v }}")
+    assert [m.split(":")[0] for m in found] == ["Line 1", "Line 3"]
+
+
+def test_negative_numbers_may_stand_only_joined_to_their_option():
+    schema = parse_schema([{"name": "shift", "type": "int", "default": 0, "min": -5, "max": 5}])
+    assert placeholder_problems("./bench --shift={{ shift }}", schema) == []
+    assert "may begin with '-'" in placeholder_problems("./bench --shift {{ shift }}", schema)[0]
+    natural = parse_schema([{"name": "shift", "type": "int", "default": 0, "min": 0, "max": 5}])
+    assert placeholder_problems("./bench --shift {{ shift }}", natural) == []
+
+
+def test_a_choice_with_a_dashed_option_counts_as_dash_prone():
+    schema = parse_schema([{"name": "opt", "type": "choice", "default": "-O2", "choices": ["-O2", "-O3"]}])
+    assert placeholder_problems("gcc {{ opt }} a.c", schema)
+    assert placeholder_problems("gcc -Wall a.c --level={{ opt }}", schema) == []
+
+
+def test_unknown_parameter_is_named():
+    schema = parse_schema([{"name": "steps", "type": "int", "default": 1}])
+    expected = ["Line 1: {{ stepz }} is not a parameter of this template."]
+    assert placeholder_problems("echo {{ stepz }}", schema) == expected
+
+
+def test_a_refused_body_does_not_render():
+    schema = parse_schema([{"name": "v", "type": "string", "default": "x"}])
+    with pytest.raises(RenderError, match="eval"):
+        render_script("eval {{ v }}", schema, {"v": "x"}, _ctx())
+    with pytest.raises(RenderError, match="here-document"):
+        check_placeholder_contexts("cat <<EOF\n{{ v }}\nEOF", schema)
+
+
+def test_checking_runs_nothing(tmp_path, monkeypatch):
+    """The checker asks bash to parse the body (as an imported function); nothing in it may run."""
+    monkeypatch.chdir(tmp_path)
+    canary = tmp_path / "CANARY"
+    for body in [
+        f"touch {canary}\necho {{{{ v }}}}",
+        f"}}\ntouch {canary}\n{{ :\necho {{{{ v }}}}",
+        f"echo $(touch {canary}) {{{{ v }}}}",
+        f"cat <<EOF\n$(touch {canary})\nEOF\necho {{{{ v }}}}",
+    ]:
+        refusals(body)
+    assert not canary.exists()
+
+
+def _ctx():
+    from jobs.rendering import RenderContext
+
+    return RenderContext(job_id="00000000-0000-0000-0000-000000000001", job_name="gpulab-t", lab_dir="~/gpulab")
