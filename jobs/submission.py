@@ -1,9 +1,14 @@
-"""Submitting a queued job to its cluster, exactly once.
+"""Submitting a queued job to its cluster, exactly once, and never after its owner cancelled it.
 
 queued → submitting is a conditional update, so a duplicate message stops there. The SSH work then runs
 under a row lock (SELECT … FOR UPDATE SKIP LOCKED): a second worker skips, and a worker that dies
 releases the lock with its connection. A retry looks for the portal's job UUID on the scheduler first
 and records what it finds instead of submitting again.
+
+A cancel request recorded on the row (`cancel_requested_at`) is read under that lock before the scheduler
+is asked anything, and again before the job is recorded as submitted: a job cancelled before its sbatch
+never reaches the scheduler, and one whose sbatch raced the request is cancelled there at once. A row found
+locked is never given up on: the caller tries again in a moment (the lock holder may be a cancel request).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from clusters.backends import BackendError, get_backend
@@ -27,16 +32,25 @@ from .states import EventKind, JobState, record, transition
 
 logger = logging.getLogger(__name__)
 
+CANCELLED_BEFORE = "Cancelled before it reached the cluster."
+
 
 class Outcome(enum.Enum):
     SUBMITTED = "submitted"
+    CANCELLED = "cancelled"  # a cancel request was honoured instead
     RETRY = "retry"  # a transient failure; the caller schedules another attempt
+    BUSY = "busy"  # the row is locked (another worker submitting, or a cancel being recorded): try again soon
     FAILED = "failed"
-    NOTHING = "nothing"  # gone, already done elsewhere, or held by another worker
+    NOTHING = "nothing"  # gone, or already done elsewhere
 
 
 def retry_delay(attempts: int) -> float:
     return settings.GPULAB_SUBMIT_RETRY_DELAY * 2 ** max(attempts - 1, 0)
+
+
+def busy_delay(retries: int) -> float:
+    """Short: a lock is held for one sbatch or one cancel request, not for minutes."""
+    return min(0.5 * 2**retries, 5.0)
 
 
 def submit(job_id) -> Outcome:
@@ -48,10 +62,9 @@ def submit(job_id) -> Outcome:
         job.refresh_from_db(fields=["state"])
     if job.state != JobState.SUBMITTING:
         return Outcome.NOTHING
-    # Counted and committed before any SSH, so a retry after a crash knows to look for an earlier sbatch.
-    Job.objects.filter(pk=job.pk, state=JobState.SUBMITTING).update(
-        submit_attempts=F("submit_attempts") + 1, updated_at=timezone.now()
-    )
+    failpoints.pause("submit.before_lock")
+    if not _claim_attempt(job.pk):
+        return _busy_or_done(job.pk)
     with transaction.atomic():
         job = (
             Job.objects.select_for_update(skip_locked=True, of=("self",))
@@ -60,11 +73,30 @@ def submit(job_id) -> Outcome:
             .first()
         )
         if job is None:
-            return Outcome.NOTHING
+            return _busy_or_done(job_id)
         return _submit_locked(job)
 
 
+def _claim_attempt(job_id) -> bool:
+    """Count an attempt, committed before any SSH so a retry after a crash knows to look for an earlier sbatch.
+
+    Only a worker that can lock the row counts one: waiting on a lock must not use up the retries."""
+    with transaction.atomic():
+        free = Job.objects.select_for_update(skip_locked=True).filter(pk=job_id, state=JobState.SUBMITTING)
+        if not free.values_list("pk", flat=True).first():
+            return False
+        Job.objects.filter(pk=job_id).update(submit_attempts=F("submit_attempts") + 1, updated_at=timezone.now())
+    return True
+
+
+def _busy_or_done(job_id) -> Outcome:
+    still_submitting = Job.objects.filter(pk=job_id, state=JobState.SUBMITTING).exists()
+    return Outcome.BUSY if still_submitting else Outcome.NOTHING
+
+
 def _submit_locked(job: Job) -> Outcome:
+    if job.cancel_requested_at is not None:
+        return _cancel_unsubmitted(job)
     try:
         access.check_launch(job.owner, job.course, job.template, job.cluster)
     except access.LaunchRefused as exc:
@@ -74,14 +106,14 @@ def _submit_locked(job: Job) -> Outcome:
         backend = get_backend(job.cluster, job.account)
         request = submit_request(job)
         earlier = backend.find_submitted(request) if job.submit_attempts > 1 else None
+        failpoints.pause("submit.before_sbatch")
         scheduler_id = earlier or backend.submit(request)
         failpoints.pause("submit.after_sbatch")
     except BackendError as exc:
-        if exc.transient and job.submit_attempts <= settings.GPULAB_SUBMIT_RETRIES:
-            record(job, EventKind.NOTE, f"{exc} Trying again in {retry_delay(job.submit_attempts):.0f} s.")
-            return Outcome.RETRY
-        transition(job, JobState.SUBMIT_FAILED, error=str(exc), message=str(exc))
-        return Outcome.FAILED
+        return _failed(job, exc)
+    ops_store.heard_from(job.cluster.name)
+    if _cancel_requested(job) and _cancel_on_scheduler(job, backend, scheduler_id):
+        return Outcome.CANCELLED
     how = "Found the earlier submission" if earlier else "Submitted"
     transition(
         job,
@@ -92,9 +124,24 @@ def _submit_locked(job: Job) -> Outcome:
     )
     latency = (timezone.now() - job.created_at).total_seconds()
     transaction.on_commit(lambda: ops_store.observe("submit_latency_seconds", latency, job.cluster.name))
-    if job.cancel_requested_at is not None:
-        transaction.on_commit(lambda: _cancel_after_submit(job.pk))
     return Outcome.SUBMITTED
+
+
+def _cancel_requested(job: Job) -> bool:
+    """Read again after the sbatch: a request recorded meanwhile means the scheduler must stop the job now."""
+    return Job.objects.filter(pk=job.pk).exclude(cancel_requested_at=None).exists()
+
+
+def _cancel_on_scheduler(job: Job, backend, scheduler_id: str) -> bool:
+    """False if scancel failed: the job is then recorded as submitted and the cancel task stops it later."""
+    try:
+        backend.cancel(scheduler_id)
+    except BackendError as exc:
+        logger.warning("job %s: cancel right after submission failed: %s", job.pk, exc)
+        transaction.on_commit(lambda: _cancel_after_submit(job.pk))
+        return False
+    _cancelled(job, scheduler_id, f"Cancelled on the cluster right after its submission (job {scheduler_id}).")
+    return True
 
 
 def _cancel_after_submit(job_id) -> None:
@@ -103,10 +150,60 @@ def _cancel_after_submit(job_id) -> None:
     cancel_job.delay(str(job_id))
 
 
+def _cancel_unsubmitted(job: Job) -> Outcome:
+    """Honour a cancel request that came before this attempt's sbatch. Only an earlier attempt that died after
+    its sbatch can have reached the scheduler; the first attempt cancels without asking the cluster anything."""
+    if job.submit_attempts <= 1:
+        return _cancelled(job, "", CANCELLED_BEFORE)
+    try:
+        backend = get_backend(job.cluster, job.account)
+        earlier = backend.find_submitted(submit_request(job))
+        if earlier:
+            backend.cancel(earlier)
+    except BackendError as exc:
+        if _retrying(job, exc):
+            return Outcome.RETRY
+        message = f"Cancelled. The cluster could not be asked whether an earlier attempt had submitted it: {exc}"
+        return _cancelled(job, "", message)
+    if earlier:
+        return _cancelled(job, earlier, f"Cancelled on the cluster: an earlier attempt had submitted it ({earlier}).")
+    return _cancelled(job, "", CANCELLED_BEFORE)
+
+
+def _cancelled(job: Job, scheduler_id: str, message: str) -> Outcome:
+    fields = {"scheduler_id": scheduler_id, "scheduler_state": "CANCELLED"} if scheduler_id else {}
+    transition(job, JobState.CANCELLED, message=message, **fields)
+    return Outcome.CANCELLED
+
+
+def _retrying(job: Job, exc: BackendError) -> bool:
+    if not (exc.transient and job.submit_attempts <= settings.GPULAB_SUBMIT_RETRIES):
+        return False
+    record(job, EventKind.NOTE, f"{exc} Trying again in {retry_delay(job.submit_attempts):.0f} s.")
+    return True
+
+
+def _failed(job: Job, exc: BackendError) -> Outcome:
+    if _retrying(job, exc):
+        return Outcome.RETRY
+    transition(job, JobState.SUBMIT_FAILED, error=str(exc), message=str(exc))
+    return Outcome.FAILED
+
+
 def submit_request(job: Job) -> SubmitRequest:
     """What the backend needs: the script or objects, and on Kubernetes the namespace with the course's quota."""
     plan = namespaces.plan_for(job.course, job.owner) if job.cluster.is_kubernetes else None
     return SubmitRequest(job_id=job.pk, script=job.script, namespace=plan)
+
+
+def waiting_for_submission() -> list:
+    """Jobs not yet on a scheduler. After a worker died, some of their messages died with it; submitting each
+    again is safe (see above): a job another worker holds answers BUSY until that worker is done or gone."""
+    return list(
+        Job.objects.filter(Q(state=JobState.QUEUED) | Q(state=JobState.SUBMITTING))
+        .order_by("created_at")
+        .values_list("pk", flat=True)[:1000]
+    )
 
 
 def give_up_on_stale(job: Job) -> bool:

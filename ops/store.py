@@ -112,10 +112,26 @@ def record_poll(cluster: str, seconds: float, error: str) -> None:
     observe("poll_cycle_seconds", seconds, cluster)
     entry = {"at": time.time(), "seconds": round(seconds, 3), "error": error[:300]}
     client().hset(f"{PREFIX}polls", cluster, json.dumps(entry))
+    if not error:
+        heard_from(cluster)
+
+
+@_safely
+def heard_from(cluster: str) -> None:
+    """The cluster's scheduler answered (a poll, a submission): job pages trust states younger than this."""
+    client().hset(f"{PREFIX}heard", cluster, str(time.time()))
 
 
 def polls() -> dict[str, dict]:
     return {k.decode(): json.loads(v) for k, v in client().hgetall(f"{PREFIX}polls").items()}
+
+
+def last_heard(clusters: list[str]) -> dict[str, float | None]:
+    """cluster → when its scheduler last answered (epoch seconds), None if never recorded."""
+    if not clusters:
+        return {}
+    values = client().hmget(f"{PREFIX}heard", clusters)
+    return {name: float(value) if value else None for name, value in zip(clusters, values, strict=True)}
 
 
 @_safely

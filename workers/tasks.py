@@ -15,13 +15,26 @@ from ops import store as ops_store
 logger = logging.getLogger(__name__)
 
 
-@shared_task(bind=True, max_retries=None)
+@shared_task(bind=True, max_retries=None, acks_late=True, reject_on_worker_lost=True)
 def submit_job(self, job_id: str) -> str:
     outcome = submission.submit(job_id)
     if outcome is submission.Outcome.RETRY:
         attempts = submission.Job.objects.filter(pk=job_id).values_list("submit_attempts", flat=True).first() or 1
         raise self.retry(countdown=submission.retry_delay(attempts))
+    if outcome is submission.Outcome.BUSY:
+        raise self.retry(countdown=submission.busy_delay(self.request.retries))
     return outcome.value
+
+
+def resume_orphaned_submissions() -> int:
+    """At worker start: submit again what a dead worker held (its messages come back only after the broker's
+    visibility timeout). Duplicates are harmless: submission is idempotent by the job's UUID."""
+    orphans = submission.waiting_for_submission()
+    for job_id in orphans:
+        submit_job.delay(str(job_id))
+    if orphans:
+        logger.info("resumed %d submissions no worker held", len(orphans))
+    return len(orphans)
 
 
 @shared_task(autoretry_for=(BackendError,), retry_backoff=5, max_retries=5)
