@@ -38,12 +38,17 @@ class ClusterAdmin(admin.ModelAdmin):
     readonly_fields = [
         "pinned_host_key",
         "host_key_pinned_at",
-        "has_accounting",
+        "accounting",
         "server_version",
-        "has_mpi_operator",
-        "has_metrics_api",
+        "mpi_operator",
+        "metrics_api",
     ]
-    shown_as = {"host_key": "pinned_host_key"}
+    shown_as = {
+        "host_key": "pinned_host_key",
+        "has_accounting": "accounting",
+        "has_mpi_operator": "mpi_operator",
+        "has_metrics_api": "metrics_api",
+    }
     inlines = [ClusterAccountInline]
     change_form_template = "admin/clusters/cluster/change_form.html"
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
@@ -69,6 +74,20 @@ class ClusterAdmin(admin.ModelAdmin):
         if not obj.host_key:
             return "Not pinned: run “Test connection” and confirm the fingerprint."
         return f"{fingerprint(obj.host_key)} ({obj.host_key.split()[0]})"
+
+    @admin.display(description="SLURM accounting (sacct)")
+    def accounting(self, obj):
+        return (
+            "available: jobs are followed with sacct" if obj.has_accounting else "off: jobs are followed with scontrol"
+        )
+
+    @admin.display(description="MPI Operator")
+    def mpi_operator(self, obj):
+        return "installed: MPIJob templates can run" if obj.has_mpi_operator else "not installed: no MPIJob templates"
+
+    @admin.display(description="metrics API")
+    def metrics_api(self, obj):
+        return "available: pod CPU and memory charts" if obj.has_metrics_api else "not available: no pod usage charts"
 
     @admin.display(description="address")
     def address(self, obj):

@@ -8,4 +8,5 @@ urlpatterns = [
     path("<slug:slug>/", views.course_jobs, name="jobs"),
     path("<slug:slug>/roster/", views.roster_upload, name="roster"),
     path("<slug:slug>/quotas/", quota_views.quota_page, name="quotas"),
+    path("<slug:slug>/cancel/", views.cancel_jobs, name="cancel_jobs"),
 ]

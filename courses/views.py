@@ -1,14 +1,21 @@
+import uuid
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
 
-from jobs.forms import CourseFilterForm, RosterUploadForm
+from jobs.cancellation import CancelRefused, request_cancel
+from jobs.filters import JobFilterForm
+from jobs.forms import RosterUploadForm
 from jobs.models import Job
 from jobs.states import ACTIVE_STATES
 
 from . import access
+from .models import Role
 from .roster import import_roster
 
 
@@ -16,17 +23,11 @@ from .roster import import_roster
 def course_jobs(request, slug: str):
     """The instructor's view of a course: every student's jobs, filtered by state, student and template."""
     course = access.get_course(request.user, slug, teach=True)
-    form = CourseFilterForm(request.GET or None)
-    jobs = access.visible_jobs(request.user).filter(course=course)
-    if form.is_valid():
-        if form.cleaned_data["state"]:
-            jobs = jobs.filter(state=form.cleaned_data["state"])
-        if form.cleaned_data["student"]:
-            jobs = jobs.filter(owner__username__icontains=form.cleaned_data["student"])
-        if form.cleaned_data["template"]:
-            jobs = jobs.filter(template__slug=form.cleaned_data["template"])
+    form = JobFilterForm(request.GET or None)
+    jobs = form.apply(access.visible_jobs(request.user).filter(course=course))
     page = Paginator(jobs.for_table(), 50).get_page(request.GET.get("page"))
     context = {"course": course, "form": form, "page": page, "jobs": page.object_list, "show_owner": True}
+    context["bulk"] = True  # rows get a checkbox for "Cancel selected"
     if request.headers.get("HX-Request"):  # the table's 5-second refresh: its rows only
         return render(request, "jobs/_job_rows.html", context)
     # Unfinished jobs per student from the (course, state) index, not a join of every enrollment with every job.
@@ -39,8 +40,40 @@ def course_jobs(request, slug: str):
     students = list(course.enrollments.select_related("user"))
     for enrollment in students:
         enrollment.active = active.get(enrollment.user_id, 0)
-    context |= {"enrollments": students, "templates": course.templates.all()}
+    roster = sorted((e.user for e in students if e.role == Role.STUDENT), key=lambda u: u.username)
+    context |= {"enrollments": students, "roster": roster, "templates": course.templates.only("slug", "name")}
     return render(request, "courses/course_jobs.html", context)
+
+
+@login_required
+@require_POST
+def cancel_jobs(request, slug: str):
+    """Cancel the jobs an instructor ticked: each one found through the access helper, moved by the state machine
+    and recorded with its actor, exactly as its own Cancel button would."""
+    course = access.get_course(request.user, slug, teach=True)
+    ids = []
+    for value in request.POST.getlist("job"):
+        try:
+            ids.append(uuid.UUID(value))
+        except ValueError:
+            continue
+    jobs = access.visible_jobs(request.user).filter(course=course, pk__in=ids).select_related("cluster")
+    asked, ended = 0, 0
+    for job in jobs:
+        try:
+            request_cancel(request.user, job)
+            asked += 1
+        except CancelRefused:
+            ended += 1
+    if not ids:
+        messages.warning(request, "Tick the jobs to cancel first, then press “Cancel selected”.")
+    else:
+        note = f" {ended} had already ended." if ended else ""
+        messages.info(request, f"Cancelling {asked} job{'' if asked == 1 else 's'}.{note}")
+    back = request.POST.get("next", "")  # the page with its filters
+    if url_has_allowed_host_and_scheme(back, {request.get_host()}, require_https=request.is_secure()):
+        return redirect(back)
+    return redirect("courses:jobs", slug=course.slug)
 
 
 @login_required

@@ -9,7 +9,6 @@ from django.core.validators import RegexValidator
 
 from .models import JobTemplate
 from .params import FLOAT_TEXT, INT_TEXT, Param, SchemaError, parse_schema
-from .states import JobState
 
 PARAM_PREFIX = "param_"
 
@@ -149,13 +148,3 @@ class RosterUploadForm(forms.Form):
             return upload.read().decode("utf-8-sig")
         except UnicodeDecodeError:
             raise forms.ValidationError("The file is not UTF-8 text; save it as CSV (UTF-8).") from None
-
-
-class CourseFilterForm(forms.Form):
-    state = forms.ChoiceField(required=False)
-    student = forms.CharField(required=False, max_length=150)
-    template = forms.CharField(required=False, max_length=50)
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["state"].choices = [("", "any state"), *JobState.choices]

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from courses import access
 from jobs.models import Job
-from jobs.states import JobState
+from jobs.states import ACTIVE_STATES, JobState
 
 from .models import Node
 from .summary import REPORT_COLUMNS, course_report
@@ -39,17 +39,32 @@ def course_dashboard(request, slug: str):
     course = access.get_course(request.user, slug, teach=True)
     counts = dict(Job.objects.filter(course=course).values_list("state").annotate(n=Count("pk")).order_by())
     states = [(state.label, state.value, counts.get(state.value, 0)) for state in JobState]
+    students = _students(course)
     return render(
         request,
         "telemetry/course_dashboard.html",
         {
             "course": course,
             "states": states,
-            "students": _students(course),
+            "students": students,
+            "heatmap": _heatmap_labels(course, students),
+            "running": counts.get(JobState.RUNNING, 0),
             "idle_seconds": int(settings.TELEMETRY_IDLE_SECONDS),
             "idle_minutes": round(settings.TELEMETRY_IDLE_SECONDS / 60, 1),
         },
     )
+
+
+def _heatmap_labels(course, students: list[dict]) -> dict:
+    """What the heatmap's frames do not carry: students' names, and which template each running job runs.
+
+    Frames name a student by username and a job by id; a job that starts after the page opened reads "job 3f2a…".
+    """
+    running = Job.objects.filter(course=course, state__in=ACTIVE_STATES).values_list("pk", "template__slug")
+    return {
+        "names": {s["username"]: s["name"] for s in students},
+        "jobs": {str(pk): f"{template} {str(pk)[:8]}" for pk, template in running},
+    }
 
 
 def _students(course) -> list[dict]:
@@ -82,13 +97,22 @@ def _students(course) -> list[dict]:
             student["gpu_hours"] += gpus * held_for.total_seconds() / 3600
         student["util_sum"] += util_sum or 0.0
         student["samples"] += samples or 0
-    enrolled = course.enrollments.filter(role="student").values_list("user__username", flat=True)
+    enrolled = course.enrollments.filter(role="student").values_list(
+        "user__username", "user__first_name", "user__last_name"
+    )
+    names = {username: f"{first} {last}".strip() or username for username, first, last in enrolled}
     table = []
-    for username in sorted(set(enrolled) | set(students)):
+    for username in sorted(set(names) | set(students)):
         s = students.get(username) or {"running": 0, "gpu_hours": 0.0, "samples": 0}
         mean = s["util_sum"] / s["samples"] if s["samples"] else None
         table.append(
-            {"username": username, "running": s["running"], "gpu_hours": round(s["gpu_hours"], 4), "mean_util": mean}
+            {
+                "username": username,
+                "name": names.get(username, username),
+                "running": s["running"],
+                "gpu_hours": round(s["gpu_hours"], 4),
+                "mean_util": mean,
+            }
         )
     return table
 

@@ -2,22 +2,29 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from clusters.backends import BackendError
 from courses import access
 from jobs import endpoints
 from jobs.cancellation import CancelRefused, request_cancel
+from jobs.filters import JobFilterForm
 from jobs.logs import log_streams, read_log
-from jobs.models import Job
+from jobs.models import Job, JobTemplate
 
 
 @login_required
 def my_jobs(request):
-    jobs = Job.objects.filter(owner=request.user).for_table()
+    """The student's own jobs, filtered by state, template and text; htmx refreshes the rows every 5 s."""
+    form = JobFilterForm(request.GET or None)
+    jobs = form.apply(Job.objects.filter(owner=request.user)).for_table()
     page = Paginator(jobs, 50).get_page(request.GET.get("page"))
-    template = "jobs/_job_rows.html" if request.headers.get("HX-Request") else "jobs/my_jobs.html"
-    return render(request, template, {"page": page, "jobs": page.object_list, "show_owner": False})
+    context = {"form": form, "page": page, "jobs": page.object_list, "show_owner": False}
+    if request.headers.get("HX-Request"):
+        return render(request, "jobs/_job_rows.html", context)
+    context["templates"] = JobTemplate.objects.filter(jobs__owner=request.user).distinct().only("slug", "name")
+    return render(request, "jobs/my_jobs.html", context)
 
 
 @login_required
@@ -85,4 +92,7 @@ def cancel(request, job_id):
         messages.info(request, request_cancel(request.user, job))
     except CancelRefused as exc:
         messages.warning(request, str(exc))
+    back = request.POST.get("next", "")  # a job table's Cancel returns to the table
+    if url_has_allowed_host_and_scheme(back, {request.get_host()}, require_https=request.is_secure()):
+        return redirect(back)
     return redirect(job)

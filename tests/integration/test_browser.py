@@ -124,5 +124,7 @@ def test_student_watches_live_gpu_charts_grow_and_instructor_sees_the_class(
     heatmap = page.locator("[data-chart=heatmap]")
     expect(heatmap).to_have_attribute("data-frames", re.compile(r"^[1-9]\d*$"), timeout=20_000)
     page.wait_for_function("document.querySelector('[data-chart=heatmap]').data[0].y.length > 0", timeout=10_000)
-    rows = page.evaluate("document.querySelector('[data-chart=heatmap]').data[0].y")
-    assert len(rows) == 2 and all(row.startswith(f"alice/{str(job.pk)[:8]}/") for row in rows)
+    rows = page.evaluate("document.querySelector('[data-chart=heatmap]').layout.yaxis.ticktext")
+    assert rows == ["▸ alice · 2 GPUs"]  # one row per student, their GPUs averaged
+    hover = page.evaluate("document.querySelector('[data-chart=heatmap]').data[0].text[0]")
+    assert any(f"alice · sleep-echo {str(job.pk)[:8]} · mean GPU util of 2 GPUs" in cell for cell in hover)

@@ -1,0 +1,178 @@
+"""The class dashboard in Chromium with a full class: 60 students holding 2 GPUs each, their frames published
+through the real path (Redis ring and channel layer) to the ASGI server, read by the page's WebSocket."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import threading
+import time
+
+import pytest
+import redis
+from django.contrib.auth import get_user_model
+from playwright.sync_api import expect, sync_playwright
+
+from courses.models import Enrollment, Role
+from jobs.models import Job
+from telemetry.stream import KEY_PREFIX, Publisher, course_group
+
+from .test_browser import CHROMIUM, log_in
+
+pytestmark = pytest.mark.browser
+
+STUDENTS = 60
+IDLE = {7, 23, 41}  # these students' GPUs sit at 0 % and have for 400 s
+SHOTS = os.environ.get("GPULAB_SHOTS", "/tmp/gpulab-shots")
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield browser
+        browser.close()
+
+
+def open_page(browser, width: int):
+    return browser.new_context(viewport={"width": width, "height": 900}).new_page()
+
+
+@pytest.fixture
+def full_class(course, cluster, sleep_template):
+    """60 enrolled students, each running one 2-GPU job: what the page labels and what the frames name."""
+    users = get_user_model().objects.bulk_create(
+        [get_user_model()(username=f"student{i}", first_name="Student", last_name=f"No. {i}") for i in range(STUDENTS)]
+    )
+    Enrollment.objects.bulk_create([Enrollment(course=course, user=u, role=Role.STUDENT) for u in users])
+    jobs = Job.objects.bulk_create(
+        [Job(owner=u, course=course, cluster=cluster, template=sleep_template, state="running", gpus=2) for u in users]
+    )
+    return list(zip(users, jobs, strict=True))
+
+
+def course_frame(students, t_ms: int) -> dict:
+    rows = []
+    for i, (user, job) in enumerate(students):
+        for gpu in (0, 1):
+            idle = i in IDLE
+            rows.append({"key": f"{user.username}/{str(job.pk)[:8]}/node{i % 8}/{gpu}", "job": str(job.pk),
+                         "student": user.username, "util": 0.0 if idle else 40.0 + (i * 7 + gpu * 13) % 60,
+                         "mem": 30.0, "stale": False, "idle_s": 400 if idle else 0})  # fmt: skip
+    return {"kind": "course", "gpus": rows, "st": t_ms}
+
+
+class Feed:
+    """Publishes the class's frames: five minutes of history into the ring, then one live frame a second."""
+
+    def __init__(self, course, students):
+        self.group = course_group(course.pk)
+        self.students = students
+        self.stop = threading.Event()
+        client = redis.Redis.from_url(os.environ["REDIS_URL"])
+        for key in client.scan_iter(f"{KEY_PREFIX}:*{self.group}"):
+            client.delete(key)  # ids repeat between test sessions
+
+    def run(self) -> None:
+        async def feed():
+            publisher = Publisher()
+            now = int(time.time() * 1000)
+            for t in range(now - 295_000, now, 5000):
+                await publisher.publish({self.group: course_frame(self.students, t)}, now_ms=t)
+            while not self.stop.is_set():
+                t = int(time.time() * 1000)
+                await publisher.publish({self.group: course_frame(self.students, t)}, now_ms=t)
+                await asyncio.sleep(1)
+            await publisher.close()
+
+        asyncio.run(feed())
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=10)
+
+
+@pytest.mark.timeout(180)
+def test_sixty_students_get_one_labelled_row_each_with_the_idle_first(web, browser, instructor, course, full_class):
+    page = open_page(browser, 1280)
+    log_in(page, web, "ines")
+    heatmap = page.locator("[data-chart=heatmap]")
+    with Feed(course, full_class):
+        page.goto(f"{web.url}/courses/{course.slug}/dashboard/")
+        expect(heatmap).to_have_attribute("data-rows", str(STUDENTS), timeout=30_000)
+        figure = page.evaluate(
+            "(() => { const d = document.querySelector('[data-chart=heatmap]');"
+            " return {y: d.data[0].y.length, ticks: d.layout.yaxis.ticktext, text: d.data[0].text}; })()"
+        )
+        assert figure["y"] == STUDENTS
+        assert all(f"Student No. {i} · 2 GPUs" in " ".join(figure["ticks"]) for i in range(STUDENTS))
+        # The idle three come first, whatever their place in the roster.
+        assert {tick.split("No. ")[1].split(" ")[0] for tick in figure["ticks"][:3]} == {str(i) for i in IDLE}
+        hover = figure["text"][0][-3]  # a quarter-minute ago: the newest column may still be filling
+        assert hover.startswith("Student No. ") and "· sleep-echo " in hover and " % at " in hover
+        assert "mean GPU util of 2 GPUs 0 %" in hover
+
+        # Every row's label is drawn, none on top of another: the chart grows with the class.
+        tops = page.evaluate(
+            "[...document.querySelectorAll('[data-chart=heatmap] .ytick text')]"
+            ".map((t) => t.getBoundingClientRect().top).sort((a, b) => a - b)"
+        )
+        assert len(tops) == STUDENTS
+        assert min(b - a for a, b in itertools.pairwise(tops)) >= 12
+
+        idle_now = page.locator("[data-idle-now] li")
+        expect(idle_now).to_have_count(len(IDLE))
+        expect(idle_now.first).to_contain_text("2 of 2 GPUs idle for 7 min")
+
+        # Hovering a cell names the student, the job and the unit.
+        box = heatmap.bounding_box()
+        page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 60)
+        expect(page.locator(".hoverlayer .hovertext")).to_contain_text("GPU util")
+        page.screenshot(path=f"{SHOTS}/dashboard-60-students-1280.png", full_page=True)
+
+        # A student's row opens into one row per GPU; "One row per student" closes them again.
+        page.evaluate(
+            "(() => { const d = document.querySelector('[data-chart=heatmap]');"
+            " const y = d._fullLayout.yaxis.l2p(0) + d._fullLayout._size.t;"
+            " const x = d._fullLayout._size.l + d._fullLayout._size.w / 2;"
+            " const r = d.getBoundingClientRect(); window.__firstRow = [r.left + x, r.top + y]; })()"
+        )
+        x, y = page.evaluate("window.__firstRow")
+        page.mouse.click(x, y)
+        page.wait_for_function("document.querySelector('[data-chart=heatmap]').data[0].y.length === 62")
+        ticks = page.evaluate("document.querySelector('[data-chart=heatmap]').layout.yaxis.ticktext")
+        assert "GPU node" in ticks[1] and "sleep-echo" in ticks[1]
+        page.click("[data-collapse-all]")
+        page.wait_for_function(f"document.querySelector('[data-chart=heatmap]').data[0].y.length === {STUDENTS}")
+
+        phone = open_page(browser, 390)
+        log_in(phone, web, "ines")
+        phone.goto(f"{web.url}/courses/{course.slug}/dashboard/")
+        expect(phone.locator("[data-chart=heatmap]")).to_have_attribute("data-rows", str(STUDENTS), timeout=30_000)
+        phone.screenshot(path=f"{SHOTS}/dashboard-60-students-390.png", full_page=True)
+        phone.screenshot(path=f"{SHOTS}/dashboard-60-students-390-top.png")
+        assert phone.evaluate("document.scrollingElement.scrollWidth") <= 390
+
+
+@pytest.mark.timeout(120)
+def test_a_class_with_no_gpus_in_use_says_so_instead_of_blank_axes(web, browser, instructor, course, alice):
+    redis.Redis.from_url(os.environ["REDIS_URL"]).delete(f"{KEY_PREFIX}:ring:{course_group(course.pk)}")
+    page = open_page(browser, 1280)
+    log_in(page, web, "ines")
+    page.goto(f"{web.url}/courses/{course.slug}/dashboard/")
+    expect(page.locator("[data-heatmap-empty]")).to_have_text(
+        "No GPUs in use right now. Students' GPUs appear here as soon as their jobs start."
+    )
+    page.wait_for_timeout(2000)  # the socket opened and brought no history: still the empty state, no axes
+    expect(page.locator("[data-heatmap-empty]")).to_be_visible()
+    expect(page.locator("[data-chart=heatmap]")).to_be_hidden()
+    assert page.locator("[data-chart=heatmap] .main-svg").count() == 0
+    expect(page.locator("[data-idle-now]")).to_contain_text("No GPU has been idle")
+    page.screenshot(path=f"{SHOTS}/dashboard-empty-1280.png", full_page=True)

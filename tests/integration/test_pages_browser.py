@@ -1,0 +1,141 @@
+"""Job lists, the profile, error pages and the admin in Chromium, on a laptop and on a 390 px phone."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect, sync_playwright
+from rest_framework.authtoken.models import Token
+
+from jobs.models import Job
+
+from .test_browser import CHROMIUM, log_in
+
+pytestmark = pytest.mark.browser
+SHOTS = os.environ.get("GPULAB_SHOTS", "/tmp/gpulab-shots")
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield browser
+        browser.close()
+
+
+def signed_in(browser, server, username: str, width: int):
+    page = browser.new_context(viewport={"width": width, "height": 800}).new_page()
+    log_in(page, server, username)
+    return page
+
+
+@pytest.fixture
+def jobs(course, cluster, sleep_template, alice, bob):
+    """A list as a lab leaves it: running, pending with a long reason, finished and failed jobs of two students."""
+    now = timezone.now()
+    rows = [
+        (alice, "running", {"scheduler_id": "123456", "started_at": now - timedelta(minutes=12)}),
+        (alice, "pending", {"scheduler_id": "123457", "scheduler_reason": "(QOSMaxGRESPerUser) waiting for GPUs"}),
+        (alice, "completed", {"scheduler_id": "123450", "started_at": now - timedelta(hours=2), "finished_at": now}),
+        (alice, "failed", {"scheduler_id": "123449", "started_at": now - timedelta(hours=3), "finished_at": now}),
+        (bob, "queued", {}),
+    ]
+    return [
+        Job.objects.create(owner=owner, course=course, cluster=cluster, template=sleep_template, state=state, **extra)
+        for owner, state, extra in rows
+    ]
+
+
+def no_sideways_scroll(page) -> None:
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= 390, f"{page.url} is {width} px wide on a 390 px phone"
+
+
+@pytest.mark.timeout(120)
+def test_job_lists_fit_a_phone_and_filter_for_students_and_instructors(
+    live_server, browser, jobs, alice, instructor, course
+):
+    for width in (390, 1280):
+        page = signed_in(browser, live_server, "alice", width)
+        page.goto(f"{live_server.url}/jobs/")
+        expect(page.locator("#job-rows tr")).to_have_count(4)
+        page.screenshot(path=f"{SHOTS}/my-jobs-{width}.png", full_page=True)
+        if width == 390:
+            no_sideways_scroll(page)
+        page.select_option("#id_state", "failed")
+        page.click(".filters button[type=submit]")
+        expect(page.locator("#job-rows tr")).to_have_count(1)
+        page.fill("#id_q", "no-such-job")
+        page.click(".filters button[type=submit]")
+        expect(page.locator("#job-rows")).to_contain_text("No jobs match these filters")
+
+        teacher = signed_in(browser, live_server, "ines", width)
+        teacher.goto(f"{live_server.url}/courses/{course.slug}/")
+        expect(teacher.locator("#job-rows tr")).to_have_count(5)
+        teacher.screenshot(path=f"{SHOTS}/course-jobs-{width}.png", full_page=True)
+        if width == 390:
+            no_sideways_scroll(teacher)
+        teacher.select_option("#id_student", "bob")
+        teacher.click(".filters button[type=submit]")
+        expect(teacher.locator("#job-rows tr")).to_have_count(1)
+
+
+@pytest.mark.timeout(120)
+def test_instructor_cancels_ticked_jobs_after_confirming(live_server, browser, jobs, instructor, course):
+    page = signed_in(browser, live_server, "ines", 1280)
+    page.goto(f"{live_server.url}/courses/{course.slug}/")
+    running, pending = jobs[0], jobs[1]
+    page.check(f"input[name=job][value='{running.pk}']")
+    page.check(f"input[name=job][value='{pending.pk}']")
+    asked = []
+    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
+    page.click("#bulk-cancel button[type=submit]")
+    expect(page.locator(".flash")).to_contain_text("Cancelling 2 jobs.")
+    assert asked == ["Cancel 2 jobs? Running work stops and is not resumed."]
+    assert Job.objects.filter(pk__in=[running.pk, pending.pk], cancel_requested_at__isnull=False).count() == 2
+
+
+@pytest.mark.timeout(120)
+def test_profile_token_is_masked_until_shown(live_server, browser, alice):
+    token = Token.objects.create(user=alice)
+    page = signed_in(browser, live_server, "alice", 1280)
+    page.goto(f"{live_server.url}/profile/")
+    expect(page.locator("#api-token")).not_to_contain_text(token.key)
+    page.click("[data-token-action=show]")
+    expect(page.locator("#api-token")).to_have_text(token.key)
+    page.click("[data-token-action=show]")
+    expect(page.locator("#api-token")).not_to_contain_text(token.key)
+    page.screenshot(path=f"{SHOTS}/profile-1280.png", full_page=True)
+    phone = signed_in(browser, live_server, "alice", 390)
+    phone.goto(f"{live_server.url}/profile/")
+    phone.screenshot(path=f"{SHOTS}/profile-390.png", full_page=True)
+    no_sideways_scroll(phone)
+
+
+@pytest.mark.timeout(120)
+def test_error_pages_and_admin_screens(live_server, browser, alice, admin_user, cluster):
+    page = signed_in(browser, live_server, "alice", 1280)
+    page.goto(f"{live_server.url}/jobs/00000000-0000-0000-0000-000000000000/")
+    expect(page.locator("h1")).to_have_text("Nothing here")
+    page.screenshot(path=f"{SHOTS}/404-1280.png", full_page=True)
+    phone = signed_in(browser, live_server, "alice", 390)
+    phone.goto(f"{live_server.url}/no-such-page/")
+    phone.screenshot(path=f"{SHOTS}/404-390.png", full_page=True)
+    no_sideways_scroll(phone)
+
+    admin = signed_in(browser, live_server, "ada", 1280)
+    admin.goto(f"{live_server.url}/admin/")
+    expect(admin.locator("#portal-nav")).to_contain_text("Operations")
+    admin.screenshot(path=f"{SHOTS}/admin-index-1280.png", full_page=True)
+    admin.goto(f"{live_server.url}/admin/clusters/cluster/{cluster.pk}/change/")
+    admin.screenshot(path=f"{SHOTS}/admin-slurm-cluster-1280.png", full_page=True)
+    admin.goto(f"{live_server.url}/admin/clusters/cluster/add/")
+    expect(admin.locator("fieldset.kind-kubernetes").first).to_be_hidden()
+    admin.select_option("#id_kind", "kubernetes")
+    expect(admin.locator("fieldset.kind-slurm").first).to_be_hidden()
+    expect(admin.locator("fieldset.kind-kubernetes").first).to_be_visible()
+    admin.screenshot(path=f"{SHOTS}/admin-add-kubernetes-cluster-1280.png", full_page=True)

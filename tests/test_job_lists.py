@@ -1,0 +1,168 @@
+"""The job tables (My jobs, a course's jobs): filters, empty states, per-row actions and instructors' bulk cancel."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from courses.models import Enrollment, Role
+from jobs.models import Job, JobEvent
+from jobs.templatetags.job_tables import duration
+
+pytestmark = pytest.mark.django_db
+
+
+def set_state(job, state: str, **fields) -> Job:
+    Job.objects.filter(pk=job.pk).update(state=state, **fields)
+    return Job.objects.get(pk=job.pk)
+
+
+def test_students_filter_their_jobs_by_state_template_and_text(login, make_job, alice):
+    queued, running = make_job(alice), make_job(alice)
+    running = set_state(running, "running", scheduler_id="4242")
+    client = login(alice)
+    url = reverse("jobs:my_jobs")
+    by_state = client.get(url, {"state": "running"}).content.decode()
+    assert running.short_id in by_state and queued.short_id not in by_state
+    unfinished = client.get(url, {"state": "unfinished"}).content.decode()
+    assert running.short_id in unfinished and queued.short_id in unfinished
+    by_id = client.get(url, {"q": queued.short_id}).content.decode()
+    assert queued.short_id in by_id and running.short_id not in by_id
+    by_scheduler_id = client.get(url, {"q": "4242"}).content.decode()
+    assert running.short_id in by_scheduler_id and queued.short_id not in by_scheduler_id
+    page = client.get(url).content.decode()
+    assert 'name="q"' in page and '<option value="sleep-echo">Sleep and echo</option>' in page
+
+
+def test_an_empty_filter_says_no_match_and_an_empty_list_says_no_jobs_yet(login, make_job, alice, bob):
+    make_job(alice)
+    url = reverse("jobs:my_jobs")
+    nothing = login(alice).get(url, {"template": "no-such-template"}).content.decode()
+    assert "No jobs match these filters" in nothing and "No jobs yet" not in nothing
+    assert "No jobs yet" in login(bob).get(url).content.decode()
+    refreshed = login(alice).get(url, {"state": "failed"}, headers={"HX-Request": "true"}).content.decode()
+    assert "No jobs match these filters" in refreshed  # the 5-second refresh keeps the same words
+
+
+def test_rows_offer_cancel_on_unfinished_jobs_and_clone_on_every_job(login, make_job, alice):
+    done, live = make_job(alice), make_job(alice)
+    done = set_state(done, "completed")
+    body = login(alice).get(reverse("jobs:my_jobs")).content.decode()
+    assert body.count('action="/jobs/') == 1 and f'action="{reverse("jobs:cancel", args=[live.pk])}"' in body
+    assert "confirm(" in body  # the cancel asks first
+    assert reverse("jobs:clone", args=[done.pk]) in body and reverse("jobs:clone", args=[live.pk]) in body
+
+
+def test_row_cancel_goes_back_to_the_table(login, make_job, alice):
+    job = make_job(alice)
+    answer = login(alice).post(reverse("jobs:cancel", args=[job.pk]), {"next": "/jobs/?state=queued"})
+    assert answer.status_code == 302 and answer.url == "/jobs/?state=queued"
+    assert Job.objects.get(pk=job.pk).state == "cancelled"
+    elsewhere = login(alice).post(reverse("jobs:cancel", args=[job.pk]), {"next": "https://evil.example/"})
+    assert elsewhere.url == job.get_absolute_url()  # never off the site
+
+
+def test_duration_reads_in_hours_minutes_and_seconds(make_job, alice):
+    job = make_job(alice)
+    assert duration(job) == "—"
+    start = timezone.now() - timedelta(hours=2)
+    job = set_state(job, "completed", started_at=start, finished_at=start + timedelta(hours=1, minutes=5, seconds=3))
+    assert duration(job) == "1 h 05 min"
+    job = set_state(job, "completed", finished_at=start + timedelta(seconds=40))
+    assert duration(job) == "40 s"
+    job = set_state(job, "running", finished_at=None, started_at=timezone.now() - timedelta(minutes=12, seconds=4))
+    assert duration(job).startswith("12 min 0")
+
+
+def test_course_student_filter_is_a_select_of_the_roster(login, make_job, alice, bob, instructor, course):
+    alice.first_name, alice.last_name = "Alice", "Liddell"
+    alice.save()
+    alice_job, bob_job = make_job(alice), make_job(bob)
+    client = login(instructor)
+    page = client.get(reverse("courses:jobs", args=[course.slug])).content.decode()
+    assert '<select name="student" id="id_student">' in page
+    assert '<option value="alice">Alice Liddell (alice)</option>' in page and '<option value="ines"' not in page
+    only_bob = client.get(reverse("courses:jobs", args=[course.slug]), {"student": "bob"}).content.decode()
+    assert bob_job.short_id in only_bob and alice_job.short_id not in only_bob
+    assert (
+        "No jobs match these filters"
+        in client.get(reverse("courses:jobs", args=[course.slug]), {"student": "nobody"}).content.decode()
+    )
+
+
+@pytest.fixture
+def other_instructor(make_user, other_course):
+    user = make_user("otto")
+    Enrollment.objects.create(course=other_course, user=user, role=Role.INSTRUCTOR)
+    return user
+
+
+def bulk_cancel(client, course, *jobs):
+    return client.post(reverse("courses:cancel_jobs", args=[course.slug]), {"job": [str(j.pk) for j in jobs]})
+
+
+def test_bulk_cancel_is_for_the_courses_instructors_only(
+    login, make_job, alice, bob, instructor, other_instructor, course, other_course
+):
+    queued, running = make_job(alice), set_state(make_job(bob), "running", scheduler_id="77")
+    assert bulk_cancel(Client(), course, queued).status_code == 302  # anonymous: to the login page
+    assert bulk_cancel(login(alice), course, queued, running).status_code == 404  # a student, even for their own
+    assert bulk_cancel(login(other_instructor), course, queued).status_code == 404
+    # Another course's instructor, through their own course's address: those jobs are not theirs to find.
+    bulk_cancel(login(other_instructor), other_course, queued, running)
+    assert set(Job.objects.values_list("state", flat=True)) == {"queued", "running"}
+    assert not Job.objects.filter(cancel_requested_at__isnull=False).exists()
+
+    answer = bulk_cancel(login(instructor), course, queued, running)
+    assert answer.status_code == 302 and answer.url == reverse("courses:jobs", args=[course.slug])
+    assert Job.objects.get(pk=queued.pk).state == "cancelled"  # never submitted: cancelled at once
+    running = Job.objects.get(pk=running.pk)
+    assert running.cancel_requested_at is not None  # asked of the scheduler, as its own Cancel button does
+    assert JobEvent.objects.filter(job=queued, to_state="cancelled", actor=instructor).exists()
+    assert JobEvent.objects.filter(job=running, actor=instructor).exists()
+
+
+def test_bulk_cancel_reports_jobs_that_had_already_ended(login, make_job, alice, instructor, course):
+    ended = set_state(make_job(alice), "completed")
+    client = login(instructor)
+    answer = client.post(
+        reverse("courses:cancel_jobs", args=[course.slug]),
+        {"job": [str(ended.pk), "not-a-uuid"], "next": f"/courses/{course.slug}/?state=completed"},
+        follow=True,
+    )
+    assert "Cancelling 0 jobs. 1 had already ended." in answer.content.decode()
+    assert answer.redirect_chain[-1][0] == f"/courses/{course.slug}/?state=completed"
+    assert Job.objects.get(pk=ended.pk).state == "completed"
+
+
+def test_course_rows_carry_checkboxes_for_unfinished_jobs_only(login, make_job, alice, instructor, course):
+    live, done = make_job(alice), set_state(make_job(alice), "failed")
+    page = login(instructor).get(reverse("courses:jobs", args=[course.slug])).content.decode()
+    assert f'value="{live.pk}" form="bulk-cancel"' in page and f'value="{done.pk}" form="bulk-cancel"' not in page
+    assert 'id="bulk-cancel"' in page and "Cancel selected" in page
+    assert 'id="bulk-cancel"' not in login(alice).get(reverse("jobs:my_jobs")).content.decode()
+
+
+def test_filtered_and_searched_lists_keep_a_constant_query_count(
+    make_user, make_job, alice, bob, instructor, course, django_assert_max_num_queries
+):
+    student, teacher = Client(), Client()
+    student.force_login(alice)
+    teacher.force_login(instructor)
+    make_job(alice)
+    params = {"state": "unfinished", "q": "sleep", "template": "sleep-echo"}
+    mine, course_url = reverse("jobs:my_jobs"), reverse("courses:jobs", args=[course.slug])
+    with django_assert_max_num_queries(20) as own:
+        student.get(mine, params)
+    with django_assert_max_num_queries(20) as taught:
+        teacher.get(course_url, {**params, "student": "alice"})
+    for owner in (alice, alice, bob, alice):
+        make_job(owner)
+    with django_assert_max_num_queries(len(own.captured_queries)):
+        assert student.get(mine, params).content.decode().count("<tr>") >= 4
+    with django_assert_max_num_queries(len(taught.captured_queries)):
+        teacher.get(course_url, {**params, "student": "alice"})
