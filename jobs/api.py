@@ -1,6 +1,7 @@
 """REST API v1. Same access rules as the pages: everything goes through courses.access."""
 
 from django.db.models import Q
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -29,10 +30,15 @@ from .serializers import (
 )
 from .states import JobState
 
+# Any path segment reaches the view, so an id that cannot exist is the API's JSON 404, not the HTML page's.
+ANY_SEGMENT = "[^/]+"
+MINE = {"1": True, "true": True, "0": False, "false": False}
+
 
 class TemplateViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = TemplateSerializer
     lookup_field = "slug"
+    lookup_value_regex = ANY_SEGMENT
 
     def get_queryset(self):
         return access.visible_templates(self.request.user).prefetch_related("courses").order_by("name")
@@ -41,6 +47,7 @@ class TemplateViewSet(viewsets.ReadOnlyModelViewSet):
 class ClusterViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = ClusterSerializer
     lookup_field = "name"
+    lookup_value_regex = ANY_SEGMENT
 
     def get_queryset(self):
         return access.visible_clusters(self.request.user).order_by("name")
@@ -55,12 +62,13 @@ def _refused(message: str) -> Response:
         parameters=[
             OpenApiParameter("state", str, enum=JobState.values, description="Only jobs in this state."),
             OpenApiParameter("course", str, description="Only jobs of the course with this slug."),
-            OpenApiParameter("mine", str, enum=["1", "true"], description="Only your own jobs (instructors)."),
+            OpenApiParameter("mine", str, enum=[*MINE], description="1 or true: only your own jobs (instructors)."),
         ]
     )
 )
 class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
     serializer_class = JobSerializer
+    lookup_value_regex = ANY_SEGMENT
 
     def get_queryset(self):
         jobs = access.visible_jobs(self.request.user).select_related("template", "cluster", "course", "owner")
@@ -71,7 +79,10 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
             jobs = jobs.filter(state=state)
         if self.request.query_params.get("course"):
             jobs = jobs.filter(course__slug=self.request.query_params["course"])
-        if self.request.query_params.get("mine") in {"1", "true"}:
+        mine = self.request.query_params.get("mine", "0")
+        if mine not in MINE:
+            raise ValidationError({"mine": [f"One of {', '.join(MINE)}."]})
+        if MINE[mine]:
             jobs = jobs.filter(owner=self.request.user)
         return jobs.order_by("-created_at")
 
@@ -93,7 +104,10 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
 
     def _course_for(self, user, template: JobTemplate, cluster, slug: str | None) -> Course:
         if slug:
-            return access.get_course(user, slug)
+            try:
+                return access.get_course(user, slug)
+            except Http404:
+                raise ValidationError({"course": ["You are not in a course with this slug."]}) from None
         candidates = list(access.courses_for(user).filter(Q(templates=template) & Q(clusters=cluster)).distinct()[:2])
         if len(candidates) == 1:
             return candidates[0]
@@ -146,7 +160,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
         parameters=[
             OpenApiParameter(
                 "offset",
-                int,
+                {"type": "integer", "minimum": 0},
                 description="Byte offset to read from (0 = the start). Past the end of the log, the answer has no "
                 "data and `offset` is the log's current size: read on from there.",
             ),

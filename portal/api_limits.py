@@ -11,10 +11,11 @@ import codecs
 import re
 
 from django.conf import settings
+from django.http import QueryDict
 from rest_framework import status
-from rest_framework.exceptions import APIException, ParseError
+from rest_framework.exceptions import APIException, ParseError, ValidationError
 from rest_framework.pagination import LimitOffsetPagination
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import FormParser, JSONParser
 from rest_framework.utils import json
 
 MAX_PAGE_SIZE = 500
@@ -22,12 +23,36 @@ MAX_JSON_DEPTH = 32  # a job's params are flat; templates' schemas nest three le
 
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = re.compile(rb"[\[\]{}]")
+_DIGITS = re.compile(r"[0-9]{1,100}")
 
 
 class Pagination(LimitOffsetPagination):
-    """?limit=N&offset=M; any limit above MAX_PAGE_SIZE (however large) gives a page of MAX_PAGE_SIZE."""
+    """?limit=N&offset=M in the digits 0-9; a limit above MAX_PAGE_SIZE (however large) gives a page of that size,
+    an offset past the end an empty page. Anything else is a 400 that says so, not a silent default."""
 
     max_limit = MAX_PAGE_SIZE
+
+    def get_limit(self, request):
+        text = request.query_params.get(self.limit_query_param)
+        if text is None:
+            return self.default_limit
+        return min(_whole_number(self.limit_query_param, text, minimum=1), self.max_limit)
+
+    def get_offset(self, request):
+        text = request.query_params.get(self.offset_query_param)
+        return 0 if text is None else _whole_number(self.offset_query_param, text, minimum=0)
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = 1 if parameter["name"] == self.limit_query_param else 0
+        return parameters
+
+
+def _whole_number(name: str, text: str, *, minimum: int) -> int:
+    if not _DIGITS.fullmatch(text) or int(text) < minimum:
+        raise ValidationError({name: [f"A whole number, {minimum} or more, written with the digits 0-9."]})
+    return int(text)
 
 
 class BodyTooLarge(APIException):
@@ -44,14 +69,28 @@ def json_depth(raw: bytes) -> int:
     return deepest
 
 
+def read_bounded(stream) -> bytes:
+    """The whole body, or BodyTooLarge once it passes DATA_UPLOAD_MAX_MEMORY_SIZE (the rest is never read)."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    raw = stream.read(limit + 1) if stream is not None else b""
+    if len(raw) > limit:
+        raise BodyTooLarge(f"The request body is larger than {limit // 1024} KiB; send less.")
+    return raw
+
+
+class BoundedFormParser(FormParser):
+    """FormParser (the token endpoint's `-d username=…`) that reads at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        return QueryDict(read_bounded(stream), encoding=encoding)
+
+
 class BoundedJSONParser(JSONParser):
     """JSONParser that reads at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes and MAX_JSON_DEPTH levels."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        raw = stream.read(limit + 1) if stream is not None else b""
-        if len(raw) > limit:
-            raise BodyTooLarge(f"The request body is larger than {limit // 1024} KiB; send less.")
+        raw = read_bounded(stream)
         if json_depth(raw) > MAX_JSON_DEPTH:
             raise ParseError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels is refused; send a flatter body.")
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)

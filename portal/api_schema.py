@@ -2,7 +2,8 @@
 
 Each refusal carries a body a script can show as it is: {"detail": "…"} or, for invalid fields,
 {"field": ["…"]}. Which codes an operation lists follows from the view: 401/403 where a login is needed,
-404 where the path names an object, 400 where input is read, 413 where a body is, 429 where a throttle is.
+404 where the path names an object, 400 everywhere (a path or a query can be malformed), 413 where a body is
+read, 429 where a throttle is.
 """
 
 from __future__ import annotations
@@ -43,8 +44,7 @@ class AutoSchema(openapi.AutoSchema):
     def _refusals(self) -> list[tuple[str, type[serializers.Serializer]]]:
         codes: list[tuple[str, type[serializers.Serializer]]] = []
         reads_body = self.method in {"POST", "PUT", "PATCH"}
-        if reads_body or self._is_list_view() or self.get_override_parameters():
-            codes.append(("400", ValidationErrorSerializer))
+        codes.append(("400", ValidationErrorSerializer))  # every operation reads a path or a query
         if any(isinstance(p, permissions.IsAuthenticated) for p in self.view.get_permissions()):
             codes += [("401", ErrorSerializer), ("403", ErrorSerializer)]
         if "{" in self.path:

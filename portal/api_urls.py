@@ -4,12 +4,14 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework import status
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.routers import DefaultRouter
 from rest_framework.throttling import AnonRateThrottle
 
 from jobs.api import ClusterViewSet, JobViewSet, TemplateViewSet
 
+from .api_limits import BoundedFormParser, BoundedJSONParser
 from .login_throttle import lockout_message
 
 app_name = "api"
@@ -27,6 +29,7 @@ class TokenView(ObtainAuthToken):
     """
 
     throttle_classes = [TokenThrottle]
+    parser_classes = [BoundedFormParser, MultiPartParser, BoundedJSONParser]  # `curl -d`, `curl -F` and JSON
 
     @extend_schema(operation_id="token_create")
     def post(self, request, *args, **kwargs):

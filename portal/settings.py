@@ -70,6 +70,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "ops.health.ProbeMiddleware",  # /healthz, /readyz, /metrics: before host checks and the HTTPS redirect
     "ops.logs.RequestIdMiddleware",
+    "portal.request_guard.RefuseNulMiddleware",  # a NUL in a URL is a 400 here, not a 500 from PostgreSQL
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -184,11 +185,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "portal.api_schema.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "portal.api_limits.Pagination",
-    "DEFAULT_PARSER_CLASSES": [
-        "portal.api_limits.BoundedJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    "DEFAULT_PARSER_CLASSES": ["portal.api_limits.BoundedJSONParser"],  # the token endpoint also takes forms
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_RATES": {"token": "30/minute"},
     # The client is REMOTE_ADDR: uvicorn sets it from X-Forwarded-For only for TRUSTED_PROXIES (see below).

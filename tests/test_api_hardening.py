@@ -92,3 +92,56 @@ class TestSchemaAndDocs:
         assert "429" in schema["paths"]["/api/v1/token/"]["post"]["responses"]
         assert {"409", "404"} <= set(schema["paths"]["/api/v1/jobs/{id}/cancel/"]["post"]["responses"])
         assert schema["components"]["schemas"]["Error"]["required"] == ["detail"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["/api/v1/templates/%00/", "/api/v1/clusters/a%00b/", "/api/v1/jobs/?course=%00", "/api/v1/jobs/?mine=1&x=%00"],
+)
+def test_a_nul_in_the_address_is_a_400_with_a_message(api_for, alice, cluster, url):
+    response = api_for(alice).get(url)
+    assert response.status_code == 400 and "NUL character" in response.json()["detail"]
+
+
+def test_a_nul_in_a_page_address_is_a_400(login, alice, course):
+    response = login(alice).get("/courses/h%00pc/")
+    assert response.status_code == 400 and b"NUL character" in response.content
+
+
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [("limit=abc", "limit"), ("limit=0", "limit"), ("offset=-1", "offset"), ("limit=%D9%A2", "limit")],
+)
+def test_a_malformed_page_is_refused_with_a_message(api_for, alice, query, name):
+    response = api_for(alice).get(f"/api/v1/jobs/?{query}")
+    assert response.status_code == 400 and "digits 0-9" in response.json()[name][0]
+
+
+def test_an_id_that_cannot_exist_is_the_apis_json_404(api_for, alice):
+    for url in ["/api/v1/jobs/0.5/", "/api/v1/jobs/0.5/log/", "/api/v1/templates/a.b/", "/api/v1/clusters/x.y/"]:
+        response = api_for(alice).get(url)
+        assert response.status_code == 404 and response["Content-Type"] == "application/json", url
+
+
+def test_the_api_reads_json_only_and_the_token_endpoint_also_forms(api_for, alice, client):
+    response = api_for(alice).post("/api/v1/jobs/", {"template": "x", "cluster": "y"})  # multipart
+    assert response.status_code == 415
+    urlencoded = "application/x-www-form-urlencoded"
+    form = client.post("/api/v1/token/", "username=alice&password=wrong", content_type=urlencoded)
+    multipart = client.post("/api/v1/token/", {"username": "alice", "password": "wrong"})
+    assert form.status_code == multipart.status_code == 400 and "non_field_errors" in form.json()
+    deep = '{"username": ' + "[" * 5000 + "]" * 5000 + "}"
+    nested = client.generic("POST", "/api/v1/token/", deep, content_type="application/json")
+    assert nested.status_code == 400 and "deeper than" in nested.json()["detail"]
+
+
+def test_list_filters_refuse_what_they_do_not_know(api_for, alice):
+    response = api_for(alice).get("/api/v1/jobs/?mine=AAA")
+    assert response.status_code == 400 and "One of 1, true, 0, false" in response.json()["mine"][0]
+    assert api_for(alice).get("/api/v1/jobs/?mine=0").status_code == 200
+
+
+def test_a_course_that_is_not_yours_is_a_field_error(api_for, alice, cluster, sleep_template):
+    body = {"template": "sleep-echo", "cluster": "local", "course": "ml", "params": {}}
+    response = api_for(alice).post("/api/v1/jobs/", body, format="json")
+    assert response.status_code == 400 and "not in a course" in response.json()["course"][0]
