@@ -71,8 +71,10 @@ class TestApiLaunch:
 
     def test_unknown_template_or_cluster_is_400(self, api_for, alice, cluster, sleep_template):
         client = api_for(alice)
-        assert "template" in client.post("/api/v1/jobs/", {"template": "nope", "cluster": "local"}).json()
-        assert "cluster" in client.post("/api/v1/jobs/", {"template": "sleep-echo", "cluster": "nope"}).json()
+        unknown_template = {"template": "nope", "cluster": "local"}
+        assert "template" in client.post("/api/v1/jobs/", unknown_template, format="json").json()
+        unknown_cluster = {"template": "sleep-echo", "cluster": "nope"}
+        assert "cluster" in client.post("/api/v1/jobs/", unknown_cluster, format="json").json()
 
     def test_cluster_outside_course_is_refused_with_a_message(self, api_for, alice, sleep_template, course):
         from clusters.models import Cluster
