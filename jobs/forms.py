@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from django import forms
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.validators import RegexValidator
 
 from .models import JobTemplate
@@ -32,8 +33,32 @@ class FloatParamField(_DigitsOnly, forms.FloatField):
     text = FLOAT_TEXT
 
 
+def _range_text(param: Param) -> str:
+    """The bounds in words, from the schema (one home for them): "From 1 to 60." """
+    if param.type not in {"int", "float"} or (param.min is None and param.max is None):
+        return ""
+    low, high = (f"{v:g}" if v is not None else None for v in (param.min, param.max))
+    if low is not None and high is not None:
+        return f"From {low} to {high}."
+    return f"At least {low}." if low is not None else f"At most {high}."
+
+
+def _fixed_value(param: Param, choices: tuple[str, ...] | None):
+    """The only value the schema allows (min == max, or one choice), or None when there is a choice to make."""
+    if param.type in {"int", "float"} and param.min is not None and param.min == param.max:
+        return int(param.min) if param.type == "int" else param.min
+    options = choices if choices is not None else param.choices
+    if param.type == "choice" and len(options) == 1:
+        return options[0]
+    return None
+
+
 def _field_for(param: Param, choices: tuple[str, ...] | None) -> forms.Field:
-    common = {"label": param.label, "help_text": param.help, "initial": param.default}
+    fixed = _fixed_value(param, choices)
+    help_text = " ".join(t for t in (param.help, "" if fixed is not None else _range_text(param)) if t)
+    common = {"label": param.label, "help_text": help_text, "initial": param.default if fixed is None else fixed}
+    if fixed is not None:
+        common["disabled"] = True  # shown as text; Django takes the initial value and ignores what is posted
     if param.type == "int":
         return IntegerParamField(min_value=param.min, max_value=param.max, **common)
     if param.type == "float":
@@ -70,7 +95,13 @@ class LaunchForm(forms.Form):
                 for cluster in clusters:
                     seen.update(dict.fromkeys(getattr(cluster, param.cluster_choices) or ()))
                 options = tuple(seen)
-            self.fields[PARAM_PREFIX + param.name] = _field_for(param, options)
+            field = self.fields[PARAM_PREFIX + param.name] = _field_for(param, options)
+            if field.disabled:
+                self.initial.pop(PARAM_PREFIX + param.name, None)  # a clone of an older version keeps the fixed value
+
+    @property
+    def has_field_errors(self) -> bool:
+        return any(name != NON_FIELD_ERRORS for name in self.errors)
 
     def param_values(self) -> dict:
         return {p.name: self.cleaned_data.get(PARAM_PREFIX + p.name) for p in self.schema}
@@ -118,9 +149,6 @@ class TemplateForm(forms.ModelForm):
         self.fields["courses"].queryset = teaching
         if self.instance.pk:
             self.initial["parameters"] = json.dumps(self.instance.parameters, indent=2)
-
-    def clean_body(self):
-        return self.cleaned_data["body"].replace("\r\n", "\n")  # a textarea's CR LF would reach bash as CRs
 
     def clean_parameters(self):
         try:

@@ -8,6 +8,7 @@ from the time of the last frame it holds, and drops what it already has by seq.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Iterable
@@ -128,3 +129,22 @@ def add_curve_points(pipe, job_id, points: list[dict]) -> None:
 async def curve_message(redis, job_id) -> str:
     points = [p.decode() if isinstance(p, bytes) else p for p in await redis.lrange(_curve_key(job_id), 0, -1)]
     return '{"type":"curve","points":[' + ",".join(points) + "]}"
+
+
+def recent_curve_points(job_id, count: int = 10) -> list[dict]:
+    """The job's last `count` trainer points, oldest first, for pages (synchronous). Empty if Redis is away: a page
+    then shows no step rather than failing."""
+    import redis
+
+    try:
+        raw = _sync_client().lrange(_curve_key(job_id), -count, -1)
+    except (redis.RedisError, OSError):
+        return []
+    return [json.loads(p) for p in raw]
+
+
+@functools.cache
+def _sync_client():
+    import redis
+
+    return redis.Redis.from_url(settings.TELEMETRY_REDIS_URL, socket_timeout=1, socket_connect_timeout=1)

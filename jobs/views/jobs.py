@@ -2,16 +2,19 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods
 
 from clusters.backends import BackendError
 from courses import access
-from jobs import endpoints
+from jobs import endpoints, job_page
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.logs import log_streams, read_log
 from jobs.models import Job, JobTemplate
+from jobs.progress import job_progress
+from telemetry.stream import recent_curve_points
 
 
 @login_required
@@ -30,7 +33,7 @@ def my_jobs(request):
 @login_required
 def detail(request, job_id):
     job = access.get_job(request.user, job_id)
-    context = {"job": job, "events": job.events.select_related("actor"), "parameters": _labelled_params(job)}
+    context = {**_status_context(job), "parameters": _labelled_params(job)}
     if job.cluster.is_kubernetes:
         context["server"] = endpoints.Server(job)
         context["stream"] = request.GET.get("stream", "")
@@ -40,6 +43,24 @@ def detail(request, job_id):
             except BackendError as exc:
                 context["streams_error"] = str(exc)
     return render(request, "jobs/detail.html", context)
+
+
+def _status_context(job) -> dict:
+    """What the state panel shows: the job, its events, how far it got, and what a cancel would stop."""
+    events = list(job.events.select_related("actor"))
+    points = recent_curve_points(job.pk) if job.started_at else []
+    progress = job_progress(job, points, timezone.now())
+    return {
+        "job": job,
+        "events": events,
+        "progress": progress,
+        "cancel_question": job_page.cancel_question(job, progress) if job.can_cancel else "",
+        "cancel_note": job_page.cancel_note(job, events)
+        if job.cancel_requested_at or job.state == "cancelled"
+        else None,
+        "ended_before_cancel": job_page.ended_before_cancel(job),
+        "exit_note": job_page.exit_note(job),
+    }
 
 
 def _labelled_params(job) -> list[tuple[str, object]]:
@@ -56,8 +77,7 @@ def _labelled_params(job) -> list[tuple[str, object]]:
 def status(request, job_id):
     """The job's state panel, refreshed by htmx while the job is not finished."""
     job = access.get_job(request.user, job_id)
-    context = {"job": job, "events": job.events.select_related("actor"), "oob": True}
-    return render(request, "jobs/_status.html", context)
+    return render(request, "jobs/_status.html", {**_status_context(job), "oob": True})
 
 
 @login_required
@@ -85,14 +105,25 @@ def log(request, job_id):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def cancel(request, job_id):
+    """GET: the confirmation page (the job page asks in a dialog; this is its form without JavaScript). POST: stop."""
     job = access.get_job(request.user, job_id)
+    if request.method == "GET":
+        if not job.can_cancel:
+            return redirect(job)
+        return render(request, "jobs/cancel_confirm.html", _status_context(job))
     try:
-        messages.info(request, request_cancel(request.user, job))
+        said = request_cancel(request.user, job)
     except CancelRefused as exc:
         messages.warning(request, str(exc))
-    back = request.POST.get("next", "")  # a job table's Cancel returns to the table
+        said = ""
+    back = request.POST.get("next", "")  # a job table's Cancel returns to the table, which shows no panel
     if url_has_allowed_host_and_scheme(back, {request.get_host()}, require_https=request.is_secure()):
+        if said:
+            messages.info(request, said)
         return redirect(back)
+    job.refresh_from_db()
+    if said and job.is_terminal:  # cancelled before submission; a cancel under way is shown by the state panel
+        messages.info(request, said)
     return redirect(job)

@@ -5,6 +5,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from courses import access, quotas
 from jobs.forms import LaunchForm
 from jobs.launch import LaunchInvalid, launch
+from jobs.launch_facts import quota_use, run_estimates
 
 
 @login_required
@@ -41,6 +42,8 @@ def launch_form(request, course_slug: str, template_slug: str):
         "source": source,
         "has_clusters": clusters.exists(),
         "quota": quotas.limits_for(course, request.user),
+        "quota_use": quota_use(request.user, course),
+        "estimates": run_estimates(template, clusters),
     }
     return render(request, "jobs/launch.html", context, status=400 if form.errors else 200)
 

@@ -129,4 +129,4 @@ class Collector:
 
 
 def _point(p) -> dict:
-    return {"epoch": p.epoch, "step": p.step, "loss": p.loss, "tok_s": p.tokens_per_s}
+    return {"epoch": p.epoch, "step": p.step, "loss": p.loss, "tok_s": p.tokens_per_s, "step_ms": p.step_ms}

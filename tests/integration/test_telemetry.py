@@ -190,7 +190,7 @@ def test_trainer_lines_become_curves_and_the_log_streams(
     with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
         curve = socket.wait(lambda m: m["type"] == "curve")
         assert [p["step"] for p in curve["points"]] == [10, 20, 30, 40, 50, 60, 70, 80]
-        assert curve["points"][0] == {"epoch": 0, "step": 10, "loss": 8.25, "tok_s": 1001.5}
+        assert curve["points"][0] == {"epoch": 0, "step": 10, "loss": 8.25, "tok_s": 1001.5, "step_ms": 12.0}
 
     # When it ends, its summary is stored and the instructor's CSV has it.
     api_for(alice).post(f"/api/v1/jobs/{job.pk}/cancel/")

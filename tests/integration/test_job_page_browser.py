@@ -1,0 +1,185 @@
+"""Chromium on the real stack: the launch form's errors where they belong, a training job's progress and time in the
+viewer's zone, and a cancel that asks first and then says who stopped the job.
+
+Screenshots go to $GPULAB_SCREENSHOT_DIR (default /tmp/gpulab-shots), at laptop and phone widths.
+"""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from jobs.models import Job, JobTemplate
+from jobs.states import JobState, transition
+
+from .test_browser import CHROMIUM, log_in
+
+pytestmark = pytest.mark.browser
+SHOTS = Path(os.environ.get("GPULAB_SCREENSHOT_DIR", "/tmp/gpulab-shots"))
+WIDTHS = {"laptop": (1280, 800), "phone": (390, 844)}
+
+TRAINER_BODY = (
+    "for i in 1 2 3 4 5 6 7 8; do\n"
+    '  echo "epoch=0 step=$((i * 10)) loss=$((9 - i)).25 tok/s=$((1000 + i)).5 step_ms=500.0"\n'
+    "  sleep 1\n"
+    "done\n"
+    "sleep 300\n"
+)
+TRAINER_PARAMS = [
+    {"name": "gpus_per_node", "type": "int", "label": "GPUs", "default": 0, "min": 0, "max": 0},  # no wait for GPUs
+    {"name": "time_minutes", "type": "int", "label": "Time limit (minutes)", "default": 10, "min": 1, "max": 10},
+    {"name": "max_steps", "type": "int", "label": "Max steps", "default": 200, "min": 10, "max": 1000},
+]
+
+
+@pytest.fixture
+def chromium(monkeypatch):
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop runs in the test's thread
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield browser
+        browser.close()
+
+
+def _page(chromium, size: str, **options):
+    width, height = WIDTHS[size]
+    return chromium.new_context(viewport={"width": width, "height": height}, **options).new_page()
+
+
+def _no_horizontal_scroll(page) -> None:
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), "the page scrolls sideways"
+
+
+@pytest.fixture
+def trainer_template(transactional_db, course):
+    template = JobTemplate.objects.create(
+        name="Trainer lines",
+        slug="trainer-lines",
+        body=TRAINER_BODY,
+        parameters=TRAINER_PARAMS,
+        status=JobTemplate.Status.PUBLISHED,
+        max_gpus=0,
+        max_minutes=10,
+    )
+    template.courses.add(course)
+    return template
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("size", WIDTHS)
+def test_launch_form_errors_are_in_their_fields_and_the_summary_takes_focus(
+    chromium, live_server, alice, cluster, sleep_template, course, size
+):
+    page = _page(chromium, size)
+    log_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}/courses/{course.slug}/launch/{sleep_template.slug}/")
+    columns = page.eval_on_selector_all(".field", "blocks => blocks.map(b => b.getBoundingClientRect().x)")
+    page.fill("#id_param_seconds", "9999")
+    page.fill("#id_param_time_minutes", "99")
+    page.click("#launch")
+
+    expect(page.locator("#error-summary")).to_be_focused()
+    for name in ("param_seconds", "param_time_minutes"):
+        # The message is part of its own field's block (DOM), and drawn inside that block (layout).
+        error = page.locator(f"#field-{name} > #id_{name}_error")
+        expect(error).to_have_count(1)
+        block, box = page.locator(f"#field-{name}").bounding_box(), error.bounding_box()
+        assert block["x"] <= box["x"] and box["x"] + box["width"] <= block["x"] + block["width"] + 1
+        assert block["y"] <= box["y"] and box["y"] + box["height"] <= block["y"] + block["height"] + 1
+    assert page.locator(".field-grid > .errorlist, .field-grid > ul").count() == 0  # no error as a grid cell
+    # Errors did not move a field to another column.
+    assert page.eval_on_selector_all(".field", "blocks => blocks.map(b => b.getBoundingClientRect().x)") == columns
+    page.click("#error-summary a[href='#id_param_seconds']")
+    expect(page.locator("#id_param_seconds")).to_be_focused()
+    _no_horizontal_scroll(page)
+    page.locator("#error-summary").scroll_into_view_if_needed()
+    page.screenshot(path=SHOTS / f"launch-errors-{size}.png", full_page=True)
+
+
+@pytest.mark.timeout(120)
+def test_quota_refusal_is_shown_once_at_the_top_and_the_fields_stay_in_place(
+    chromium, live_server, alice, cluster, sleep_template, course
+):
+    course.max_concurrent_jobs = 0
+    course.save()
+    page = _page(chromium, "laptop")
+    log_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}/courses/{course.slug}/launch/{sleep_template.slug}/")
+    columns = page.eval_on_selector_all(".field", "blocks => blocks.map(b => b.getBoundingClientRect().x)")
+    page.click("#launch")
+    expect(page.locator("#error-summary")).to_be_focused()
+    expect(page.locator("#form-refusal")).to_contain_text("the course allows 0 at a time")
+    assert page.content().count("the course allows 0 at a time") == 1
+    assert page.eval_on_selector_all(".field", "blocks => blocks.map(b => b.getBoundingClientRect().x)") == columns
+    page.screenshot(path=SHOTS / "launch-quota-refusal-laptop.png", full_page=True)
+    assert not Job.objects.exists()
+
+
+@pytest.mark.timeout(120)
+def test_state_changes_are_announced_once_in_a_live_region(chromium, live_server, alice, make_job):
+    job = make_job(alice)
+    transition(job, JobState.SUBMITTING)
+    transition(job, JobState.RUNNING, scheduler_id="77001")
+    page = _page(chromium, "laptop")
+    log_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}/jobs/{job.pk}/")
+    expect(page.locator("#job-state")).to_have_attribute("data-state", "running")
+    expect(page.locator("#job-announce")).to_have_text("")  # the state the page opened on is not news
+    transition(job, JobState.FAILED, exit_code=3, error="The job ended with exit code 3 (FAILED). The log shows why.")
+    expect(page.locator("#job-announce")).to_have_text(
+        "The job is now Failed. The job ended with exit code 3 (FAILED). The log shows why.", timeout=15_000
+    )
+
+
+@pytest.mark.timeout(300)
+def test_training_job_page_shows_progress_asks_before_cancel_and_says_who_cancelled(
+    chromium, worker, collector, web, api_for, alice, cluster, trainer_template, job_state
+):
+    response = api_for(alice).post("/api/v1/jobs/", {"template": "trainer-lines", "cluster": "local"}, format="json")
+    job = job_state(Job.objects.get(pk=response.json()["id"]), "running", timeout=150)
+    page = _page(chromium, "laptop", timezone_id="America/New_York", locale="en-US")
+    log_in(page, web, "alice")
+    page.goto(f"{web.url}/jobs/{job.pk}/")
+    assert page.get_attribute("#log", "aria-live") is None  # the log is not read out line by line
+
+    # Step N of max_steps from the trainer's lines (parsed by the collector), an ETA from step_ms, time left.
+    expect(page.locator("#step")).to_contain_text("step 80 of 200", timeout=60_000)
+    expect(page.locator("#step")).to_contain_text("about 1 min to go")  # 120 steps at 500 ms
+    expect(page.locator("#step-progress")).to_have_attribute("value", "40")
+    expect(page.locator("#time-left")).to_contain_text(re.compile(r"^(9|10) min"))
+    # Times in the viewer's zone, named: the start in New York time (EST), as this browser is set.
+    started = page.locator("#job-status time[data-local-time=datetime]").nth(1)
+    expect(started).to_contain_text("EST")
+    expect(started).to_have_attribute("title", "Your time zone: America/New_York")
+    _no_horizontal_scroll(page)
+    page.screenshot(path=SHOTS / "job-progress-laptop.png", full_page=True)
+    phone = _page(chromium, "phone", timezone_id="America/New_York", locale="en-US")
+    log_in(phone, web, "alice")
+    phone.goto(f"{web.url}/jobs/{job.pk}/")
+    expect(phone.locator("#step")).to_contain_text("of 200")
+    _no_horizontal_scroll(phone)
+    phone.screenshot(path=SHOTS / "job-progress-phone.png", full_page=True)
+
+    # Cancel asks first, saying what stops; Escape keeps the job.
+    page.click("#cancel")
+    dialog = page.locator("#cancel-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text(re.compile(r"Stop training\? It has run \d+ s and reached step 80 of 200\."))
+    expect(page.locator("#keep-running")).to_be_focused()
+    page.screenshot(path=SHOTS / "job-cancel-dialog-laptop.png")
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    assert Job.objects.get(pk=job.pk).cancel_requested_at is None
+
+    page.click("#cancel")
+    page.click("#confirm-cancel")
+    expect(page.locator("#job-state")).to_have_attribute("data-state", "cancelled", timeout=60_000)
+    expect(page.locator("#cancelled-by")).to_contain_text("Cancelled by alice at")
+    job = job_state(job, "cancelled")
+    if job.exit_code in (143, 137):  # the batch shell ends on the scheduler's signal: said as the cancel's doing
+        expect(page.locator("#job-status")).to_contain_text("the cancel stopped it, as expected")
+    expect(page.locator("#job-error")).to_have_count(0)
+    page.screenshot(path=SHOTS / "job-cancelled-laptop.png", full_page=True)

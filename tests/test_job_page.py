@@ -1,0 +1,175 @@
+"""The job page's progress and time, the cancel confirmation and its aftermath, and times in the viewer's zone."""
+
+from datetime import UTC, timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from jobs.models import Job
+from jobs.progress import job_progress
+from jobs.states import EventKind, JobState, record, transition
+
+pytestmark = pytest.mark.django_db
+
+POINTS = [{"epoch": 0, "step": s, "loss": 3.0, "tok_s": 900.0, "step_ms": 400.0} for s in range(10, 160, 10)]
+
+
+def _running(make_job, owner, minutes_ago: float = 12, **params):
+    job = make_job(owner, **params)
+    transition(job, JobState.SUBMITTING)
+    transition(job, JobState.RUNNING, scheduler_id=str(4000 + Job.objects.count()))
+    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(minutes=minutes_ago))
+    job.refresh_from_db()
+    return job
+
+
+@pytest.fixture
+def points(monkeypatch):
+    """The trainer points telemetry holds for a job (the page reads them through telemetry's function)."""
+    stored = {}
+    monkeypatch.setattr("jobs.views.jobs.recent_curve_points", lambda job_id, count=10: stored.get(job_id, [])[-count:])
+    return stored
+
+
+class TestProgress:
+    def test_step_eta_and_time_left_from_the_last_points(self, make_job, alice):
+        job = _running(make_job, alice, minutes_ago=12, time_minutes=10)
+        job.params["max_steps"] = 300
+        now = timezone.now()
+        progress = job_progress(job, POINTS, now)
+        assert (progress.step, progress.max_steps, progress.percent) == (150, 300, 50)
+        assert progress.eta == timedelta(seconds=150 * 0.4)  # 150 steps left at the recent 400 ms
+        assert progress.ends_at == job.started_at + timedelta(minutes=10)
+        assert progress.time_left == timedelta(0) and progress.finishes_after_limit  # 12 min run of a 10 min limit
+        assert abs(progress.elapsed - timedelta(minutes=12)) < timedelta(seconds=5)
+
+    def test_eta_follows_the_recent_pace_not_the_first_steps(self, make_job, alice):
+        job = _running(make_job, alice)
+        job.params["max_steps"] = 1000
+        slow_start = [{"step": 10, "step_ms": 5000.0}] + [{"step": 20 + i, "step_ms": 10.0} for i in range(5)]
+        assert job_progress(job, slow_start, timezone.now()).eta == timedelta(milliseconds=(1000 - 24) * 10)
+
+    def test_nothing_is_guessed_without_numbers(self, make_job, alice):
+        queued = make_job(alice)
+        assert job_progress(queued, POINTS, timezone.now()).elapsed is None
+        job = _running(make_job, alice)
+        progress = job_progress(job, [{"step": 40}], timezone.now())  # no max_steps, no step_ms
+        assert progress.step == 40 and progress.percent is None and progress.eta is None
+
+    def test_finished_job_shows_how_long_it_ran_and_no_time_left(self, make_job, alice):
+        job = _running(make_job, alice, minutes_ago=30, time_minutes=10)
+        transition(job, JobState.COMPLETED, finished_at=job.started_at + timedelta(minutes=7))
+        progress = job_progress(job, POINTS, timezone.now())
+        assert progress.elapsed == timedelta(minutes=7) and progress.time_left is None and progress.eta is None
+
+
+class TestJobPageShowsProgress:
+    def test_running_training_job_shows_elapsed_time_left_step_and_bar(self, login, make_job, alice, points):
+        job = _running(make_job, alice, minutes_ago=3, time_minutes=10)
+        Job.objects.filter(pk=job.pk).update(params={**job.params, "max_steps": 300})
+        points[job.pk] = POINTS
+        html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert 'id="elapsed">3 min<' in html
+        assert 'id="time-left">6 min' in html or 'id="time-left">7 min' in html
+        assert "step 150 of 300" in html and "about 1 min to go at the recent pace" in html
+        assert '<progress id="step-progress" max="100" value="50"' in html
+        # The state panel's refresh carries the same numbers.
+        status = login(alice).get(reverse("jobs:status", args=[job.pk])).content.decode()
+        assert "step 150 of 300" in status
+
+    def test_times_are_time_elements_the_browser_puts_in_the_viewers_zone(self, login, make_job, alice, points):
+        job = _running(make_job, alice)
+        html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        started = job.started_at.astimezone(UTC)
+        iso = started.isoformat(timespec="seconds").replace("+00:00", "Z")
+        assert f'<time datetime="{iso}" data-local-time="datetime">' in html
+        assert started.strftime("%Y-%m-%d %H:%M:%S UTC") in html  # without JavaScript: exact, and the zone named
+
+    def test_log_is_not_a_live_region_and_state_changes_have_one(self, login, make_job, alice):
+        job = _running(make_job, alice)
+        html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        start = html.rindex("<pre", 0, html.index('id="log"'))
+        log_tag = html[start : html.index(">", start)]
+        assert "aria-live" not in log_tag
+        assert '<p id="job-announce" class="visually-hidden" role="status"></p>' in html
+
+
+class TestCancelConfirmation:
+    def test_anonymous_is_sent_to_login(self, client, make_job, alice):
+        job = _running(make_job, alice)
+        response = client.get(reverse("jobs:cancel", args=[job.pk]))
+        assert response.status_code == 302 and response.url.startswith(reverse("login"))
+
+    def test_other_student_gets_404(self, login, make_job, alice, bob):
+        job = _running(make_job, alice)
+        assert login(bob).get(reverse("jobs:cancel", args=[job.pk])).status_code == 404
+
+    def test_confirm_page_says_what_stops_and_changes_nothing(self, login, make_job, alice, points):
+        job = _running(make_job, alice, minutes_ago=12)
+        Job.objects.filter(pk=job.pk).update(params={**job.params, "max_steps": 300})
+        points[job.pk] = POINTS
+        response = login(alice).get(reverse("jobs:cancel", args=[job.pk]))
+        html = response.content.decode()
+        assert response.status_code == 200
+        assert "Stop training? It has run 12 min and reached step 150 of 300." in html
+        assert f'action="{reverse("jobs:cancel", args=[job.pk])}"' in html and 'method="post"' in html
+        job.refresh_from_db()
+        assert job.cancel_requested_at is None and job.state == "running"
+
+    def test_job_page_cancel_is_a_link_to_the_confirmation_with_its_question(self, login, make_job, alice):
+        job = _running(make_job, alice, minutes_ago=4)
+        html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert f'id="cancel" href="{reverse("jobs:cancel", args=[job.pk])}"' in html
+        assert 'data-cancel-question="Stop this job? It has run 4 min;' in html
+        assert '<dialog id="cancel-dialog"' in html
+
+    def test_queued_job_question_says_nothing_ran(self, login, make_job, alice):
+        job = make_job(alice)
+        html = login(alice).get(reverse("jobs:cancel", args=[job.pk])).content.decode()
+        assert "It has not started yet" in html
+
+    def test_instructor_confirms_and_the_page_says_who_cancelled(self, login, make_job, alice, instructor):
+        job = make_job(alice)
+        client = login(instructor)
+        assert client.get(reverse("jobs:cancel", args=[job.pk])).status_code == 200
+        response = client.post(reverse("jobs:cancel", args=[job.pk]), follow=True)
+        html = response.content.decode()
+        assert "Cancelled by <strong>ines</strong> at <time" in html
+
+    def test_finished_job_confirm_page_goes_back_to_the_job(self, login, make_job, alice):
+        job = _running(make_job, alice)
+        transition(job, JobState.COMPLETED)
+        response = login(alice).get(reverse("jobs:cancel", args=[job.pk]))
+        assert response.status_code == 302 and response.url == job.get_absolute_url()
+
+
+class TestAfterACancel:
+    def test_cancel_under_way_is_said_by_the_panel_not_a_stale_flash(self, login, make_job, alice, fake_backend):
+        job = _running(make_job, alice)
+        page = login(alice).post(reverse("jobs:cancel", args=[job.pk]), follow=True).content.decode()
+        assert 'id="cancelling"' in page and "Cancelling: the cluster will stop" not in page
+
+    def test_job_that_ended_before_the_cancel_says_so(self, login, make_job, alice):
+        job = _running(make_job, alice)
+        Job.objects.filter(pk=job.pk).update(cancel_requested_at=timezone.now())
+        record(job, EventKind.CANCEL, "Cancel requested.", actor=alice)
+        transition(job, JobState.COMPLETED, exit_code=0)
+        html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert "The job had already ended (Completed) when the cancel reached the cluster" in html
+        assert "Cancelling" not in html and 'id="cancel"' not in html
+
+    def test_exit_143_after_a_user_cancel_reads_as_the_cancel_not_a_crash(self, login, make_job, alice):
+        job = _running(make_job, alice)
+        Job.objects.filter(pk=job.pk).update(cancel_requested_at=timezone.now())
+        record(job, EventKind.CANCEL, "Cancel requested.", actor=alice)
+        transition(job, JobState.CANCELLED, exit_code=143, error="The job was cancelled.")
+        html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert "(SIGTERM: the cancel stopped it, as expected)" in html
+        assert "Cancelled by <strong>alice</strong>" in html and 'class="error"' not in html
+
+    def test_cancel_from_outside_the_portal_says_so(self, login, make_job, alice):
+        job = _running(make_job, alice)
+        transition(job, JobState.CANCELLED, exit_code=143)
+        html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert "Cancelled on the cluster, not from this portal." in html
