@@ -31,7 +31,8 @@ def load_env() -> None:
                 os.environ.setdefault(key.strip(), value.strip().strip('"'))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
     # Redis database 2: a demo (0) or a test run (1) on this machine must not take the benchmark's messages.
-    os.environ["REDIS_URL"] = os.environ["REDIS_URL"].rsplit("/", 1)[0] + "/2"
+    # BENCH_REDIS_DB picks another, for two benchmarks at once on one machine.
+    os.environ["REDIS_URL"] = os.environ["REDIS_URL"].rsplit("/", 1)[0] + "/" + os.environ.get("BENCH_REDIS_DB", "2")
 
 
 def setup_database():
