@@ -14,7 +14,7 @@ from clusters.models import ClusterKind
 from .manifests import ManifestError, dump, preview_context, render_manifests
 from .models import JobTemplate
 from .params import SchemaError, parse_schema
-from .rendering import RenderContext, RenderError, bash_syntax_error, placeholder_problems, render_script
+from .rendering import RenderContext, RenderError, bash_syntax_error, placeholder_problems, render_script, unix_lines
 from .script_safety import PLACEHOLDER
 
 PREVIEW_JOB_ID = uuid.UUID(int=0)
@@ -47,7 +47,7 @@ def preview(body: str, parameters, cluster=None, backend: str = ClusterKind.SLUR
         return result
     refused = placeholder_problems(body, schema)
     if refused:
-        syntax = bash_syntax_error(PLACEHOLDER.sub("x", body))  # a syntax error explains the refusals best
+        syntax = bash_syntax_error(PLACEHOLDER.sub("x", unix_lines(body)))  # a syntax error explains the refusals best
         result.errors.extend([f"bash -n: {syntax}"] if syntax else refused)
         return result
     ctx = RenderContext(

@@ -150,6 +150,9 @@ class TemplateForm(forms.ModelForm):
         if self.instance.pk:
             self.initial["parameters"] = json.dumps(self.instance.parameters, indent=2)
 
+    def clean_body(self):
+        return self.cleaned_data["body"].replace("\r\n", "\n")  # a textarea's CR LF would reach bash as CRs
+
     def clean_parameters(self):
         try:
             data = json.loads(self.cleaned_data["parameters"] or "[]")

@@ -52,8 +52,14 @@ def _dash_prone(param: Param) -> bool:
     return False  # bool renders true/false; strings may not start with - or + (params.SAFE_STRING)
 
 
+def unix_lines(body: str) -> str:
+    """Browsers send a textarea's lines ending in CR LF; bash would keep each CR as part of the last word."""
+    return body.replace("\r\n", "\n")
+
+
 def placeholder_problems(body: str, schema: list[Param] | None = None) -> list[str]:
     """Each placeholder or $GPULAB_P_ reference bash would not keep an inert argument, as a sentence."""
+    body = unix_lines(body)
     names = {p.name: p for p in schema or ()}
     unknown = [m for m in PLACEHOLDER.finditer(body) if m.group(1) not in names and m.group(1) not in BUILTINS]
     if schema is not None and unknown:
@@ -91,6 +97,7 @@ def _lab_dir_word(lab_dir: str) -> str:
 
 
 def render_body(body: str, schema: list[Param], values: Mapping[str, Any], ctx: RenderContext) -> str:
+    body = unix_lines(body)
     check_placeholder_contexts(body, schema)
     params = {p.name: p for p in schema}
 

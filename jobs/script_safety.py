@@ -31,6 +31,7 @@ ENV_REF = re.compile(r"(?<![A-Za-z0-9_])GPULAB_P_[A-Za-z0-9_]*")
 # Literal text allowed in the same word as a value: no glob, brace, tilde, quote or expansion characters.
 WORD_TEXT = re.compile(r"[A-Za-z0-9_.,:/+=@%-]*")
 WORD_PARTS = ("word", "string", "simple_expansion", "expansion", "number")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 TAG = re.compile(r"Zgvq*\d+Zgvq*")
 BASH = "/bin/bash"
 # Variables whose content programs load, run or search for code: a value may not be copied into them.
@@ -190,6 +191,13 @@ def _judge(text: str, occ: _Occurrence, dash_prone: Mapping[str, bool], reprint:
 
 
 def _whole_script_checks(root: Node, text: str) -> None:
+    control = CONTROL.search(text)
+    if control:
+        raise _Refused(
+            f"in a script with a control character (line {text.count(chr(10), 0, control.start()) + 1}) that bash "
+            "and the checker could read differently",
+            "remove it (tabs and line ends are fine)",
+        )
     if root.has_error:
         bad = next(_walk(root, lambda n: n.is_error or n.is_missing), root)
         raise _Refused(

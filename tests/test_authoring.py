@@ -87,3 +87,50 @@ def test_builtin_templates_load_and_publish(course):
     assert {t.slug for t in templates} == {d["slug"] for d in builtin_definitions()}
     assert {"gpu-check", "mpi-hello", "tiny-lm-single", "tiny-lm-ddp"} <= {t.slug for t in templates}
     assert all(t.status == "published" and t.builtin for t in templates)
+
+
+REFUSED_BODY = "echo start\n(( total = {{ epochs }} * 2 ))\n"
+REFUSAL = "Line 2: {{ epochs }} is inside (( )) arithmetic, where a value would be evaluated"
+
+
+def test_preview_names_the_line_the_context_and_the_fix(login, instructor, course):
+    response = login(instructor).post(reverse("jobs:template_preview", args=[course.slug]), _form(course, REFUSED_BODY))
+    text = response.content.decode()
+    assert REFUSAL in text and "GPULAB_P_epochs" in text
+
+
+def test_template_with_a_refused_placement_cannot_be_published_from_the_editor(login, instructor, course):
+    client = login(instructor)
+    client.post(reverse("jobs:template_new", args=[course.slug]), _form(course, REFUSED_BODY))
+    response = client.post(reverse("jobs:template_publish", args=[course.slug, "my-train"]), follow=True)
+    assert "Not published: " + REFUSAL in response.content.decode()
+    assert JobTemplate.objects.get(slug="my-train").status == "draft"
+
+
+def test_admin_publish_refuses_a_refused_placement(login, admin_user, instructor, course):
+    template = JobTemplate.objects.create(
+        name="T", slug="t", body="eval {{ epochs }}\n", parameters=PARAMS, created_by=instructor
+    )
+    template.courses.add(course)
+    client = login(admin_user)
+    changelist = reverse("admin:jobs_jobtemplate_changelist")
+    response = client.post(changelist, {"action": "publish_selected", "_selected_action": [template.pk]}, follow=True)
+    assert "an argument of eval, which runs it as code" in response.content.decode()
+    data = {**_form(course, "eval {{ epochs }}\n"), "status": "published", "courses": [course.pk]}
+    data["parameters"] = json.dumps(PARAMS)
+    response = client.post(reverse("admin:jobs_jobtemplate_change", args=[template.pk]), data, follow=True)
+    assert "Not published: Line 1: {{ epochs }} is an argument of eval" in response.content.decode()
+    template.refresh_from_db()
+    assert template.status == "draft"
+
+
+def test_launching_a_template_published_before_the_check_is_refused(login, alice, course, cluster):
+    """A template stored as published under older rules still cannot render a student's value into eval."""
+    template = JobTemplate.objects.create(
+        name="Old", slug="old", body="eval {{ epochs }}\n", parameters=PARAMS, status="published"
+    )
+    template.courses.add(course)
+    course.clusters.add(cluster)
+    url = reverse("jobs:launch", args=[course.slug, "old"])
+    response = login(alice).post(url, {"cluster": cluster.pk, "param_epochs": 1})
+    assert "eval" in response.content.decode() and not template.jobs.exists()

@@ -192,3 +192,14 @@ def _ctx():
     from jobs.rendering import RenderContext
 
     return RenderContext(job_id="00000000-0000-0000-0000-000000000001", job_name="gpulab-t", lab_dir="~/gpulab")
+
+
+def test_a_body_from_a_browser_textarea_renders_with_unix_line_ends():
+    schema = parse_schema([{"name": "v", "type": "string", "default": "x"}])
+    body = "echo start\r\n[ {{ v }} = x ] && echo yes\r\n"
+    assert placeholder_problems(body, schema) == []
+    assert "\r" not in render_script(body, schema, {"v": "x"}, _ctx())
+
+
+def test_a_stray_control_character_refuses_every_value():
+    assert "control character (line 2)" in refusals("echo a\necho\r{{ v }}\n")[0]

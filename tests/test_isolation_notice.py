@@ -1,0 +1,21 @@
+"""The admin's cluster page says what a shared service account isolates (nothing) and what to do instead."""
+
+import pytest
+from django.urls import reverse
+
+pytestmark = pytest.mark.django_db
+
+
+def test_admin_sees_the_isolation_notice_on_the_cluster_page(login, admin_user, cluster):
+    for url in (reverse("admin:clusters_cluster_change", args=[cluster.pk]), reverse("admin:clusters_cluster_add")):
+        text = login(admin_user).get(url).content.decode()
+        assert "Isolation between students." in text
+        assert "can read, change and delete" in text and "give each their own identity" in text
+
+
+def test_anonymous_and_non_staff_users_do_not_get_the_cluster_page(client, login, alice, instructor, cluster):
+    url = reverse("admin:clusters_cluster_change", args=[cluster.pk])
+    assert client.get(url).status_code == 302
+    for user in (alice, instructor):
+        response = login(user).get(url)
+        assert response.status_code == 302 and "/login/" in response.url
