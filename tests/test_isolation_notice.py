@@ -13,6 +13,14 @@ def test_admin_sees_the_isolation_notice_on_the_cluster_page(login, admin_user, 
         assert "can read, change and delete" in text and "give each their own identity" in text
 
 
+def test_kubernetes_cluster_page_recommends_a_namespace_per_student(login, admin_user):
+    from clusters.models import Cluster, ClusterKind
+
+    cluster = Cluster.objects.create(name="k8s", kind=ClusterKind.KUBERNETES, api_url="https://k8s.example.edu:6443")
+    text = login(admin_user).get(reverse("admin:clusters_cluster_change", args=[cluster.pk])).content.decode()
+    assert "Isolation between students." in text and "set the course's namespaces to one per student" in text
+
+
 def test_anonymous_and_non_staff_users_do_not_get_the_cluster_page(client, login, alice, instructor, cluster):
     url = reverse("admin:clusters_cluster_change", args=[cluster.pk])
     assert client.get(url).status_code == 302
