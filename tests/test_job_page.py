@@ -19,7 +19,8 @@ def _running(make_job, owner, minutes_ago: float = 12, **params):
     job = make_job(owner, **params)
     transition(job, JobState.SUBMITTING)
     transition(job, JobState.RUNNING, scheduler_id=str(4000 + Job.objects.count()))
-    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(minutes=minutes_ago))
+    started = timezone.now() - timedelta(minutes=minutes_ago)
+    Job.objects.filter(pk=job.pk).update(submitted_at=started, started_at=started)
     job.refresh_from_db()
     return job
 
