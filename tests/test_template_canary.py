@@ -53,7 +53,9 @@ HOSTILE = [
     "",
 ]
 DASHED = ["-oCANARY", "--output=CANARY", "-c", "-e", "-v", "-fCANARY", "+o"]
-FILES_THE_GRAMMAR_WRITES = {"in.txt", "out.txt", "log.txt"}
+LITERALS = ["lit", "-q", '"a b"', "'$x'"]
+# Fixed names the template itself redirects to (its own text, never a value's).
+FILES_THE_GRAMMAR_WRITES = {"in.txt", "out.txt", "log.txt", "lit", "-q", "a b", "$x"}
 STUBS = {
     "canary": ': > "$CANARY_DIR/CANARY"',
     "prog": "exit 0",
@@ -79,10 +81,7 @@ def _word(draw) -> str:
                 "--x={{ n }}",
                 "run-{{ v }}",
                 "{{ v }}.txt",
-                "lit",
-                "-q",
-                '"a b"',
-                "'$x'",
+                *LITERALS,
             ]
         )
     )
