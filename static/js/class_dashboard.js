@@ -9,6 +9,9 @@ const COLUMNS = 60; // five minutes
 const LIVE_MS = 15000; // a GPU absent from frames this long is no longer in use (frames carry every GPU each second)
 const ROW_PX = 22;
 
+// Plotly reads a few HTML tags in its texts: names and labels from the roster are shown as written, never as markup.
+const plain = (text) => String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
 class ClassHeatmap {
   constructor(root) {
     this.root = root;
@@ -117,8 +120,8 @@ class ClassHeatmap {
     const narrow = this.el.parentElement.clientWidth < 600; // a phone: shorter labels, the colour scale below
     this.rows = [];
     for (const s of students) {
-      const name = this.name(s.student);
-      const jobs = [...new Set(s.gpus.map((g) => this.jobLabel(g.job)))].join(", ");
+      const name = plain(this.name(s.student));
+      const jobs = plain([...new Set(s.gpus.map((g) => this.jobLabel(g.job)))].join(", "));
       const open = this.expanded.has(s.student);
       const count = s.gpus.length;
       this.rows.push({ student: s.student });
@@ -132,12 +135,12 @@ class ClassHeatmap {
       text.push(means.map((v, i) => `${name} · ${jobs} · ${v === null ? "no sample" : `${what} ${Math.round(v)} %`} at ${clock[i]}`));
       if (!open) continue;
       for (const g of s.gpus) {
-        const job = this.jobLabel(g.job);
+        const job = plain(this.jobLabel(g.job));
         this.rows.push({ gpu: g });
-        ticks.push(narrow ? `    GPU ${g.gpu}` : `    GPU ${g.gpu} · ${job}`);
+        ticks.push(narrow ? `    GPU ${plain(g.gpu)}` : `    GPU ${plain(g.gpu)} · ${job}`);
         const values = times.map((t) => (g.values.has(t) ? g.values.get(t) : null));
         z.push(values);
-        text.push(values.map((v, i) => `${name} · ${job} · GPU ${g.gpu} · ${v === null ? "no sample" : `GPU util ${Math.round(v)} %`} at ${clock[i]}`));
+        text.push(values.map((v, i) => `${name} · ${job} · GPU ${plain(g.gpu)} · ${v === null ? "no sample" : `GPU util ${Math.round(v)} %`} at ${clock[i]}`));
       }
     }
     const y = this.rows.map((_, i) => i);

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.browser
 
 STUDENTS = 60
 IDLE = {7, 23, 41}  # these students' GPUs sit at 0 % and have for 400 s
+MARKUP = "<b>Student</b>"
 SHOTS = os.environ.get("GPULAB_SHOTS", "/tmp/gpulab-shots")
 
 
@@ -46,6 +47,8 @@ def full_class(course, cluster, sleep_template):
     users = get_user_model().objects.bulk_create(
         [get_user_model()(username=f"student{i}", first_name="Student", last_name=f"No. {i}") for i in range(STUDENTS)]
     )
+    users[-1].first_name = MARKUP  # a roster name is text, never markup
+    users[-1].save()
     Enrollment.objects.bulk_create([Enrollment(course=course, user=u, role=Role.STUDENT) for u in users])
     jobs = Job.objects.bulk_create(
         [Job(owner=u, course=course, cluster=cluster, template=sleep_template, state="running", gpus=2) for u in users]
@@ -112,7 +115,11 @@ def test_sixty_students_get_one_labelled_row_each_with_the_idle_first(web, brows
             " return {y: d.data[0].y.length, ticks: d.layout.yaxis.ticktext, text: d.data[0].text}; })()"
         )
         assert figure["y"] == STUDENTS
-        assert all(f"Student No. {i} · 2 GPUs" in " ".join(figure["ticks"]) for i in range(STUDENTS))
+        assert all(f"Student No. {i} · 2 GPUs" in " ".join(figure["ticks"]) for i in range(STUDENTS - 1))
+        shown = page.evaluate(
+            "[...document.querySelectorAll('[data-chart=heatmap] .ytick text')].map(t => t.textContent)"
+        )
+        assert f"{MARKUP} No. {STUDENTS - 1} · 2 GPUs" in " ".join(shown)  # the tags shown as written
         # The idle three come first, whatever their place in the roster.
         assert {tick.split("No. ")[1].split(" ")[0] for tick in figure["ticks"][:3]} == {str(i) for i in IDLE}
         hover = figure["text"][0][-3]  # a quarter-minute ago: the newest column may still be filling
