@@ -127,6 +127,8 @@ CHANNEL_LAYER_BACKEND = env_str("CHANNEL_LAYER_BACKEND", "channels_redis.pubsub.
 TELEMETRY_TICK_SECONDS = env_float("TELEMETRY_TICK_SECONDS", 0.1)
 # A GPU idle this long nudges its student and flags the job on the class dashboard (the seed checklist: 5 min).
 TELEMETRY_IDLE_SECONDS = env_float("TELEMETRY_IDLE_SECONDS", 300.0)
+# How often the collector stores the series it has kept since (ten-second buckets; one row per job per flush).
+TELEMETRY_FLUSH_SECONDS = env_float("TELEMETRY_FLUSH_SECONDS", 60.0)
 _REDIS_DB = TELEMETRY_REDIS_URL.rsplit("/", 1)[1] if TELEMETRY_REDIS_URL.count("/") > 2 else "0"
 CHANNEL_LAYERS = {
     "default": {

@@ -17,7 +17,7 @@ from django.http import Http404
 from courses import access
 from ops.store import SocketGauge
 
-from . import stream
+from . import recorder, series, stream
 
 _clients: dict[int, object] = {}
 open_sockets = SocketGauge()
@@ -49,11 +49,11 @@ class TelemetryConsumer(AsyncWebsocketConsumer):
         await self.accept()
         self.counted = True
         await open_sockets.changed(+1)
-        await self.send(text_data=stream.history_message(await self._history(None, self.history_seconds)))
-        await self.opened()
+        await self.send(text_data=await self.first_message())
 
-    async def opened(self) -> None:
-        """Anything else the page needs once, after the history."""
+    async def first_message(self) -> str:
+        """What the page draws first: the ring's frames as they are."""
+        return stream.history_message(await self._history(None, self.history_seconds))
 
     def authorize(self, user, route) -> str | None:
         """The group this user may watch, or None / Http404."""
@@ -84,15 +84,40 @@ class TelemetryConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=event["text"])
 
 
-class JobTelemetryConsumer(TelemetryConsumer):
+class SeriesConsumer(TelemetryConsumer):
+    """Opens with every chart's history at once: stored series, then the ring after them, downsampled."""
+
+    owner: dict
+    recorded = False
+
+    async def first_message(self) -> str:
+        ring = await self._history(None, self.history_seconds)
+        stored, end = await database_sync_to_async(recorder.stored)(**self.owner)
+        extra = await self.extra_frames()
+        return await asyncio.to_thread(self._series_text, stored, end, ring, extra)
+
+    async def extra_frames(self) -> list[dict]:
+        return []
+
+    def _series_text(self, stored, end, ring: list[str], extra: list[dict]) -> str:
+        frames = [json.loads(text) for text in ring]
+        series.add_frames(stored, frames, after_ms=end if end is not None else float("-inf"))
+        series.add_frames(stored, extra)
+        last = frames[-1] if frames else None
+        return json.dumps(series.message(stored, recorded=self.recorded, last=last), separators=(",", ":"))
+
+
+class JobTelemetryConsumer(SeriesConsumer):
     def authorize(self, user, route):
         job = access.get_job(user, route["kwargs"]["job_id"])
-        self.job_id = job.pk
+        self.owner, self.job_id, self.recorded = {"job": job}, job.pk, not job.is_active
         return stream.job_group(job.pk)
 
-    async def opened(self) -> None:
+    async def extra_frames(self) -> list[dict]:
+        """The trainer's curve kept in Redis for a day: points the stored chunks may not hold yet."""
         with contextlib.suppress(OSError):
-            await self.send(text_data=await stream.curve_message(_redis(), self.job_id))
+            return [{"trainer": await stream.curve_points(_redis(), self.job_id)}]
+        return []
 
 
 class CourseTelemetryConsumer(TelemetryConsumer):
@@ -103,7 +128,8 @@ class CourseTelemetryConsumer(TelemetryConsumer):
         return stream.course_group(course.pk)
 
 
-class NodeTelemetryConsumer(TelemetryConsumer):
+class NodeTelemetryConsumer(SeriesConsumer):
     def authorize(self, user, route):
         node = access.get_node(user, route["kwargs"]["node_id"])
+        self.owner = {"node": node}
         return stream.node_group(node.pk)

@@ -90,10 +90,13 @@ class FrameBuilder:
         frames: dict[str, dict] = {}
         due = self._due(now)
 
+        holders: dict[int, dict[int, JobRef]] = {}
+        for job, node_id, indexes in snap.allocations:
+            holders.setdefault(node_id, {}).update(dict.fromkeys(indexes, job))
         for node_id, live in snap.nodes.items():
             group = node_group(node_id)
             if node_id in snap.changed_nodes or due(group):
-                frames[group] = self._node_frame(live, now)
+                frames[group] = self._node_frame(live, now, holders.get(node_id, {}))
 
         by_job: dict[str, list[tuple[JobRef, int, tuple[int, ...]]]] = {}
         for job, node_id, indexes in snap.allocations:
@@ -108,7 +111,8 @@ class FrameBuilder:
             changed |= job_id in snap.trainer or job_id in snap.changed_pods
             gpus, hosts, no_gpu = self._job_gpus(snap, allocations, now)
             if job_id in snap.dcgm:
-                gpus += [{"key": f"{g.node}/{g.index}", "node": g.node, "i": g.index, "stale": False, **dcgm_fields(g)}
+                gpus += [{"key": f"{g.node}/{g.index}", "node": g.node, "i": g.index,
+                          "label": f"GPU {g.index} · {g.node}", "stale": False, **dcgm_fields(g)}
                          for g in snap.dcgm[job_id]]  # fmt: skip
             rules = self.rules.setdefault(job_id, HintRules(self.idle_seconds))
             if changed:
@@ -170,12 +174,13 @@ class FrameBuilder:
         return lambda group: now - self.last_sent.get(group, 0.0) >= HEARTBEAT_SECONDS
 
     @staticmethod
-    def _node_frame(live: NodeLive, now: float) -> dict:
+    def _node_frame(live: NodeLive, now: float, holders: dict[int, JobRef]) -> dict:
         stale = live.stale(now)
         gpus = [
-            {"key": f"{live.name}/{i}", "node": live.name, "i": i, "stale": stale, **gpu_fields(s)}
+            {"key": f"{live.name}/{i}", "node": live.name, "i": i, "label": holder_label(i, holders.get(i)),
+             "job": holders[i].job_id if i in holders else None, "stale": stale, **gpu_fields(s)}
             for i, s in sorted(live.gpus.items())
-        ]
+        ]  # fmt: skip
         if stale:
             gpus = [{**g, **NO_NUMBERS} for g in gpus]
         frame = {
@@ -205,7 +210,8 @@ class FrameBuilder:
             for i in indexes:
                 sample = None if stale else live.gpus.get(i)
                 fields = gpu_fields(sample) if sample else NO_NUMBERS
-                gpus.append({"key": f"{live.name}/{i}", "node": live.name, "i": i, "stale": sample is None, **fields})
+                gpus.append({"key": f"{live.name}/{i}", "node": live.name, "i": i, "label": f"GPU {i} · {live.name}",
+                             "stale": sample is None, **fields})  # fmt: skip
         return gpus, hosts, no_gpu
 
     def _account(self, job_id: str, gpus: list[dict], hosts: list[dict], trainer, now: float) -> None:
@@ -246,6 +252,13 @@ class FrameBuilder:
     def _forget_ended(self, snap: Snapshot) -> None:
         for job_id in [j for j in self.rules if j not in snap.jobs]:
             self.rules.pop(job_id, None)
+
+
+def holder_label(index: int, job: JobRef | None) -> str:
+    """A node chart's legend for one GPU: which student's job holds it, from the collector's attribution."""
+    if job is None:
+        return f"GPU {index} · free"
+    return f"GPU {index} · {job.owner}'s {job.template or 'job'}"
 
 
 def _sampled_at(live: NodeLive | None) -> float:

@@ -1,6 +1,7 @@
 """What telemetry keeps in the database: the nodes it streams from, and each finished job's summary.
 
-Live samples never touch the database; they live in Redis (telemetry/ring.py) for ten minutes.
+Live samples live in Redis for ten minutes (telemetry/stream.py); their downsampled series are stored here in
+chunks (telemetry/recorder.py), so a job's charts outlive it.
 """
 
 from __future__ import annotations
@@ -71,3 +72,33 @@ class JobSummary(models.Model):
 
     def __str__(self) -> str:
         return f"summary of {self.job_id}"
+
+
+class SeriesChunk(models.Model):
+    """A stretch of a job's (or a node's) charts as the collector flushed it: one row per owner per flush.
+
+    `series` is {chart: {key: {"name", "x", "y"}}}: ten-second bucket means by time (ms), and every trainer point
+    by step. A job's chunks are kept with the job; a node's for NODE_SERIES_DAYS (telemetry/recorder.py).
+    """
+
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.CASCADE, related_name="series_chunks")
+    node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.CASCADE, related_name="series_chunks")
+    start = models.DateTimeField()
+    end = models.DateTimeField()
+    series = models.JSONField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["job", "start"], name="series_chunk_job_start"),
+            models.Index(fields=["node", "start"], name="series_chunk_node_start"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(job__isnull=False, node__isnull=True)
+                | models.Q(job__isnull=True, node__isnull=False),
+                name="series_chunk_one_owner",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"series of {self.job_id or f'node {self.node_id}'} from {self.start:%Y-%m-%d %H:%M:%S}"

@@ -126,9 +126,8 @@ def add_curve_points(pipe, job_id, points: list[dict]) -> None:
     pipe.expire(key, CURVE_SECONDS)
 
 
-async def curve_message(redis, job_id) -> str:
-    points = [p.decode() if isinstance(p, bytes) else p for p in await redis.lrange(_curve_key(job_id), 0, -1)]
-    return '{"type":"curve","points":[' + ",".join(points) + "]}"
+async def curve_points(redis, job_id) -> list[dict]:
+    return [json.loads(p) for p in await redis.lrange(_curve_key(job_id), 0, -1)]
 
 
 def recent_curve_points(job_id, count: int = 10) -> list[dict]:

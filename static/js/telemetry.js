@@ -1,9 +1,19 @@
-// Live telemetry: one WebSocket per page, frames appended to Plotly charts with extendTraces (bounded windows).
-// The server numbers frames per group (seq); a jump means frames were lost, and the page asks for the ring
-// from the time of the last frame it holds. Stale samples arrive as null and show as gaps, never as zeros.
+// Live telemetry: one WebSocket per page. Job and node pages open with a "series" message: every chart's history,
+// downsampled on the server and columnar, drawn once per chart (Plotly.newPlot). Live frames are queued and
+// drawn once per animation frame (one extendTraces per chart); charts off-screen or in a hidden tab keep their
+// queue and catch up when shown. Which number of a frame feeds which chart comes with the series message
+// (static/js/telemetry-charts.json, read by telemetry/series.py too). The server numbers frames per group (seq);
+// a jump means frames were lost, and the page asks for the ring from the time of the last frame it holds.
+// Stale samples arrive as null and show as gaps, never as zeros.
 "use strict";
 
-const WINDOW_POINTS = 600; // ten minutes at one sample per second
+const HISTORY_POINTS = 600; // the server's series.MAX_POINTS
+const COMPACT_AT = 1800; // a trace this long is thinned back to HISTORY_POINTS: memory stays flat however long
+const QUEUE_LIMIT = 20000; // points a hidden chart holds before dropping its oldest
+const MARKERS_BELOW = 50; // short traces show their points, so a single sample is visible
+const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
+const DASHES = ["solid", "dash", "dot", "dashdot"];
+const TZ_OFFSET_MS = new Date().getTimezoneOffset() * 60000; // Plotly draws epoch ms as UTC: shift to local time
 
 class TelemetrySocket {
   constructor(path, handlers) {
@@ -36,6 +46,10 @@ class TelemetrySocket {
       for (const frame of message.frames) this.frame(frame, true);
     } else if (message.type === "frame") {
       this.frame(message, false);
+    } else if (message.type === "series") {
+      // A reconnect draws the whole history again; frames up to its newest are in it.
+      if (message.last) { this.lastSeq = message.last.seq; this.lastT = message.last.t; }
+      if (this.handlers.series) this.handlers.series(message);
     } else if (this.handlers[message.type]) {
       this.handlers[message.type](message);
     }
@@ -54,103 +68,284 @@ class TelemetrySocket {
   }
 }
 
-// A time-series chart whose traces appear as their keys first arrive.
-class LiveChart {
-  constructor(element, title, unit, options = {}) {
-    this.el = element;
-    this.keys = new Map();
-    this.xIsStep = Boolean(options.xIsStep);
+// -- reading frames through the chart table (the mirror of telemetry/series.py `points`) ----------------------
+const fill = (template, row) => template.replace(/\{(\w+)\}/g, (_, name) => (row[name] ?? ""));
+
+function valueOf(row, path) {
+  if (Array.isArray(path)) {
+    const values = path.map((p) => valueOf(row, p)).filter((v) => v !== null);
+    return values.length ? Math.max(...values) : null;
+  }
+  let value = row;
+  for (const part of path.split(".")) value = value && typeof value === "object" ? value[part] : null;
+  return typeof value === "number" ? value : null;
+}
+
+function rowsOf(frame, kind) {
+  if (kind === "gpus") return frame.gpus || [];
+  const hosts = frame.hosts || (frame.kind === "node" ? [frame] : []);
+  if (kind === "hosts") return hosts;
+  if (kind === "disks") return hosts.flatMap((h) => (h.disks || []).map((d) => ({ ...d, host: h.node })));
+  if (kind === "pod") return frame.pod ? [frame.pod] : [];
+  return frame.trainer || [];
+}
+
+function* framePoints(table, frame) {
+  for (const [chart, spec] of Object.entries(table)) {
+    for (const source of spec.sources) {
+      for (const row of rowsOf(frame, source.rows)) {
+        let y = valueOf(row, source.y);
+        if (y !== null && source.scale) y *= source.scale;
+        const x = spec.x ? row[spec.x] : frame.t;
+        if (x !== undefined && x !== null) yield { chart, key: fill(source.key, row), name: fill(source.name, row), x, y };
+      }
+    }
+  }
+}
+
+// Min/max per bucket of consecutive points (the mirror of series.downsample), for a trace grown too long live.
+function thin(x, y, limit) {
+  if (x.length <= limit) return [x, y];
+  const size = Math.ceil(x.length / Math.floor(limit / 2));
+  const outX = [], outY = [];
+  for (let start = 0; start < x.length; start += size) {
+    let low = -1, high = -1, gap = false;
+    for (let i = start; i < Math.min(start + size, x.length); i++) {
+      if (y[i] === null) { gap = true; continue; }
+      if (low < 0 || y[i] < y[low]) low = i;
+      if (high < 0 || y[i] > y[high]) high = i;
+    }
+    if (low < 0) { outX.push(x[start]); outY.push(null); continue; }
+    const picked = gap ? [Math.min(low, high)] : [...new Set([low, high])].sort((a, b) => a - b);
+    for (const i of picked) { outX.push(x[i]); outY.push(y[i]); }
+    if (gap) { outX.push(x[Math.max(low, high)]); outY.push(null); }
+  }
+  return [outX, outY];
+}
+
+// -- one chart -------------------------------------------------------------------------------------------------
+class Chart {
+  constructor(box, spec) {
+    this.box = box;
+    this.el = box.querySelector("[data-chart]");
+    this.empty = box.querySelector("[data-chart-empty]");
+    this.spec = spec;
+    this.byStep = Boolean(spec.x);
+    this.keys = new Map(); // trace key → index in el.data
+    this.queue = [];
+    this.visible = true;
+    this.drawn = false;
+    this.labelledAt = 0;
+    const table = box.querySelector("details[data-chart-table]");
+    if (table) table.addEventListener("toggle", () => { if (table.open) this.fillTable(table); });
+  }
+
+  x(value) {
+    return this.byStep ? value : value - TZ_OFFSET_MS;
+  }
+
+  traceStyle(index, length) {
+    return {
+      mode: length < MARKERS_BELOW ? "lines+markers" : "lines",
+      marker: { size: 5 },
+      connectgaps: false,
+      line: { width: 1.5, color: PALETTE[index % PALETTE.length], dash: DASHES[Math.floor(index / PALETTE.length) % DASHES.length] },
+    };
+  }
+
+  // History: every trace at once, one newPlot. traces: [{key, name, x, y}]
+  draw(traces) {
+    this.keys = new Map(traces.map((t, i) => [t.key, i]));
+    const data = traces.map((t, i) => ({ x: t.x.map((v) => this.x(v)), y: t.y, name: t.name, ...this.traceStyle(i, t.x.length) }));
+    const legendRows = Math.ceil(traces.length / 2); // about two legend entries fit a row of a 300 px chart
     const layout = {
-      title: { text: title, font: { size: 13 } },
-      margin: { l: 48, r: 10, t: 30, b: 30 },
-      height: 210,
+      margin: { l: 48, r: 10, t: 8, b: 30 },
+      height: 190 + 18 * legendRows,
       showlegend: true,
       legend: { orientation: "h", y: -0.25, font: { size: 10 } },
-      xaxis: this.xIsStep ? { title: { text: "step" } } : { type: "date" },
-      yaxis: { title: { text: unit }, rangemode: "tozero", range: options.range },
+      xaxis: this.byStep ? { title: { text: "step" } } : { type: "date" },
+      yaxis: { title: { text: this.spec.unit }, rangemode: "tozero", range: this.spec.range },
     };
-    Plotly.newPlot(this.el, [], layout, { displayModeBar: false, responsive: true });
+    this.el.dataset.points = String(Number(this.el.dataset.points || 0) + traces.reduce((n, t) => n + t.x.length, 0));
+    this.showEmpty(""); // shown before drawing, so Plotly measures its width
+    const table = this.box.querySelector("details[data-chart-table]");
+    if (table) table.hidden = false;
+    Plotly.newPlot(this.el, data, layout, { displayModeBar: false, responsive: true });
+    this.drawn = true;
+    this.label(true);
   }
 
-  // points: [{key, name, x, y}] — one extendTraces call for all of them.
-  append(points) {
-    const fresh = points.filter((p) => !this.keys.has(p.key));
-    if (fresh.length) {
-      const traces = [];
-      for (const p of fresh) {
-        if (this.keys.has(p.key)) continue;
-        this.keys.set(p.key, this.keys.size);
-        traces.push({ x: [], y: [], name: p.name, mode: "lines", connectgaps: false, line: { width: 1.5 } });
-      }
-      Plotly.addTraces(this.el, traces);
-    }
-    if (!points.length) return;
-    const update = { x: [], y: [] };
-    const indexes = [];
+  showEmpty(text) {
+    // null: keep the waiting text; "": there is data, hide it.
+    if (!this.empty) return;
+    if (text !== null) this.empty.textContent = text || this.empty.textContent;
+    this.empty.hidden = text === "";
+    this.el.hidden = text !== "";
+  }
+
+  push(point) {
+    this.queue.push(point);
+    if (this.queue.length > QUEUE_LIMIT) this.queue.splice(0, this.queue.length - QUEUE_LIMIT);
+  }
+
+  // Live: the queued points in one extendTraces (each trace once: Plotly refuses repeated indices).
+  flush() {
+    if (!this.queue.length || !this.visible || document.hidden) return;
+    const points = this.queue;
+    this.queue = [];
+    const grouped = new Map();
     for (const p of points) {
-      update.x.push([p.x]);
-      update.y.push([p.y]);
-      indexes.push(this.keys.get(p.key));
+      if (this.byStep && p.y === null) continue;
+      if (!grouped.has(p.key)) grouped.set(p.key, { name: p.name, x: [], y: [] });
+      const g = grouped.get(p.key);
+      g.x.push(p.x);
+      g.y.push(p.y);
     }
-    Plotly.extendTraces(this.el, update, indexes, WINDOW_POINTS);
+    if (!this.drawn) {
+      if (grouped.size) this.draw([...grouped].map(([key, g]) => ({ key, ...g })));
+      return;
+    }
+    for (const g of grouped.values()) g.x = g.x.map((v) => this.x(v));
+    const fresh = [...grouped.keys()].filter((k) => !this.keys.has(k));
+    if (fresh.length) {
+      Plotly.addTraces(this.el, fresh.map((k) => {
+        this.keys.set(k, this.keys.size);
+        return { x: [], y: [], name: grouped.get(k).name, ...this.traceStyle(this.keys.size - 1, 0) };
+      }));
+    }
+    if (!grouped.size) return;
+    const update = { x: [], y: [] }, indexes = [];
+    for (const [key, g] of grouped) {
+      update.x.push(g.x);
+      update.y.push(g.y);
+      indexes.push(this.keys.get(key));
+    }
+    Plotly.extendTraces(this.el, update, indexes);
     this.el.dataset.points = String(Number(this.el.dataset.points || 0) + points.length);
+    this.afterGrowth(grouped);
+    this.label(false);
   }
-}
 
-function chartsIn(root) {
-  const make = (name, title, unit, options) => {
-    const el = root.querySelector(`[data-chart="${name}"]`);
-    return el ? new LiveChart(el, title, unit, options) : null;
-  };
-  return {
-    util: make("gpu-util", "GPU utilization", "%", { range: [0, 100] }),
-    memory: make("gpu-memory", "GPU memory used", "MiB"),
-    power: make("gpu-power", "GPU power", "W"),
-    temp: make("gpu-temp", "GPU temperature", "°C"),
-    disk: make("disk-util", "Disk busy", "%", { range: [0, 100] }),
-    await: make("disk-await", "Disk await", "ms"),
-    cpu: make("cpu", "CPU busy", "%", { range: [0, 100] }),
-    mem: make("mem", "Memory used", "GiB"),
-    loss: make("loss", "Loss", "loss", { xIsStep: true }),
-    tokens: make("tokens", "Throughput", "tok/s", { xIsStep: true }),
-  };
-}
-
-function appendSamples(charts, frame) {
-  const x = new Date(frame.t);
-  const gpuName = (g) => `${g.node} GPU ${g.i}`;
-  const series = (chart, rows) => chart && chart.append(rows);
-  const gpus = frame.gpus || [];
-  series(charts.util, gpus.map((g) => ({ key: g.key, name: gpuName(g), x, y: g.util })));
-  series(charts.memory, gpus.map((g) => ({ key: g.key, name: gpuName(g), x, y: g.mem_used })));
-  series(charts.power, gpus.map((g) => ({ key: g.key, name: gpuName(g), x, y: g.power })));
-  series(charts.temp, gpus.map((g) => ({ key: g.key, name: gpuName(g), x, y: g.temp })));
-  const hosts = frame.hosts || (frame.kind === "node" ? [frame] : []);
-  const disks = [], awaits = [], cpu = [], mem = [];
-  for (const h of hosts) {
-    for (const d of h.disks || []) {
-      disks.push({ key: `${h.node}/${d.dev}`, name: `${h.node} ${d.dev}`, x, y: d.util });
-      awaits.push({ key: `${h.node}/${d.dev}`, name: `${h.node} ${d.dev}`, x, y: Math.max(d.r_await, d.w_await) });
+  afterGrowth(grouped) {
+    const data = this.el.data;
+    let restyle = false;
+    for (const [key, g] of grouped) {
+      const trace = data[this.keys.get(key)];
+      if (trace.name !== g.name) { trace.name = g.name; restyle = true; } // a GPU's job changed
+      if (trace.mode !== "lines" && trace.x.length >= MARKERS_BELOW) { trace.mode = "lines"; restyle = true; }
+      if (trace.x.length > COMPACT_AT) {
+        [trace.x, trace.y] = thin(trace.x, trace.y, HISTORY_POINTS);
+        restyle = true;
+      }
     }
-    cpu.push({ key: h.node, name: h.node, x, y: h.cpu ? h.cpu.busy : null });
-    mem.push({ key: h.node, name: h.node, x, y: h.mem ? h.mem.used / 2 ** 30 : null });
+    if (!restyle) return;
+    const layout = this.el.layout;
+    layout.datarevision = (layout.datarevision || 0) + 1; // the arrays changed in place: tell Plotly.react
+    Plotly.react(this.el, data, layout);
   }
-  if (frame.pod) {
-    cpu.push({ key: "pods", name: "pods (cores × 100)", x, y: frame.pod.cpu_millis / 10 });
-    mem.push({ key: "pods", name: "pods", x, y: frame.pod.mem_bytes / 2 ** 30 });
+
+  // Charts are images to a screen reader: their name says what they show and the newest values.
+  label(force) {
+    const now = Date.now();
+    if (!force && now - this.labelledAt < 5000) return;
+    this.labelledAt = now;
+    const data = this.el.data || [];
+    const newest = data.map((t) => {
+      let i = t.y.length - 1;
+      while (i >= 0 && t.y[i] === null) i--;
+      return i < 0 ? `${t.name}: no value` : `${t.name}: ${round(t.y[i])} ${this.spec.unit}`;
+    });
+    const what = `${this.spec.title} (${this.spec.unit}), ${data.length} line${data.length === 1 ? "" : "s"}`;
+    this.el.setAttribute("aria-label", newest.length ? `${what}; newest: ${newest.join("; ")}` : `${what}; no data`);
   }
-  series(charts.disk, disks);
-  series(charts.await, awaits);
-  series(charts.cpu, cpu);
-  series(charts.mem, mem);
+
+  fillTable(details) {
+    const data = this.el.data || [];
+    const table = document.createElement("table");
+    table.className = "small";
+    const head = table.createTHead().insertRow();
+    for (const text of [this.byStep ? "step" : "time", ...data.map((t) => `${t.name} (${this.spec.unit})`)]) {
+      const th = document.createElement("th");
+      th.textContent = text;
+      head.append(th);
+    }
+    const xs = [...new Set(data.flatMap((t) => t.x.map(String)))];
+    xs.sort((a, b) => a - b);
+    const lookup = data.map((t) => new Map(t.x.map((x, i) => [String(x), t.y[i]])));
+    const body = table.createTBody();
+    for (const x of xs.slice(-120).reverse()) { // newest first
+      const row = body.insertRow();
+      row.insertCell().textContent = this.byStep ? x : new Date(Number(x) + TZ_OFFSET_MS).toLocaleString();
+      for (const values of lookup) row.insertCell().textContent = values.has(x) ? round(values.get(x)) : "–";
+    }
+    const holder = details.querySelector("[data-table]");
+    holder.replaceChildren(table);
+    if (xs.length > 120) {
+      const note = document.createElement("p");
+      note.className = "small muted";
+      note.textContent = `The newest 120 of ${xs.length} points, newest first.`;
+      holder.append(note);
+    }
+  }
 }
 
-function appendTrainer(charts, points, seen) {
-  const fresh = points.filter((p) => !seen.has(p.step));
-  for (const p of fresh) seen.add(p.step);
-  if (!fresh.length) return;
-  if (charts.loss) charts.loss.append(fresh.map((p) => ({ key: "loss", name: "loss", x: p.step, y: p.loss })));
-  if (charts.tokens) charts.tokens.append(fresh.map((p) => ({ key: "tok", name: "tok/s", x: p.step, y: p.tok_s })));
+const round = (v) => (v === null || v === undefined ? "–" : Math.abs(v) >= 100 ? v.toFixed(0) : v.toPrecision(3));
+
+// -- a page's charts: drawn from the series message, fed by live frames, once per animation frame -----------------
+class ChartGrid {
+  constructor(root) {
+    this.root = root;
+    this.charts = new Map();
+    this.table = null;
+    this.scheduled = false;
+    const observer = "IntersectionObserver" in window
+      ? new IntersectionObserver((entries) => {
+        for (const e of entries) {
+          const chart = this.charts.get(e.target.dataset.chartBox);
+          if (chart) chart.visible = e.isIntersecting;
+        }
+        this.schedule();
+      }) : null;
+    this.observer = observer;
+    document.addEventListener("visibilitychange", () => this.schedule());
+  }
+
+  // The first message: the chart table, and each chart's history in one draw.
+  series(message) {
+    this.table = message.spec;
+    for (const box of this.root.querySelectorAll("[data-chart-box]")) {
+      const name = box.dataset.chartBox;
+      if (!this.table[name]) continue;
+      let chart = this.charts.get(name);
+      if (!chart) {
+        chart = new Chart(box, this.table[name]);
+        this.charts.set(name, chart);
+        if (this.observer) this.observer.observe(box);
+      }
+      chart.queue = [];
+      const traces = (message.charts[name] || []).filter((t) => t.x.length);
+      if (traces.length) chart.draw(traces);
+      else if (message.recorded) chart.showEmpty(box.dataset.recordedEmpty || "Nothing was recorded for this chart.");
+    }
+  }
+
+  frame(frame) {
+    if (!this.table) return;
+    for (const p of framePoints(this.table, frame)) {
+      const chart = this.charts.get(p.chart);
+      if (chart) chart.push(p);
+    }
+    this.schedule();
+  }
+
+  schedule() {
+    if (this.scheduled || document.hidden) return;
+    this.scheduled = true;
+    requestAnimationFrame(() => {
+      this.scheduled = false;
+      for (const chart of this.charts.values()) chart.flush();
+    });
+  }
 }
 
 function showNotes(root, frame) {
@@ -165,6 +360,7 @@ function showNotes(root, frame) {
   notes.hidden = lines.length === 0;
 }
 
+// The hints panel: what the rules found, or that they found nothing (once there are numbers to judge).
 function showHints(root, hints) {
   const list = root.querySelector("[data-hints]");
   if (!list) return;
@@ -179,7 +375,9 @@ function showHints(root, hints) {
     item.dataset.code = h.code;
     return item;
   }));
-  list.closest("section").hidden = hints.length === 0;
+  const none = root.querySelector("[data-hints-none]");
+  if (none) none.hidden = hints.length > 0;
+  list.closest("section").hidden = false;
 }
 
 // The job log: read from the API once, then appended from the socket; a hole is filled from the API again.
@@ -235,33 +433,38 @@ class LiveLog {
 }
 
 function jobPage(root) {
-  const charts = chartsIn(root);
-  const seenSteps = new Set();
+  const grid = new ChartGrid(root);
   const pre = document.querySelector("pre[data-log-url]");
   const log = pre ? new LiveLog(pre) : null;
   const state = root.querySelector("[data-socket-state]");
+  let recorded = root.dataset.recorded === "1";
   new TelemetrySocket(root.dataset.socket, {
-    status: (text) => { if (state) state.textContent = text; },
+    status: (text) => { if (state) state.textContent = recorded ? "recorded" : text; },
+    series: (message) => {
+      recorded = message.recorded;
+      if (state && recorded) state.textContent = "recorded";
+      grid.series(message);
+      if (message.last) { showNotes(root, message.last); showHints(root, message.last.hints || []); }
+    },
     frame: (frame) => {
-      appendSamples(charts, frame);
-      appendTrainer(charts, frame.trainer || [], seenSteps);
+      grid.frame(frame);
       showNotes(root, frame);
       showHints(root, frame.hints || []);
     },
-    curve: (message) => appendTrainer(charts, message.points, seenSteps),
     log: (message) => log && log.receive(message),
   });
 }
 
 function nodePage(root) {
-  const charts = chartsIn(root);
+  const grid = new ChartGrid(root);
   const status = root.querySelector("[data-node-status]");
+  const show = (frame) => {
+    showNotes(root, frame);
+    if (status) status.textContent = frame.stale ? `stale (${frame.status})` : frame.status;
+  };
   new TelemetrySocket(root.dataset.socket, {
-    frame: (frame) => {
-      appendSamples(charts, frame);
-      showNotes(root, frame);
-      if (status) status.textContent = frame.stale ? `stale (${frame.status})` : frame.status;
-    },
+    series: (message) => { grid.series(message); if (message.last) show(message.last); },
+    frame: (frame) => { grid.frame(frame); show(frame); },
   });
 }
 

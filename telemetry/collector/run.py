@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 from redis.exceptions import RedisError
 
 from clusters.models import Cluster, ClusterKind
@@ -24,6 +24,7 @@ from ops import store as ops_store
 from telemetry import stream
 from telemetry.frames import FrameBuilder
 from telemetry.models import Node
+from telemetry.recorder import SeriesRecorder
 from telemetry.summary import store_ended
 
 from .sources import KubernetesSource, LogSource, Periodic, SlurmSource
@@ -40,6 +41,7 @@ class Collector:
         self.tick = tick or settings.TELEMETRY_TICK_SECONDS
         self.state = LiveState()
         self.builder = FrameBuilder(idle_seconds=settings.TELEMETRY_IDLE_SECONDS)
+        self.recorder = SeriesRecorder(settings.TELEMETRY_FLUSH_SECONDS)
         self.logs: queue.Queue = queue.Queue()
         self.stop = threading.Event()
         self.sources: dict[int, Periodic] = {}
@@ -81,15 +83,19 @@ class Collector:
         finally:
             self.stop.set()
             await publisher.close()
+            await sync_to_async(self.store_series, thread_sensitive=False)(time.time(), closing=True)
 
-    async def publish_once(self, publisher: stream.Publisher) -> None:
+    async def publish_once(self, publisher: stream.Publisher, *, now: float | None = None) -> None:
+        """One tick at `now` (the clock by default; benchmarks replay the past)."""
+        now = time.time() if now is None else now
         snapshot = self.state.take()
-        frames = self.builder.build(snapshot, time.time())
+        frames = self.builder.build(snapshot, now)
+        self.recorder.add(frames, now)
         logs = []
         while not self.logs.empty():
             logs.append(self.logs.get_nowait())
         try:
-            await publisher.publish(frames)
+            await publisher.publish(frames, now_ms=int(now * 1000))
             for job_id, offset, next_offset, data in logs:
                 await publisher.send_log(job_id, offset, next_offset, data)
             if snapshot.trainer:
@@ -105,6 +111,19 @@ class Collector:
             if self.redis_down_since is None:
                 self.redis_down_since = time.monotonic()
                 logger.warning("telemetry: cannot publish, Redis: %s", exc)
+        if self.recorder.due(now):
+            await sync_to_async(self.store_series, thread_sensitive=False)(now)
+
+    def store_series(self, now: float, *, closing: bool = False) -> None:
+        """Write the recorder's complete buckets; on a database error they stay pending for the next flush."""
+        try:
+            rows = self.recorder.flush(now, closing=closing)
+            if rows:
+                logger.debug("telemetry: stored %d series chunk(s) in %.3f s", rows, self.recorder.last_cost[1])
+        except DatabaseError as exc:
+            logger.warning("telemetry: cannot store series, database: %s", exc)
+        finally:
+            close_old_connections()
 
     def housekeeping(self) -> None:
         """Summaries of jobs that ended; node facts for the admin pages; clusters added since start."""

@@ -64,9 +64,9 @@ def running_jobs(**filters) -> dict[str, JobRef]:
     rows = (
         Job.objects.filter(state=JobState.RUNNING, **filters)
         .exclude(scheduler_id="")
-        .values_list("scheduler_id", "pk", "owner__username", "course_id", "gpus")
+        .values_list("scheduler_id", "pk", "owner__username", "course_id", "gpus", "template__name")
     )
-    return {sid: JobRef(str(pk), owner, course_id, gpus) for sid, pk, owner, course_id, gpus in rows}
+    return {sid: JobRef(str(pk), *fields) for sid, pk, *fields in rows}
 
 
 class SlurmSource(Periodic):

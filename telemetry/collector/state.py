@@ -25,6 +25,7 @@ class JobRef:
     owner: str
     course_id: int
     gpus: int
+    template: str = ""  # the template's name, for legends
 
 
 @dataclass

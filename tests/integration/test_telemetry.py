@@ -47,7 +47,7 @@ def test_job_socket_streams_its_gpus_from_the_node(
         ["scontrol", "show", "job", "-d", job.scheduler_id], capture_output=True, text=True, check=True
     ).stdout
     with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
-        assert socket.wait(lambda m: True, what="the history")["type"] == "history"
+        assert socket.wait(lambda m: True, what="the history")["type"] == "series"
         frame = socket.wait(with_gpus, what="a frame with GPU numbers")
         # The GPUs SLURM gave the job (GRES IDX), with the values the node's nvidia-smi printed for them.
         assert [g["i"] for g in frame["gpus"]] == [int(i) for i in allocated.split("IDX:")[1].split(")")[0].split("-")]
@@ -62,10 +62,14 @@ def test_job_socket_streams_its_gpus_from_the_node(
         seqs = [m["seq"] for m in socket.frames("job")]
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
 
-    # A page opened later starts with the ring's history.
+    # A page opened later starts with the history: columnar, per chart, the newest frame beside it.
     with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
-        history = socket.wait(lambda m: m["type"] == "history")
-        assert len(history["frames"]) >= 4 and all(f["kind"] == "job" for f in history["frames"])
+        history = socket.wait(lambda m: m["type"] == "series")
+        util = history["charts"]["gpu-util"]
+        assert [t["key"] for t in util] == [g["key"] for g in frame["gpus"]]
+        assert all(len(t["x"]) >= 4 and len(t["x"]) == len(t["y"]) for t in util)
+        assert history["last"]["kind"] == "job" and history["last"]["seq"] > frame["seq"]
+        assert history["recorded"] is False
 
 
 def test_sockets_only_join_what_the_user_may_see(
@@ -179,18 +183,16 @@ def test_trainer_lines_become_curves_and_the_log_streams(
             timeout=40,
             what="step 80 on the trainer curve and in the log",
         )
-        steps = [p["step"] for m in socket.messages if m.get("kind") == "job" for p in m["trainer"]]
-        steps += [p["step"] for m in socket.messages if m["type"] == "curve" for p in m["points"]]
-        assert {10, 80} <= set(steps)
+        assert _has_step(socket, 10) and _has_step(socket, 80)
         # The log arrives in pieces that follow each other byte for byte.
         logs = [m for m in socket.messages if m["type"] == "log"]
         assert logs and all(a["next"] == b["offset"] for a, b in itertools.pairwise(logs))
         assert "epoch=0 step=80 loss=1.25 tok/s=1008.5" in "".join(m["data"] for m in logs)
     # A page opened now gets the whole curve at once.
     with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
-        curve = socket.wait(lambda m: m["type"] == "curve")
-        assert [p["step"] for p in curve["points"]] == [10, 20, 30, 40, 50, 60, 70, 80]
-        assert curve["points"][0] == {"epoch": 0, "step": 10, "loss": 8.25, "tok_s": 1001.5, "step_ms": 12.0}
+        curve = socket.wait(lambda m: m["type"] == "series")["charts"]
+        assert curve["loss"][0]["x"] == [10, 20, 30, 40, 50, 60, 70, 80]
+        assert (curve["loss"][0]["y"][0], curve["tokens"][0]["y"][0]) == (8.25, 1001.5)
 
     # When it ends, its summary is stored and the instructor's CSV has it.
     api_for(alice).post(f"/api/v1/jobs/{job.pk}/cancel/")
@@ -204,9 +206,9 @@ def test_trainer_lines_become_curves_and_the_log_streams(
 
 
 def _has_step(socket, step: int) -> bool:
-    points = [p for m in socket.messages if m.get("kind") == "job" for p in m["trainer"]]
-    points += [p for m in socket.messages if m["type"] == "curve" for p in m["points"]]
-    return any(p["step"] == step for p in points)
+    steps = [p["step"] for m in socket.messages if m.get("kind") == "job" for p in m["trainer"]]
+    steps += [x for m in socket.messages if m["type"] == "series" for t in m["charts"].get("loss", []) for x in t["x"]]
+    return step in steps
 
 
 @pytest.mark.timeout(180)

@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import signal
 
 from django.core.management.base import BaseCommand
 
@@ -18,6 +19,9 @@ class Command(BaseCommand):
     def handle(self, *args, cluster, seconds, **options):
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         collector = Collector(cluster)
+        # A stop (SIGTERM from a supervisor, Ctrl-C) ends the loop at its next tick, which stores the open series.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: collector.stop.set())
         try:
             asyncio.run(collector.run(seconds=seconds))
         except KeyboardInterrupt:

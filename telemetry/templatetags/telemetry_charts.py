@@ -1,0 +1,26 @@
+"""The chart grid's boxes from the one chart table (telemetry/series.py); which jobs can fill the trainer charts."""
+
+from __future__ import annotations
+
+import re
+
+from django import template
+
+from telemetry.series import CHARTS
+
+register = template.Library()
+
+# The bundled trainer, or any script printing the trainer's line (DESIGN.md: "epoch=… step=… loss=… tok/s=…").
+TRAINER_MARKS = re.compile(r"trainer/train\.py|\btrain\.py\b|loss=")
+
+
+@register.simple_tag
+def chart_boxes(trainer: bool) -> list[tuple[str, dict]]:
+    """(name, spec) of every chart a page shows; the trainer's (by step) only where a job can fill them."""
+    return [(name, spec) for name, spec in CHARTS.items() if trainer or "x" not in spec]
+
+
+@register.filter
+def prints_training_metrics(job) -> bool:
+    """Whether the job's template runs the bundled trainer or prints its line: else Loss and tok/s stay empty."""
+    return bool(TRAINER_MARKS.search(job.template.body or ""))

@@ -1,0 +1,220 @@
+"""Pages in their long-lived states, in Chromium on the real stack (uvicorn, Redis, PostgreSQL): a job and a node
+opened on an hour of telemetry, a finished job's page an hour after it ended, empty states, a phone.
+
+The hour is published through the collector's own publish step (LiveState → FrameBuilder → series recorder →
+Redis ring and channel layer) on a simulated clock, one tick per simulated second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect, sync_playwright
+
+from jobs.models import Job, JobTemplate
+from telemetry.collector.state import JobRef
+from telemetry.models import Node, SeriesChunk
+from telemetry.parsers import CpuSample, DiskSample, GpuSample, HostSample, TrainerPoint
+
+from .test_browser import CHROMIUM, log_in
+
+pytestmark = pytest.mark.browser
+SHOTS = os.environ.get("GPULAB_SCREENSHOT_DIR", "/tmp")
+GPUS = 8
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+
+        def new_page(width: int = 1280, height: int = 900):
+            return chromium.new_context(viewport={"width": width, "height": height}).new_page()
+
+        yield new_page
+        chromium.close()
+
+
+@pytest.fixture
+def tiny_lm(course):
+    template = JobTemplate.objects.create(
+        name="Tiny LM",
+        slug="tiny-lm-test",
+        body="python ~/gpulab/trainer/train.py --max_steps 100000\n",
+        status=JobTemplate.Status.PUBLISHED,
+    )
+    template.courses.add(course)
+    return template
+
+
+@pytest.fixture
+def node(cluster):
+    return Node.objects.create(cluster=cluster, name="gpu07", address="127.0.0.1", gpus=GPUS, has_gpu=True)
+
+
+@pytest.fixture
+def clean_ring(portal_env):
+    import redis
+
+    client = redis.Redis.from_url(portal_env["REDIS_URL"])
+    for key in client.scan_iter("gpulab:telemetry:*"):
+        client.delete(key)
+
+
+def make_job(owner, template, cluster, *, state="running", started_min=60, finished_min=None, gpus=2) -> Job:
+    now = timezone.now()
+    return Job.objects.create(
+        owner=owner, course=template.courses.first(), template=template, cluster=cluster, state=state, gpus=gpus,
+        scheduler_id=str(9000 + Job.objects.count()), started_at=now - timedelta(minutes=started_min),
+        finished_at=None if finished_min is None else now - timedelta(minutes=finished_min),
+        exit_code=None if finished_min is None else 0,
+    )  # fmt: skip
+
+
+def publish(node: Node, jobs: list[tuple[Job, tuple[int, ...]]], start: float, end: float) -> None:
+    """One collector tick per simulated second from start to end (epoch seconds); trainer points every 10 s."""
+    from telemetry.collector.run import Collector
+    from telemetry.stream import Publisher
+
+    def run() -> None:
+        collector = Collector(cluster_names=["no-cluster"])
+        state = collector.state
+        state.node(node.pk, node.cluster_id, node.name)
+        refs = [
+            (JobRef(str(j.pk), j.owner.username, j.course_id, len(idx), j.template.name), node.pk, idx)
+            for j, idx in jobs
+        ]
+        state.put_allocations(node.cluster_id, refs)
+
+        async def ticks() -> None:
+            publisher = Publisher()
+            t, step = start, 0
+            while t < end:
+                wave = 50 + 45 * math.sin(t / 300)
+                gpus = [GpuSample(i, f"GPU-{i}", wave if i < 4 else 0.0, 30.0, 40000.0 + 100 * i, 81559.0,
+                                  300.0 + 10 * i, 60.0 + i, 1980.0) for i in range(GPUS)]  # fmt: skip
+                state.put_gpus(node.pk, gpus, at=t)
+                host = HostSample(cpu=CpuSample(40.0, 1.0, 59.0), disks=(DiskSample("sda", 5.0, 1.0, 2.0, 1.0, 1.0),))
+                state.put_host(node.pk, host, (32 * 2**30, 256 * 2**30))
+                state.nodes[node.pk].host_at = t
+                if int(t) % 10 == 0:
+                    step += 50
+                    for ref, _, _ in refs:
+                        state.add_trainer_points(ref.job_id, [TrainerPoint(0, step, 9.0 / (1 + step / 500), 12000.0)])
+                await collector.publish_once(publisher, now=t)
+                t += 1.0
+            await publisher.close()
+
+        asyncio.run(ticks())
+        collector.store_series(end, closing=True)  # as the collector does when it stops
+
+    thread = threading.Thread(target=run)  # Playwright's sync API holds this thread's event loop
+    thread.start()
+    thread.join()
+
+
+def chart(page, name: str) -> dict:
+    """What a chart holds: trace names, lengths and the span of its x values (ms, or steps)."""
+    return page.evaluate(
+        """(name) => {
+          const el = document.querySelector(`[data-chart="${name}"]`);
+          const data = el.data || [];
+          const xs = data.flatMap((t) => t.x.filter((x, i) => t.y[i] !== null));
+          return {names: data.map((t) => t.name), lengths: data.map((t) => t.x.length),
+                  span: xs.length ? Math.max(...xs) - Math.min(...xs) : 0, first: Math.min(...xs),
+                  label: el.getAttribute("aria-label"), colors: data.map((t) => t.line.color + t.line.dash)};
+        }""",
+        name,
+    )
+
+
+def drawn(page, name: str) -> None:
+    page.wait_for_function(f"(document.querySelector('[data-chart=\"{name}\"]').data || []).length > 0", timeout=30_000)
+
+
+@pytest.mark.timeout(300)
+def test_job_and_node_pages_open_on_an_hour_of_history_drawn_once_and_answer_clicks(
+    web, browser, clean_ring, alice, bob, admin_user, tiny_lm, cluster, node
+):
+    mine = make_job(alice, tiny_lm, cluster)
+    theirs = make_job(bob, tiny_lm, cluster)
+    now = time.time()
+    publish(node, [(mine, (0, 1)), (theirs, (2, 3))], now - 3600, now)
+
+    page = browser()
+    log_in(page, web, "alice")
+    page.goto(f"{web.url}/jobs/{mine.pk}/")
+    drawn(page, "gpu-util")
+    # The page answers at once: the table view opens on a click.
+    page.locator("[data-chart-box=gpu-util] summary").click()
+    expect(page.locator("[data-chart-box=gpu-util] table")).to_be_visible()
+    util = chart(page, "gpu-util")
+    assert util["names"] == ["GPU 0 · gpu07", "GPU 1 · gpu07"]  # the job's own GPUs
+    assert all(n <= 600 for n in util["lengths"]), util["lengths"]
+    assert util["span"] >= 55 * 60_000, util["span"]  # the whole hour, not the ring's ten minutes
+    loss = chart(page, "loss")
+    assert loss["lengths"][0] <= 600 and loss["span"] >= 300 * 50 * 0.9  # steps over the hour
+    assert "GPU utilization (%)" in util["label"] and "newest" in util["label"]
+    expect(page.locator("[data-socket-state]")).to_have_text("live")
+    page.screenshot(path=f"{SHOTS}/gpulab-job-hour.png", full_page=True)
+
+    page = browser()
+    log_in(page, web, "ada")
+    page.goto(f"{web.url}/nodes/{node.pk}/")
+    drawn(page, "gpu-util")
+    page.locator("h1").click()
+    util = chart(page, "gpu-util")
+    assert len(util["names"]) == GPUS and all(n <= 600 for n in util["lengths"])
+    assert util["span"] >= 55 * 60_000
+    assert util["names"][1] == "GPU 1 · alice's Tiny LM" and util["names"][2] == "GPU 2 · bob's Tiny LM"
+    assert util["names"][7] == "GPU 7 · free"
+    assert len(set(util["colors"])) == GPUS  # every line its own colour
+    page.screenshot(path=f"{SHOTS}/gpulab-node-hour.png", full_page=True)
+
+
+@pytest.mark.timeout(300)
+def test_a_finished_job_shows_its_recorded_curves_an_hour_later(
+    web, browser, clean_ring, alice, tiny_lm, cluster, node
+):
+    job = make_job(alice, tiny_lm, cluster, state="completed", started_min=80, finished_min=60)
+    now = time.time()
+    publish(node, [(job, (0, 1))], now - 80 * 60, now - 60 * 60)
+    assert SeriesChunk.objects.filter(job=job).count() >= 20  # one row per minute of the run
+
+    page = browser()
+    log_in(page, web, "alice")
+    page.goto(f"{web.url}/jobs/{job.pk}/")
+    drawn(page, "gpu-util")
+    drawn(page, "loss")
+    expect(page.locator("[data-socket-state]")).to_have_text("recorded")
+    util, loss = chart(page, "gpu-util"), chart(page, "loss")
+    assert util["span"] >= 19 * 60_000 and loss["span"] >= 100 * 50 * 0.9
+    # Real dates on the axis (local time), within the run: not January 2000.
+    first = page.evaluate("(x) => new Date(x + new Date().getTimezoneOffset() * 60000).getFullYear()", util["first"])
+    assert first == timezone.now().year
+    assert page.evaluate("document.querySelector('[data-chart=gpu-util]').layout.xaxis.range[0]").startswith(
+        str(timezone.now().year)
+    )
+    page.screenshot(path=f"{SHOTS}/gpulab-finished-job.png", full_page=True)
+
+
+def test_a_job_page_before_its_first_sample_says_so_and_fits_a_phone(
+    web, browser, clean_ring, alice, sleep_template, cluster
+):
+    job = make_job(alice, sleep_template, cluster, started_min=0)
+    page = browser(390, 844)
+    log_in(page, web, "alice")
+    page.goto(f"{web.url}/jobs/{job.pk}/")
+    expect(page.locator("[data-chart-box=gpu-util] [data-chart-empty]")).to_have_text("Waiting for the first sample…")
+    expect(page.locator("[data-no-trainer]")).to_contain_text("This job prints no training metrics")
+    assert page.locator("[data-chart=loss]").count() == 0  # a chart this template can never fill is not shown
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=f"{SHOTS}/gpulab-job-empty-phone.png", full_page=True)
