@@ -91,6 +91,10 @@ def test_loss_charts_only_for_templates_that_print_training_metrics(sleep_templa
     assert prints_training_metrics(Job(template=trainer)) is True
     assert prints_training_metrics(Job(template=sleep_template)) is False
     assert "loss" not in dict(chart_boxes(False)) and "loss" in dict(chart_boxes(True))
+    from jobs.builtin import builtin_definitions
+
+    trains = {d["slug"] for d in builtin_definitions() if prints_training_metrics(Job(template=JobTemplate(**d)))}
+    assert trains == {"tiny-lm-single", "tiny-lm-ddp", "k8s-tinylm-train"}
 
 
 @pytest.mark.django_db

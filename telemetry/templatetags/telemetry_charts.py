@@ -23,4 +23,7 @@ def chart_boxes(trainer: bool) -> list[tuple[str, dict]]:
 @register.filter
 def prints_training_metrics(job) -> bool:
     """Whether the job's template runs the bundled trainer or prints its line: else Loss and tok/s stay empty."""
-    return bool(TRAINER_MARKS.search(job.template.body or ""))
+    template = job.template
+    # The bundled trainer's own knob: templates that run it (by script or image) expose its max_steps.
+    knobs = {p.get("name") for p in template.parameters or [] if isinstance(p, dict)}
+    return "max_steps" in knobs or bool(TRAINER_MARKS.search(template.body or ""))
