@@ -5,6 +5,8 @@ from django.db import models
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
 
 from . import services
 from .backends import BACKENDS, BackendError, backend_class, get_backend
@@ -42,12 +44,15 @@ class ClusterAdmin(admin.ModelAdmin):
         "server_version",
         "mpi_operator",
         "metrics_api",
+        "partition_limits_summary",
+        "partition_limits_at",
     ]
     shown_as = {
         "host_key": "pinned_host_key",
         "has_accounting": "accounting",
         "has_mpi_operator": "mpi_operator",
         "has_metrics_api": "metrics_api",
+        "partition_limits": "partition_limits_summary",
     }
     inlines = [ClusterAccountInline]
     change_form_template = "admin/clusters/cluster/change_form.html"
@@ -88,6 +93,13 @@ class ClusterAdmin(admin.ModelAdmin):
     @admin.display(description="metrics API")
     def metrics_api(self, obj):
         return "available: pod CPU and memory charts" if obj.has_metrics_api else "not available: no pod usage charts"
+
+    @admin.display(description="partition limits")
+    def partition_limits_summary(self, obj):
+        lines = [obj.limits_of(name).describe() for name in sorted(obj.partition_limits or {})]
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines)) or (
+            "Not learnt yet: run “Test connection” (they are refreshed on a schedule after that)."
+        )
 
     @admin.display(description="address")
     def address(self, obj):
@@ -132,8 +144,7 @@ class ClusterAdmin(admin.ModelAdmin):
             try:
                 report = get_backend(cluster).test_connection()
                 context["report"] = report
-                if report.has_accounting is not None and report.has_accounting != cluster.has_accounting:
-                    Cluster.objects.filter(pk=cluster.pk).update(has_accounting=report.has_accounting)
+                services.save_connection_facts(cluster, report)  # accounting and partition limits
             except BackendError as exc:
                 context["error"] = str(exc)
         return TemplateResponse(request, "admin/clusters/cluster/test_connection.html", context)
@@ -146,9 +157,7 @@ class ClusterAdmin(admin.ModelAdmin):
             context["error"] = str(exc)
         else:
             context["report"] = report
-            fields = {k: v for k, v in report.facts.items() if getattr(cluster, k) != v}
-            if fields:
-                Cluster.objects.filter(pk=cluster.pk).update(**fields)
+            services.save_connection_facts(cluster, report)
         return TemplateResponse(request, "admin/clusters/cluster/test_connection.html", context)
 
     def stage_lab_files(self, request, pk: int):

@@ -41,6 +41,15 @@ class Cluster(models.Model):
     has_accounting = models.BooleanField(
         "SLURM accounting (sacct)", default=False, help_text="Detected by “Test connection”."
     )
+    # {partition: PartitionLimits.as_dict()}: learnt at Test connection and every PARTITION_LIMITS_REFRESH_SECONDS.
+    partition_limits = models.JSONField(
+        "partition limits",
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="Nodes, GPUs per node and time limit of each partition, as the scheduler last reported them.",
+    )
+    partition_limits_at = models.DateTimeField("partition limits learnt at", null=True, blank=True, editable=False)
     # Kubernetes
     api_url = models.URLField(
         "API server URL",
@@ -103,6 +112,17 @@ class Cluster(models.Model):
         """How a GPU count reads to students: time-sliced GPUs are called shared."""
         noun = "shared GPU" if self.shares_gpus else "GPU"
         return f"{count} {noun}{'' if count == 1 else 's'}"
+
+    def limits_of(self, partition: str | None):
+        """The learnt limits of `partition` (its default partition when None); None when not known."""
+        from .backends.base import PartitionLimits
+
+        entries = self.partition_limits or {}
+        if partition is None:
+            entry = next((e for e in entries.values() if e.get("default")), None)
+        else:
+            entry = entries.get(partition)
+        return PartitionLimits.from_dict(entry) if entry else None
 
     def clean(self):
         if self.kind == ClusterKind.SLURM and not self.host:

@@ -66,3 +66,34 @@ def rotate_all(*, actor=None) -> int:
             _event(account, CredentialEvent.Action.ROTATED, actor)
         count += 1
     return count
+
+
+def save_connection_facts(cluster: Cluster, report) -> None:
+    """Keep what Test connection learnt (accounting, partition limits, Kubernetes features) on the cluster."""
+    fields = {k: v for k, v in report.facts.items() if getattr(cluster, k) != v}
+    if report.has_accounting is not None and report.has_accounting != cluster.has_accounting:
+        fields["has_accounting"] = report.has_accounting
+    if "partition_limits" in report.facts:
+        fields["partition_limits_at"] = timezone.now()
+    if fields:
+        Cluster.objects.filter(pk=cluster.pk).update(**fields)
+        for name, value in fields.items():
+            setattr(cluster, name, value)
+
+
+def refresh_partition_limits(cluster: Cluster) -> bool:
+    """Ask the scheduler (one call) what each partition can give a job and keep it; False where the kind has no
+    partitions. Scheduler errors propagate (BackendError): the limits learnt before stay."""
+    from .backends import get_backend
+    from .backends.base import NotSupported
+
+    try:
+        limits = get_backend(cluster).partition_limits()
+    except NotSupported:
+        return False
+    cluster.partition_limits = {name: p.as_dict() for name, p in limits.items()}
+    cluster.partition_limits_at = timezone.now()
+    Cluster.objects.filter(pk=cluster.pk).update(
+        partition_limits=cluster.partition_limits, partition_limits_at=cluster.partition_limits_at
+    )
+    return True

@@ -21,8 +21,8 @@ class CancelRefused(Exception):
     pass
 
 
-def request_cancel(user, job: Job) -> str:
-    """Ask for the job to stop; returns what to tell the user."""
+def request_cancel(user, job: Job, *, why: str = "Cancel requested.") -> str:
+    """Ask for the job to stop; returns what to tell the user. `why` is the cancel event's message."""
     if job.state in TERMINAL_STATES:
         raise CancelRefused(f"This job already ended ({job.get_state_display()}).")
     if job.state == JobState.QUEUED and transition(
@@ -35,7 +35,7 @@ def request_cancel(user, job: Job) -> str:
         )
         if not asked:
             return "Cancellation is already under way."
-        record(job, EventKind.CANCEL, "Cancel requested.", actor=user)
+        record(job, EventKind.CANCEL, why, actor=user)
         from workers.tasks import cancel_job
 
         cancel_job.delay_on_commit(str(job.pk))

@@ -41,6 +41,8 @@ def validate_launch(template: JobTemplate, cluster, raw: Mapping[str, Any]) -> d
     values, errors = validate_values(template.schema(), raw, cluster_choices=cluster_choices(cluster))
     if not errors:
         errors.update(resource_cap_errors(template, values))
+    if not errors:
+        errors.update(partition_fit_errors(template, cluster, values))
     if errors:
         raise LaunchInvalid(errors)
     return values
@@ -55,6 +57,51 @@ def resource_cap_errors(template: JobTemplate, values: Mapping[str, Any]) -> dic
         errors[field] = f"This template allows at most {template.max_gpus} GPU(s) per job in total."
     if int(values.get("time_minutes", 0) or 0) > template.max_minutes:
         errors["time_minutes"] = f"This template allows at most {template.max_minutes} minutes."
+    return errors
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def partition_fit_errors(template: JobTemplate, cluster, values: Mapping[str, Any]) -> dict[str, str]:
+    """What the partition could never give this job, from the limits the cluster last reported (none learnt: no
+    check; SLURM still refuses or holds the job)."""
+    limits = cluster.limits_of(values.get("partition") or None)
+    if limits is None:
+        return {}
+    label = {p.name: p.label for p in template.schema()}.get
+    name, errors = limits.name, {}
+    nodes = int(values.get("nodes", 1) or 1)
+    if nodes > limits.nodes:
+        errors["nodes"] = (
+            f"Partition {name} has {_count(limits.nodes, 'node')}; this job asks for {nodes}. "
+            f"Lower {label('nodes', 'Nodes')} to {limits.nodes}."
+        )
+    elif limits.max_nodes_per_job and nodes > limits.max_nodes_per_job:
+        errors["nodes"] = (
+            f"Partition {name} lets one job use at most {_count(limits.max_nodes_per_job, 'node')}; this job asks "
+            f"for {nodes}. Lower {label('nodes', 'Nodes')} to {limits.max_nodes_per_job}."
+        )
+    gpus = int(values.get("gpus_per_node", 0) or 0)
+    if gpus > limits.gpus_per_node:
+        field = label("gpus_per_node", "GPUs per node")
+        if limits.gpus_per_node:
+            errors["gpus_per_node"] = (
+                f"Nodes of partition {name} have at most {_count(limits.gpus_per_node, 'GPU')}; this job asks for "
+                f"{gpus} per node. Lower {field} to {limits.gpus_per_node}."
+            )
+        else:
+            other = " or pick a partition with GPUs" if "partition" in values else ""
+            errors["gpus_per_node"] = (
+                f"Partition {name} has no GPUs; this job asks for {gpus} per node. Set {field} to 0{other}."
+            )
+    minutes = int(values.get("time_minutes", 0) or 0)
+    if limits.max_minutes and minutes > limits.max_minutes:
+        errors["time_minutes"] = (
+            f"Partition {name} allows at most {limits.max_minutes} minutes; this job asks for {minutes}. "
+            f"Lower {label('time_minutes', 'Time')} to {limits.max_minutes}."
+        )
     return errors
 
 
@@ -119,7 +166,8 @@ def check_quota(user, course, gpus: int, *, replacing: Job | None = None) -> Non
         return
     get_user_model().objects.select_for_update().filter(pk=user.pk).first()
     limits = quotas.limits_for(course, user)
-    active = Job.objects.filter(owner=user, course=course, state__in=ACTIVE_STATES)
+    # A job the scheduler will never start holds nothing (jobs/never_starts.py).
+    active = Job.objects.filter(owner=user, course=course, state__in=ACTIVE_STATES, never_starts_since__isnull=True)
     if replacing is not None:
         active = active.exclude(pk=replacing.pk)
     totals = active.aggregate(jobs=Count("pk"), gpus=Sum("gpus"))

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
@@ -113,6 +114,12 @@ class Job(models.Model):
     submit_attempts = models.PositiveIntegerField(default=0)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     last_seen_at = models.DateTimeField(null=True, blank=True, help_text="When the scheduler last reported the job.")
+    # Pending for a reason the scheduler cannot clear by itself (see SchedulerStatus.never_starts): such a job no
+    # longer counts against the quota and is cancelled after GPULAB_NEVER_STARTS_GRACE seconds.
+    never_starts_since = models.DateTimeField(null=True, blank=True)
+    never_starts_reason = models.CharField(
+        max_length=255, blank=True, help_text="Why the scheduler will never start it."
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
@@ -154,6 +161,13 @@ class Job(models.Model):
     @property
     def is_active(self) -> bool:
         return self.state in ACTIVE_STATES
+
+    @property
+    def never_starts_cancel_at(self):
+        """When the portal cancels a job the scheduler will never start (jobs/never_starts.py)."""
+        if self.never_starts_since is None:
+            return None
+        return self.never_starts_since + timedelta(seconds=settings.GPULAB_NEVER_STARTS_GRACE)
 
     @property
     def can_cancel(self) -> bool:

@@ -17,6 +17,7 @@ from clusters.backends import BackendError, get_backend
 from clusters.backends.base import SchedulerStatus
 from clusters.models import Cluster
 
+from . import never_starts
 from .models import Job
 from .states import ON_SCHEDULER_STATES, TERMINAL_STATES, JobState, transition
 
@@ -91,7 +92,10 @@ def apply_status(job: Job, status: SchedulerStatus) -> bool:
     if status.state == job.state:
         if (job.scheduler_state, job.scheduler_reason) != (fields["scheduler_state"], fields["scheduler_reason"]):
             Job.objects.filter(pk=job.pk, state=job.state).update(**fields)
+        never_starts.follow(job, status)
         return False
+    if job.never_starts_since is not None:  # it moved after all (started, or ended): the flag goes with the wait
+        fields |= {"never_starts_since": None}
     if status.state in TERMINAL_STATES:
         fields["exit_code"] = status.exit_code
         fields["finished_at"] = status.finished_at
@@ -108,7 +112,9 @@ def _ending_message(job: Job, status: SchedulerStatus) -> str:
         limit = job.params.get("time_minutes")
         return f"The job reached its time limit{f' of {limit} minutes' if limit else ''} and was stopped."
     if status.state == JobState.CANCELLED:
-        return "The job was cancelled."
+        return (
+            f"The job was cancelled: {job.never_starts_reason}" if job.never_starts_reason else "The job was cancelled."
+        )
     if status.exit_code is not None:
         return f"The job ended with exit code {status.exit_code} ({status.raw_state}). The log shows why."
     return f"The job ended as {status.raw_state}. The log shows why."

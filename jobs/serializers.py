@@ -56,6 +56,8 @@ class JobSerializer(serializers.ModelSerializer):
             "scheduler_id",
             "scheduler_state",
             "scheduler_reason",
+            "never_starts_since",
+            "never_starts_reason",
             "created_at",
             "submitted_at",
             "started_at",

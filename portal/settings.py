@@ -223,6 +223,11 @@ GPULAB_SUBMIT_STALE_AFTER = env_int("SUBMIT_STALE_AFTER_SECONDS", 120)  # a subm
 GPULAB_SUBMIT_RETRIES = env_int("SUBMIT_RETRIES", 3)  # transient failures (unreachable host) before submit_failed
 GPULAB_SUBMIT_RETRY_DELAY = env_float("SUBMIT_RETRY_DELAY_SECONDS", 10.0)
 GPULAB_LOST_AFTER = env_int("LOST_AFTER_SECONDS", 900)  # gone from the scheduler this long → lost
+# A job the scheduler will never start (e.g. PartitionNodeLimit) is released from the quota at once and cancelled
+# after this long, so an admin who meant to raise the limit has time to.
+GPULAB_NEVER_STARTS_GRACE = env_int("NEVER_STARTS_GRACE_SECONDS", 900)
+# How often each cluster's partition limits (nodes, GPUs per node, time) are asked again; Test connection asks too.
+GPULAB_PARTITION_LIMITS_REFRESH = env_float("PARTITION_LIMITS_REFRESH_SECONDS", 900.0)
 GPULAB_SSH_CONNECT_TIMEOUT = env_float("SSH_CONNECT_TIMEOUT_SECONDS", 10.0)
 GPULAB_SSH_COMMAND_TIMEOUT = env_float("SSH_COMMAND_TIMEOUT_SECONDS", 30.0)
 GPULAB_LOG_CHUNK_BYTES = env_int("LOG_CHUNK_BYTES", 64 * 1024)
@@ -234,6 +239,10 @@ GPULAB_FAILPOINTS = env_str("FAILPOINTS", "")
 CELERY_BEAT_SCHEDULER = "celery.beat:Scheduler"
 CELERY_BEAT_SCHEDULE = {
     "poll-clusters": {"task": "workers.tasks.poll_clusters", "schedule": GPULAB_POLL_INTERVAL},
+    "refresh-partition-limits": {
+        "task": "workers.tasks.refresh_partition_limits",
+        "schedule": GPULAB_PARTITION_LIMITS_REFRESH,
+    },
 }
 
 # --- Hostile input and sign-in (README "Configuration", docs/operations.md "Sign-in throttling") -------------

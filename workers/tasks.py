@@ -7,8 +7,10 @@ from celery import shared_task
 from django.conf import settings
 from django.core.cache import cache
 
+from clusters import services as cluster_services
 from clusters.backends import BackendError
-from jobs import cancellation, polling, submission, time_limits
+from clusters.models import Cluster
+from jobs import cancellation, never_starts, polling, submission, time_limits
 from jobs.states import JobState
 from ops import store as ops_store
 
@@ -64,11 +66,13 @@ def poll_cluster(cluster_id: int) -> dict:
 
 @shared_task
 def poll_clusters() -> None:
-    """The beat task: one poll per cluster with jobs on its scheduler, servers past their time limit stopped,
-    and a sweep for stuck submissions."""
+    """The beat task: one poll per cluster with jobs on its scheduler, jobs the scheduler will never start cancelled
+    after their grace period, servers past their time limit stopped, and a sweep for stuck submissions."""
     ops_store.mark("beat")
     for cluster_id in polling.clusters_with_active_jobs():
         poll_cluster.delay(cluster_id)
+    for job in never_starts.past_grace():
+        never_starts.cancel(job)
     for job in time_limits.overdue_servers():
         if time_limits.claim(job):
             stop_overdue_job.delay(str(job.pk))
@@ -78,3 +82,21 @@ def poll_clusters() -> None:
         else:
             logger.info("resubmitting stale job %s (%s)", job.pk, job.state)
             submit_job.delay(str(job.pk))
+
+
+@shared_task
+def refresh_partition_limits() -> None:
+    """The beat task: each enabled cluster's partition limits, asked in one scheduler call per cluster."""
+    for cluster_id in Cluster.objects.filter(enabled=True).values_list("pk", flat=True):
+        refresh_cluster_limits.delay(cluster_id)
+
+
+@shared_task
+def refresh_cluster_limits(cluster_id: int) -> None:
+    cluster = Cluster.objects.filter(pk=cluster_id, enabled=True).first()
+    if cluster is None:
+        return
+    try:
+        cluster_services.refresh_partition_limits(cluster)
+    except BackendError as exc:  # unreachable now: the limits learnt before stay, the next round asks again
+        logger.warning("partition limits of %s: %s", cluster.name, exc)

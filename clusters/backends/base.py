@@ -86,6 +86,35 @@ class SchedulerStatus:
     exit_code: int | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    never_starts: str = ""  # pending for a reason that cannot clear by itself: why, in words for the student
+
+
+@dataclass(frozen=True)
+class PartitionLimits:
+    """What one partition (queue) of a cluster can ever give a job; None means no limit."""
+
+    name: str
+    nodes: int  # every node in the partition, whatever its state
+    gpus_per_node: int  # on its best-equipped node
+    max_nodes_per_job: int | None = None
+    max_minutes: int | None = None
+    default: bool = False  # where jobs go when they name no partition
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+    def describe(self) -> str:
+        per_job = f"at most {self.max_nodes_per_job} per job" if self.max_nodes_per_job else "no per-job node limit"
+        time = f"at most {self.max_minutes} minutes" if self.max_minutes else "no time limit"
+        default = " (default)" if self.default else ""
+        return (
+            f"partition {self.name}{default}: {self.nodes} node(s), {per_job}, {self.gpus_per_node} GPU(s) per node, "
+            f"{time}"
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict) -> PartitionLimits:
+        return cls(**{name: data.get(name) for name in cls.__dataclass_fields__ if name in data})
 
 
 @dataclass(frozen=True)
@@ -208,6 +237,11 @@ class ClusterBackend(ABC):
 
     def gpu_allocations(self) -> list[GpuAllocation]:
         raise NotSupported(f"{self.cluster.display_name} does not say which GPUs its jobs hold.")
+
+    # Limits: what the scheduler could ever run, so that the portal refuses the rest at launch.
+    def partition_limits(self) -> dict[str, PartitionLimits]:
+        """Every partition's limits, in one call to the scheduler."""
+        raise NotSupported(f"{self.cluster.display_name} has no partitions.")
 
 
 def complete_utf8(raw: bytes) -> bytes:

@@ -26,6 +26,7 @@ from .base import (
     GpuAllocation,
     LogChunk,
     NodeInfo,
+    PartitionLimits,
     SchedulerStatus,
     SchedulerUnavailable,
     SubmitRejected,
@@ -70,8 +71,45 @@ CONTROLLER_DOWN = re.compile(
 )
 UNKNOWN_JOB = re.compile(r"Invalid job id specified", re.IGNORECASE)
 
+# Pending reasons that do not clear while the cluster stays as it is (squeue(1), "JOB REASON CODES"): the job waits
+# for a change only an admin can make, so the portal flags it, stops counting it against the quota, and cancels it
+# after a grace period. Each entry says why, for the student.
+NEVER_STARTS = {
+    # The job's node count is outside the partition's limits (MinNodes/MaxNodes, or more nodes than it has).
+    # squeue(1) notes it can also mean that required nodes are DOWN or DRAINED, which an admin may undo: the grace
+    # period before the portal cancels leaves time for that.
+    "PartitionNodeLimit": "it asks for more nodes than its partition allows",
+    # The job's time limit exceeds the partition's MaxTime; only raising MaxTime would let it start.
+    "PartitionTimeLimit": "its time limit is longer than its partition allows",
+    # No node has the features or resources it asks for.
+    "BadConstraints": "no node of the cluster has the features or resources it asks for",
+    # The account or QOS it runs under does not exist (any more) for this user.
+    "InvalidAccount": "the cluster account it runs under is not valid on this partition",
+    "InvalidQOS": "the quality of service it runs under is not valid",
+    # A job it depends on ended in a way that can never satisfy the dependency.
+    "DependencyNeverSatisfied": "a job it depends on ended in a way that never satisfies it",
+}
+# QOSMax…PerJob…/AssocMax…PerJob…: the job alone asks for more than one job may have under the QOS or association.
+# (The …PerUser… and Grp… limits are not here: they clear when the user's or group's other jobs end.)
+NEVER_STARTS_PER_JOB = re.compile(r"^(QOS|Assoc)Max\w*PerJob")
+# Not here: ReqNodeNotAvail, NodeDown, PartitionDown/Inactive, Reservation, JobHeld*: nodes come back, partitions
+# are put up again, reservations end and holds are released, so these jobs may yet start.
+
+
+def never_starts(reason: str) -> str:
+    """Why a job pending for `reason` will never start, or "" when the reason may clear."""
+    code = reason.split(",")[0].strip()  # "ReqNodeNotAvail, UnavailableNodes:gpu01" → "ReqNodeNotAvail"
+    if code in NEVER_STARTS:
+        why = NEVER_STARTS[code]
+    elif NEVER_STARTS_PER_JOB.match(code):
+        why = "it asks for more than one job may use under its account's limits"
+    else:
+        return ""
+    return f"SLURM will never start this job: {why} ({code})."
+
 
 _GRES_IDX = re.compile(r"gpu(?::[^:(\s]+)?:\d+\(IDX:([^)]*)\)")
+_GPU_COUNT = re.compile(r"gpu(?::[^:(,\s]+)?:(\d+)")  # "gpu:a100:4(S:0-1)" → 4; "gpu:2,gpu:v100:2" → 2, 2
 _NODE_DETAIL = re.compile(r"^\s*Nodes=(\S+)\s+CPU_IDs=(\S*).*?GRES=(\S*)", re.MULTILINE)
 
 
@@ -122,7 +160,7 @@ def parse_nodes(text: str) -> list[NodeInfo]:
         fields = dict(re.findall(r"(\w+)=(\S*)", line))
         if "NodeName" not in fields:
             continue
-        gpus = sum(int(n) for n in re.findall(r"gpu(?::[^:(,\s]+)?:(\d+)", fields.get("Gres", "")))
+        gpus = sum(int(n) for n in _GPU_COUNT.findall(fields.get("Gres", "")))
         nodes.append(
             NodeInfo(
                 name=fields["NodeName"],
@@ -132,6 +170,50 @@ def parse_nodes(text: str) -> list[NodeInfo]:
             )
         )
     return nodes
+
+
+PARTITION_FORMAT = "%P|%D|%s|%l|%G"  # name (* = default), nodes, job size in nodes, time limit, GRES
+
+
+def parse_minutes(text: str) -> int | None:
+    """A SLURM duration ("30", "1:00:00", "2-00:00:00", "infinite") in whole minutes; None for no limit."""
+    text = text.strip()
+    if not text or text.lower() in {"infinite", "unlimited", "n/a", "none"}:
+        return None
+    days, _, rest = text.rpartition("-")
+    try:
+        parts = [int(p) for p in rest.split(":")]
+        int(days or 0)
+    except ValueError:
+        return None  # a format this parser does not know: no limit assumed, SLURM itself still enforces it
+    if days:  # days-hours[:minutes[:seconds]]
+        hours, minutes = [*parts, 0, 0][:2]
+    elif len(parts) == 3:
+        hours, minutes = parts[:2]
+    else:  # minutes[:seconds]
+        hours, minutes = 0, parts[0]
+    return int(days or 0) * 1440 + hours * 60 + minutes  # seconds left over do not make a whole minute
+
+
+def parse_partitions(text: str) -> dict[str, PartitionLimits]:
+    """`sinfo --all --noheader --format=%P|%D|%s|%l|%G`: one line per group of alike nodes in a partition, e.g.
+    "gpu*|2|1-infinite|2:00:00|gpu:a100:4(S:0-1)". Lines of one partition add up their nodes."""
+    found: dict[str, dict] = {}
+    for line in text.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) != 5 or not fields[1].isdigit():
+            continue
+        name, nodes, size, limit, gres = fields
+        default = name.endswith("*")
+        name = name.rstrip("*")
+        entry = found.setdefault(name, {"name": name, "nodes": 0, "gpus_per_node": 0, "default": False})
+        entry["nodes"] += int(nodes)
+        entry["gpus_per_node"] = max(entry["gpus_per_node"], sum(int(n) for n in _GPU_COUNT.findall(gres)))
+        entry["default"] = entry["default"] or default
+        largest = size.partition("-")[2] or size
+        entry["max_nodes_per_job"] = int(largest) if largest.isdigit() else None
+        entry["max_minutes"] = parse_minutes(limit)
+    return {name: PartitionLimits(**entry) for name, entry in found.items()}
 
 
 def _parse_time(value: str) -> datetime | None:
@@ -157,7 +239,10 @@ class SlurmBackend(ClusterBackend):
     kind = "slurm"
     admin_fieldsets = (
         ("SLURM: login node", {"fields": ["host", "port", "host_key", "host_key_pinned_at"]}),
-        ("SLURM: scheduler", {"fields": ["partitions", "gpu_types", "has_accounting"]}),
+        (
+            "SLURM: scheduler",
+            {"fields": ["partitions", "gpu_types", "has_accounting", "partition_limits", "partition_limits_at"]},
+        ),
         ("SLURM: job environment", {"fields": ["lab_dir", "preamble"]}),
     )
 
@@ -242,6 +327,13 @@ class SlurmBackend(ClusterBackend):
             raise BackendError(f"scontrol show job failed: {result.message()}")
         return parse_gpu_allocations(result.stdout)
 
+    # -- limits -----------------------------------------------------------------------------------------------
+    def partition_limits(self) -> dict[str, PartitionLimits]:
+        result = self._run(["sinfo", "--all", "--noheader", f"--format={PARTITION_FORMAT}"])
+        if not result.ok:
+            raise BackendError(f"sinfo failed: {result.message()}")
+        return parse_partitions(result.stdout)
+
     # -- poll -------------------------------------------------------------------------------------------------
     def poll(self, scheduler_ids: list[str]) -> dict[str, SchedulerStatus]:
         ids = [i for i in scheduler_ids if SCHEDULER_ID.match(i)]
@@ -262,11 +354,13 @@ class SlurmBackend(ClusterBackend):
             if len(fields) != 5 or fields[0] not in ids:
                 continue
             raw = fields[1].strip()
+            reason = "" if fields[2] in {"None", "(null)"} else fields[2]
             statuses[fields[0]] = SchedulerStatus(
                 scheduler_id=fields[0],
                 state=STATE_MAP.get(raw, JobState.RUNNING),
                 raw_state=raw,
-                reason="" if fields[2] in {"None", "(null)"} else fields[2],
+                reason=reason,
+                never_starts=never_starts(reason) if raw == "PENDING" else "",
                 started_at=_parse_time(fields[3]),
                 finished_at=_parse_time(fields[4]),
             )
@@ -295,11 +389,13 @@ class SlurmBackend(ClusterBackend):
             if len(fields) != 6 or fields[0] not in ids:
                 continue
             raw = fields[1].split()[0] if fields[1].strip() else "UNKNOWN"  # "CANCELLED by 1001"
+            reason = "" if fields[5] in {"None", ""} else fields[5]
             statuses[fields[0]] = SchedulerStatus(
                 scheduler_id=fields[0],
                 state=STATE_MAP.get(raw, JobState.RUNNING),
                 raw_state=raw,
-                reason="" if fields[5] in {"None", ""} else fields[5],
+                reason=reason,
+                never_starts=never_starts(reason) if raw == "PENDING" else "",
                 exit_code=_parse_exit_code(fields[2]) if raw in TERMINAL_RAW else None,
                 started_at=_parse_time(fields[3]),
                 finished_at=_parse_time(fields[4]),
@@ -337,13 +433,15 @@ class SlurmBackend(ClusterBackend):
         version = self._run(["sinfo", "--version"])
         if not version.ok:
             return ConnectionReport(ok=False, lines=[f"sinfo failed: {version.message()}"])
-        partitions = self._run(["sinfo", "--noheader", "--format=%P %a %l %D %G"])
+        partitions = self._run(["sinfo", "--all", "--noheader", f"--format={PARTITION_FORMAT}"])
+        limits = parse_partitions(partitions.stdout) if partitions.ok else {}
         accounting = self._run(["sacct", "--noheader", "-X", "--jobs=1", "--format=JobID"])
         has_accounting = accounting.ok and "disabled" not in accounting.stderr.lower()
         lines = [f"Logged in as {self.account.username}; {version.stdout.strip()}."]
-        lines += [f"partition {line}" for line in partitions.stdout.splitlines()]
+        lines += [p.describe() for p in limits.values()] or [f"sinfo failed: {partitions.message()}"]
         lines.append("SLURM accounting: " + ("available (sacct)" if has_accounting else "off (using scontrol)"))
-        return ConnectionReport(ok=True, lines=lines, has_accounting=has_accounting)
+        facts = {"partition_limits": {name: p.as_dict() for name, p in limits.items()}} if partitions.ok else {}
+        return ConnectionReport(ok=True, lines=lines, has_accounting=has_accounting, facts=facts)
 
     def stage_lab_files(self, source: Path) -> int:
         copied = 0
