@@ -33,11 +33,16 @@ class FloatParamField(_DigitsOnly, forms.FloatField):
     text = FLOAT_TEXT
 
 
+def _plain(number: float) -> str:
+    """0.000001 rather than 1e-06, 60 rather than 60.0."""
+    return str(int(number)) if float(number).is_integer() else format(number, "f").rstrip("0")
+
+
 def _range_text(param: Param) -> str:
     """The bounds in words, from the schema (one home for them): "From 1 to 60." """
     if param.type not in {"int", "float"} or (param.min is None and param.max is None):
         return ""
-    low, high = (f"{v:g}" if v is not None else None for v in (param.min, param.max))
+    low, high = (_plain(v) if v is not None else None for v in (param.min, param.max))
     if low is not None and high is not None:
         return f"From {low} to {high}."
     return f"At least {low}." if low is not None else f"At most {high}."

@@ -39,7 +39,7 @@ def cancel_question(job: Job, progress: Progress) -> str:
             f"Stop training? {ran} and reached step {progress.step}{of}. The bundled trainer saves a checkpoint "
             "at the step it stops at; the steps after it are not run."
         )
-    return f"Stop this job? {ran}; whatever it is doing stops, and its log so far stays on this page."
+    return f"Stop this job? {ran}; what it is doing stops, and its log so far is kept."
 
 
 def cancel_note(job: Job, events: Sequence[JobEvent]) -> CancelNote | None:

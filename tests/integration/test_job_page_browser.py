@@ -162,6 +162,7 @@ def test_training_job_page_shows_progress_asks_before_cancel_and_says_who_cancel
     expect(phone.locator("#step")).to_contain_text("of 200")
     _no_horizontal_scroll(phone)
     phone.screenshot(path=SHOTS / "job-progress-phone.png", full_page=True)
+    phone.screenshot(path=SHOTS / "job-progress-phone-top.png")  # what a phone shows first, at readable scale
 
     # Cancel asks first, saying what stops; Escape keeps the job.
     page.click("#cancel")
@@ -183,3 +184,45 @@ def test_training_job_page_shows_progress_asks_before_cancel_and_says_who_cancel
         expect(page.locator("#job-status")).to_contain_text("the cancel stopped it, as expected")
     expect(page.locator("#job-error")).to_have_count(0)
     page.screenshot(path=SHOTS / "job-cancelled-laptop.png", full_page=True)
+
+
+@pytest.mark.timeout(120)
+def test_without_javascript_cancel_leads_to_a_confirm_page(chromium, live_server, alice, make_job):
+    job = make_job(alice)
+    transition(job, JobState.SUBMITTING)
+    transition(job, JobState.RUNNING, scheduler_id="77002")
+    page = _page(chromium, "phone", java_script_enabled=False)
+    log_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}/jobs/{job.pk}/")
+    page.click("#cancel")
+    expect(page).to_have_url(f"{live_server.url}/jobs/{job.pk}/cancel/")
+    expect(page.locator("#cancel-question")).to_contain_text("Stop this job? It has run")
+    page.screenshot(path=SHOTS / "job-cancel-confirm-page-phone.png", full_page=True)
+    page.click("#keep-running")
+    expect(page).to_have_url(f"{live_server.url}/jobs/{job.pk}/")
+    assert Job.objects.get(pk=job.pk).cancel_requested_at is None
+    page.click("#cancel")
+    page.click("#confirm-cancel")
+    expect(page.locator("#cancelling")).to_be_visible()
+    assert Job.objects.get(pk=job.pk).cancel_requested_at is not None
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("size", WIDTHS)
+def test_builtin_training_form_explains_every_parameter_and_shows_fixed_gpus_as_text(
+    chromium, live_server, alice, cluster, course, size
+):
+    from jobs.builtin import load_builtin_templates
+
+    load_builtin_templates([course])
+    page = _page(chromium, size)
+    log_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}/courses/{course.slug}/launch/tiny-lm-single/")
+    expect(page.locator("#id_param_gpus_per_node")).to_have_text(re.compile(r"^1 \(set by this template\)"))
+    assert page.locator("input[name=param_gpus_per_node]").count() == 0
+    for block in page.locator(".field").all():
+        assert block.locator(".helptext").inner_text().strip(), block.inner_html()[:200]
+    expect(page.locator("#field-param_max_steps .helptext")).to_contain_text("From 10 to 100000.")
+    expect(page.locator("#quota-use")).to_have_text("You are using 0 of 4 jobs, 0 of 4 GPUs.")
+    _no_horizontal_scroll(page)
+    page.screenshot(path=SHOTS / f"launch-tiny-lm-{size}.png", full_page=True)
