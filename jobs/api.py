@@ -73,7 +73,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
     def get_queryset(self):
         jobs = access.visible_jobs(self.request.user).select_related("template", "cluster", "course", "owner")
         state = self.request.query_params.get("state")
-        if state:
+        if state is not None:
             if state not in JobState.values:
                 raise ValidationError({"state": [f"Unknown state; one of {', '.join(JobState.values)}."]})
             jobs = jobs.filter(state=state)

@@ -1,3 +1,4 @@
+from django.contrib.auth.decorators import login_required
 from django.urls import path
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -50,6 +51,7 @@ router.register("jobs", JobViewSet, basename="job")
 urlpatterns = [
     path("token/", TokenView.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    # The docs are a page for people: a visitor who is not signed in is sent to the login page, then back.
+    path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),
     *router.urls,
 ]

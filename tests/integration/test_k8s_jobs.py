@@ -93,6 +93,8 @@ def test_server_from_the_launch_page_waits_runs_scales_and_is_cancelled(
     assert first["data"] == "listening on 0.0.0.0:11434\nready\n" and first["offset"] == len(first["data"])
     rest = api_for(alice).get(f"/api/v1/jobs/{job.pk}/log/?offset=27").json()
     assert rest["data"] == "ready\n"
+    past = api_for(alice).get(f"/api/v1/jobs/{job.pk}/log/?offset={10**30}").json()
+    assert past["data"] == "" and past["offset"] == 33  # the log's size, not a restart from 0
 
     # Scale from the job page: the Deployment and its autoscaler follow, and the GPUs held are recounted.
     assert login(alice).post(reverse("jobs:scale", args=[job.pk]), {"replicas": 3}).status_code == 302
