@@ -123,3 +123,12 @@ def test_estimate_is_the_median_of_completed_runs_on_that_cluster(
 def test_no_estimate_without_completed_runs(login, alice, cluster, sleep_template, course):
     html = login(alice).get(_url(course, sleep_template)).content.decode()
     assert "No completed run of this template yet" in html
+
+
+def test_quota_use_counts_against_the_students_own_override(login, alice, instructor, sleep_template, course, make_job):
+    from courses import quotas
+
+    quotas.set_overrides(course, alice, {"max_gpus": 2}, actor=instructor)
+    make_job(alice, gpus_per_node=1)
+    html = login(alice).get(_url(course, sleep_template)).content.decode()
+    assert "You are using <strong>1 of 4 jobs, 1 of 2 GPUs</strong>." in html
