@@ -24,6 +24,7 @@ EVALUATES = {
         "reads it as shell settings",
     ),
     **dict.fromkeys(["cd", "pushd", "popd", "ulimit", "umask", "dirs"], "changes the shell for every later command"),
+    "set": "makes it a positional parameter or a shell option, which the checker does not follow",
     **dict.fromkeys(
         ["awk", "gawk", "mawk", "nawk", "sed", "ed", "ex", "vi", "vim", "nvim", "emacs", "dc", "bc", "m4", "jq", "yq"],
         "reads it as a program",
@@ -185,8 +186,6 @@ def judge_command(name: str, args: list[str | None], position: int) -> tuple[str
         first_operand = next((i for i, a in enumerate(args) if a is None or not a.startswith("-")), len(args))
         if "-v" in args or position <= first_operand:
             return "printf's format or -v variable, which printf interprets", "use printf '%s\\n' {env}"
-    if name == "set" and "--" not in args[:position]:
-        return "an argument of set, which would read it as shell options", "write set -- {env}"
     if name == "test" and {"-v", "-R"} & set(args):
         return "in a test -v, which evaluates a subscript in a variable name", "compare with = instead"
     return None

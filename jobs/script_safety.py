@@ -32,6 +32,8 @@ ENV_REF = re.compile(r"(?<![A-Za-z0-9_])GPULAB_P_[A-Za-z0-9_]*")
 WORD_TEXT = re.compile(r"[A-Za-z0-9_.,:/+=@%-]*")
 WORD_PARTS = ("word", "string", "simple_expansion", "expansion", "number")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# $_ (the previous command's last word) and BASH_COMMAND/BASH_ARGV hand a value's text on to whatever reads them.
+PREVIOUS_WORDS = re.compile(r"\$(\{[#!]?)?_(?![A-Za-z0-9_])|BASH_COMMAND|BASH_ARGV|BASH_ARGC")
 TAG = re.compile(r"Zgvq*\d+Zgvq*")
 BASH = "/bin/bash"
 # Variables whose content programs load, run or search for code: a value may not be copied into them.
@@ -197,6 +199,13 @@ def _whole_script_checks(root: Node, text: str) -> None:
             f"in a script with a control character (line {text.count(chr(10), 0, control.start()) + 1}) that bash "
             "and the checker could read differently",
             "remove it (tabs and line ends are fine)",
+        )
+    echo = PREVIOUS_WORDS.search(text)
+    if echo:
+        raise _Refused(
+            f"in a script that reads earlier commands' words back ({echo.group(0)} on line "
+            f"{text.count(chr(10), 0, echo.start()) + 1}), which the checker does not follow",
+            "drop that; use {env} where the value is needed",
         )
     if root.has_error:
         bad = next(_walk(root, lambda n: n.is_error or n.is_missing), root)

@@ -18,8 +18,8 @@ SCHEMA = parse_schema(
     ]
 )
 CTX = RenderContext(job_id="00000000-0000-0000-0000-000000000001", job_name="gpulab-t", lab_dir="~/gpulab")
-# The body prints the value, then its argument count, so word splitting or globbing would show.
-BODY = "printf '%s' {{ note }}\nset -- {{ note }}\nprintf '|%s' \"$#\"\n"
+# The body prints each word it gets in brackets, so word splitting or globbing would show.
+BODY = "printf '[%s]' {{ note }}\n"
 
 HOSTILE = [
     "$(touch pwned)",
@@ -53,7 +53,7 @@ def run_rendered(value: str, tmp_path: Path) -> set[str]:
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
     command = ["/bin/bash", "-c", script]
     done = subprocess.run(command, cwd=workdir, env=env, check=True, timeout=10, capture_output=True)
-    assert done.stdout.decode() == f"{value}|1"
+    assert done.stdout.decode() == f"[{value}]"
     return {p.name for p in workdir.iterdir()}
 
 

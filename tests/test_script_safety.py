@@ -123,6 +123,9 @@ REFUSED = [
     ("coproc bash\necho {{ v }} >&${COPROC[1]}", "elsewhere"),
     ("#SBATCH --partition={{ v }}", "#SBATCH"),
     ("for x in {{ v }}; do echo $x; done", "for statement"),
+    ('set -- {{ v }}\neval "$1"', "positional"),
+    ('prog {{ v }}\neval "$_"', "earlier commands' words"),
+    ("trap 'eval \"$BASH_COMMAND\"' DEBUG\necho {{ v }}", "earlier commands' words"),
 ]
 
 

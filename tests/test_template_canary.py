@@ -105,6 +105,8 @@ SIMPLE = [
     "read {w} <<< 1",
     "set -- {a}",
     "set {w}",
+    'set -- {a}; eval "$1"',
+    'prog {a}; eval "$_"',
     "[ {w} = x ]",
     "test -n {w}",
     "declare -i y={w}",
