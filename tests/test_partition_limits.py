@@ -216,3 +216,4 @@ def test_the_job_page_says_why_and_when(login, alice, pending_job, fake_backend)
     page = login(alice).get(f"/jobs/{pending_job.pk}/").content.decode()
     assert 'id="never-starts"' in page and "SLURM will never start this job" in page
     assert "no longer counts against the quota" in page and "the portal cancels it at" in page
+    assert "will never start" in login(alice).get("/jobs/").content.decode()  # My jobs says so too
