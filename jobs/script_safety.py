@@ -225,6 +225,24 @@ def _whole_script_checks(root: Node, text: str) -> None:
             f"{rules.rerouting_reason(node)})",
             "drop that construct; the checker cannot follow a value through it",
         )
+    for node in _walk(root, lambda n: n.type == "command" and _runs_built_text(n)):
+        raise _Refused(
+            f"in a script that runs text built while it runs (line {node.start_point[0] + 1}), which could read any "
+            "value from the environment",
+            "run fixed code only (eval, source, bash -c, … with literal text)",
+        )
+
+
+def _runs_built_text(command: Node) -> bool:
+    """eval "$x", source "$f", bash -c "$code", python3 -c "$code" …: code that is not written in the script."""
+    name = _static_name(command) or _default_literal(command)
+    texts = [_static_text(a, trust=False) for a in _arguments(command)]
+    if name in rules.ALWAYS_INDIRECT:
+        return any(t in (None, rules.COMPUTED) for t in texts)
+    if name in rules.INTERPRETERS or (name or "").startswith("python"):
+        code_options = [i for i, t in enumerate(texts) if t is not None and re.fullmatch(r"-[A-Za-z]*[ce]", t)]
+        return any(i + 1 < len(texts) and texts[i + 1] in (None, rules.COMPUTED) for i in code_options)
+    return False
 
 
 def _reroutes(node: Node) -> bool:

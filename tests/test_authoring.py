@@ -134,3 +134,16 @@ def test_launching_a_template_published_before_the_check_is_refused(login, alice
     url = reverse("jobs:launch", args=[course.slug, "old"])
     response = login(alice).post(url, {"cluster": cluster.pk, "param_epochs": 1})
     assert "eval" in response.content.decode() and not template.jobs.exists()
+
+
+def test_api_launch_of_a_template_with_a_refused_placement_creates_no_job(api_for, alice, course, cluster):
+    template = JobTemplate.objects.create(
+        name="Old", slug="old", body="bash -c {{ epochs }}\n", parameters=PARAMS, status="published"
+    )
+    template.courses.add(course)
+    course.clusters.add(cluster)
+    response = api_for(alice).post(
+        "/api/v1/jobs/", {"template": "old", "cluster": cluster.name, "params": {"epochs": 1}}, format="json"
+    )
+    assert 400 <= response.status_code < 500 and "bash -c" in response.content.decode()
+    assert not template.jobs.exists()

@@ -37,6 +37,7 @@ ACCEPTED = [
     'python3 train.py --name "$GPULAB_P_v" --x="$GPULAB_P_n"',
     "cat <<'EOF'\nplain text\nEOF\necho {{ v }}",
     "if true; then\n  f() { echo {{ v }}; }\nfi",
+    "source /etc/profile.d/modules.sh\nsrun bash -c 'echo \"rank $SLURM_PROCID\"'\nprog {{ v }}",
 ]
 
 
@@ -89,8 +90,8 @@ REFUSED = [
     ("ssh node1 echo {{ v }}", "ssh"),
     ("awk {{ v }} file", "awk"),
     ("find . -name {{ v }}", "find"),
-    ('f() { eval "$1"; }\nf {{ v }}', "function"),
-    ('X="$GPULAB_P_v"; eval "$X"', "copied into a variable"),
+    ('f() { prog "$1"; }\nf {{ v }}', "function"),
+    ('X="$GPULAB_P_v"; prog "$X"', "copied into a variable"),
     ('export LD_PRELOAD="$GPULAB_P_v"', "LD_PRELOAD"),
     ("P=eval; ${P:-python3} train.py {{ v }}", "computed"),
     ("$CMD {{ v }}", "computed"),
@@ -123,9 +124,11 @@ REFUSED = [
     ("coproc bash\necho {{ v }} >&${COPROC[1]}", "elsewhere"),
     ("#SBATCH --partition={{ v }}", "#SBATCH"),
     ("for x in {{ v }}; do echo $x; done", "for statement"),
-    ('set -- {{ v }}\neval "$1"', "positional"),
+    ('set -- {{ v }}\nprog "$1"', "positional"),
     ('prog {{ v }}\neval "$_"', "earlier commands' words"),
     ("trap 'eval \"$BASH_COMMAND\"' DEBUG\necho {{ v }}", "earlier commands' words"),
+    ('n=v; eval "echo \\$GPULAB_${n}"\necho {{ v }}', "built while it runs"),
+    ('code="$1"; bash -c "$code"\necho {{ v }}', "built while it runs"),
 ]
 
 
