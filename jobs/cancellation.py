@@ -2,10 +2,13 @@
 
 A job with no scheduler id yet belongs to the submit task: the request recorded on the row is what that task
 reads under its lock, so such a job ends `cancelled` without reaching the scheduler (see jobs/submission.py).
+A request that finds the row locked by a submit in progress is recorded by the cancel task instead, so a page
+never waits for an sbatch.
 """
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
@@ -15,6 +18,8 @@ from portal import failpoints
 from .models import Job
 from .polling import apply_status
 from .states import TERMINAL_STATES, EventKind, JobState, record, transition
+
+CANCELLING = "Cancelling: the cluster will stop the job in a moment."
 
 
 class CancelRefused(Exception):
@@ -29,21 +34,39 @@ def request_cancel(user, job: Job, *, why: str = "Cancel requested.") -> str:
         job, JobState.CANCELLED, actor=user, message="Cancelled before it was submitted."
     ):
         return "Cancelled before it reached the cluster."
-    with transaction.atomic():
-        asked = Job.objects.filter(pk=job.pk, cancel_requested_at__isnull=True).update(
-            cancel_requested_at=timezone.now()
-        )
-        if not asked:
-            return "Cancellation is already under way."
-        record(job, EventKind.CANCEL, why, actor=user)
-        from workers.tasks import cancel_job
+    from workers.tasks import cancel_job
 
+    with transaction.atomic():
+        if not Job.objects.select_for_update(skip_locked=True).filter(pk=job.pk).exists():
+            # A worker holds the row while its sbatch runs: the worker records the request once that is done
+            # (the job then has its scheduler id), so this request never waits on SSH.
+            cancel_job.delay_on_commit(str(job.pk), user.pk if user else None, why)
+            return CANCELLING
+        if not _record_request(job.pk, user, why):
+            return "Cancellation is already under way."
         cancel_job.delay_on_commit(str(job.pk))
         failpoints.pause("cancel.before_commit")  # tests: hold the row lock while a submit looks at the row
-    return "Cancelling: the cluster will stop the job in a moment."
+    return CANCELLING
 
 
-def cancel_on_cluster(job_id) -> None:
+def _record_request(job_id, user, why: str) -> bool:
+    with transaction.atomic():
+        asked = (
+            Job.objects.filter(pk=job_id, cancel_requested_at__isnull=True)
+            .exclude(state__in=TERMINAL_STATES)
+            .update(cancel_requested_at=timezone.now())
+        )
+        if asked:
+            record(Job.objects.get(pk=job_id), EventKind.CANCEL, why, actor=user)
+    return bool(asked)
+
+
+def cancel_on_cluster(job_id, actor_id=None, why: str = "") -> None:
+    """`why` (and `actor_id`): a request that could not be recorded because a submit held the row; recorded here,
+    once that submit is done."""
+    if why:
+        actor = get_user_model().objects.filter(pk=actor_id).first() if actor_id else None
+        _record_request(job_id, actor, why)
     job = Job.objects.select_related("cluster", "account").filter(pk=job_id).first()
     if job is None or job.state in TERMINAL_STATES:
         return

@@ -40,8 +40,8 @@ def resume_orphaned_submissions() -> int:
 
 
 @shared_task(autoretry_for=(BackendError,), retry_backoff=5, max_retries=5)
-def cancel_job(job_id: str) -> None:
-    cancellation.cancel_on_cluster(job_id)
+def cancel_job(job_id: str, actor_id: int | None = None, why: str = "") -> None:
+    cancellation.cancel_on_cluster(job_id, actor_id, why)
 
 
 @shared_task(autoretry_for=(BackendError,), retry_backoff=5, max_retries=5)

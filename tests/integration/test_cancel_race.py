@@ -74,3 +74,19 @@ def test_worker_killed_mid_submit_resumes_when_a_worker_is_back(
     job = job_state(job, "running", "completed", timeout=60)
     assert on_slurm(job) == 1
     assert job_state(job, "completed", timeout=60).exit_code == 0
+
+
+@pytest.mark.timeout(240)
+def test_cancel_during_the_sbatch_answers_at_once_and_stops_the_job_on_slurm(
+    restarted_worker, api_for, login, alice, cluster, sleep_template, job_state
+):
+    restarted_worker(FAILPOINTS="submit.after_sbatch=10")  # the worker holds the row between sbatch and commit
+    job = launch(api_for, alice, seconds=60)
+    wait_for(lambda: on_slurm(job) == 1, timeout=30, interval=0.1, what="the sbatch")
+    assert login(alice).post(reverse("jobs:cancel", args=[job.pk])).status_code == 302
+    assert Job.objects.get(pk=job.pk).state == "submitting"  # the page did not wait for the worker's sbatch
+    job = job_state(job, "cancelled", timeout=60)
+    assert job.scheduler_id and on_slurm(job) == 1
+    states = slurm("squeue", "--states=all", "--noheader", f"--jobs={job.scheduler_id}", "--format=%T").split()
+    assert states == ["CANCELLED"]
+    assert job.events.filter(kind="cancel", actor=alice).exists()
