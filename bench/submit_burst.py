@@ -186,6 +186,9 @@ def kill_run(args, token: str, logs: Path, workers: list[subprocess.Popen]) -> N
     moments = {}
 
     def kill_and_restart() -> None:
+        deadline = time.monotonic() + 3  # land the kill while a submission is in flight
+        while time.monotonic() < deadline and not Job.objects.filter(state="submitting").exists():
+            time.sleep(0.01)
         os.killpg(workers[0].pid, signal.SIGKILL)
         moments["killed"] = time.monotonic()
         moments["orphans"] = list(Job.objects.filter(state__in=WAITING).values_list("pk", flat=True))
@@ -196,7 +199,7 @@ def kill_run(args, token: str, logs: Path, workers: list[subprocess.Popen]) -> N
     results = fire(token, args.launches, args.seconds, at_half=kill_and_restart)
     created = [r[1] for r in results if r[0] == 201]
     wait_for(lambda: _ready(logs / "worker-2.log"), 60, "the new Celery worker")
-    ready = time.monotonic()
+    ready = orphans_done = time.monotonic()
     try:
         wait_for(lambda: not Job.objects.filter(pk__in=moments["orphans"], state__in=WAITING).exists(), 300, "orphans")
         orphans_done = time.monotonic()
@@ -209,7 +212,9 @@ def kill_run(args, token: str, logs: Path, workers: list[subprocess.Popen]) -> N
         "launches": args.launches,
         "accepted_201": len(created),
         "waiting_when_killed": len(moments["orphans"]),
-        "those_resumed_from_new_worker_start_s": round(orphans_done - moments["restarted"], 2),
+        "those_resumed_from_new_worker_start_s": round(orphans_done - moments["restarted"], 2)
+        if moments["orphans"]
+        else None,
         "recovery_from_new_worker_start_s": round(done - moments["restarted"], 2),
         "recovery_from_new_worker_ready_s": round(max(0.0, done - ready), 2),
         "recovery_from_kill_s": round(done - moments["killed"], 2),
