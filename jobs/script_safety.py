@@ -424,12 +424,7 @@ def _role_checks(unit: Node, occ: _Occurrence, prone: bool) -> None:
     position = next((i for i, arg in enumerate(args) if arg.start_byte <= unit.start_byte < arg.end_byte), None)
     if position is None:
         raise _Refused("in a part of the command the checker does not accept", "use it as an argument word")
-    functions = {
-        f.child_by_field_name("name").text.decode()
-        for f in _walk(_root(parent), lambda n: n.type == "function_definition")
-        if f.child_by_field_name("name") is not None
-    }
-    if name in functions:
+    if name in _function_names(_root(parent).text.decode()):
         raise _Refused(
             f"an argument of {name}, a function of this script the checker does not follow into",
             "pass the value to a program directly",
@@ -443,6 +438,12 @@ def _role_checks(unit: Node, occ: _Occurrence, prone: bool) -> None:
             "join it to its option (--name={value}) or set a minimum of 0".replace("{value}", occ.what),
         )
     _statement_checks(parent, name)
+
+
+@lru_cache(maxsize=16)
+def _function_names(script: str) -> frozenset[str]:
+    definitions = _walk(_parse(script), lambda n: n.type == "function_definition")
+    return frozenset(f.child_by_field_name("name").text.decode() for f in definitions if f.child_by_field_name("name"))
 
 
 def _assignment_checks(assignment: Node, occ: _Occurrence) -> None:
@@ -603,6 +604,6 @@ def _static_text(node: Node, trust: bool = True) -> str | None:
         return _defaulted(node)
     if node.type == "string" and all(c.type in ('"', "string_content") for c in node.children):
         return text[1:-1]
-    if not any(n.type in ("command_substitution", "process_substitution") for n in _walk(node, lambda n: True)):
+    if not any(_walk(node, lambda n: n.type in ("command_substitution", "process_substitution"))):
         return rules.COMPUTED  # a path from variables, e.g. "$GPULAB_LAB_DIR"/train.py: no value in it
     return None
