@@ -146,15 +146,16 @@ class ClassHeatmap {
     const y = this.rows.map((_, i) => i);
     const trace = {
       type: "heatmap", x: times.map((t) => new Date(t)), y, z, text, zmin: 0, zmax: 100, colorscale: "Viridis",
-      hovertemplate: "%{text}<extra></extra>", hoverongaps: true, xgap: 1, ygap: 1,
-      colorbar: narrow
-        ? { title: { text: "GPU util %", side: "right" }, orientation: "h", thickness: 10, y: -0.02, yanchor: "top" }
-        : { title: { text: "GPU util %" }, thickness: 12 },
+      hovertemplate: "%{text}<extra></extra>", hoverongaps: true, xgap: narrow ? 0 : 1, ygap: 1,
+      showscale: !narrow, // a phone has the page's own scale under the heading instead
+      colorbar: { title: { text: "GPU util %" }, thickness: 12 },
     };
     const layout = {
-      height: Math.max(160, this.rows.length * ROW_PX + (narrow ? 130 : 70)),
-      margin: { l: 10, r: 10, t: 10, b: narrow ? 100 : 40 },
-      xaxis: { type: "date", fixedrange: true },
+      height: Math.max(160, this.rows.length * ROW_PX + 70),
+      margin: { l: 10, r: 10, t: 10, b: 40 },
+      xaxis: narrow
+        ? { type: "date", fixedrange: true, nticks: 3, tickformat: "%H:%M", tickangle: 0 }
+        : { type: "date", fixedrange: true },
       yaxis: { tickmode: "array", tickvals: y, ticktext: ticks, autorange: "reversed", automargin: true,
         fixedrange: true, tickfont: { size: 12 } },
     };
