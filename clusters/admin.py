@@ -5,20 +5,30 @@ from django.db import models
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
+from django.utils.text import capfirst
 
 from . import services
 from .backends import BACKENDS, BackendError, backend_class, get_backend
 from .backends.ssh import fingerprint, probe_host_key
-from .forms import ClusterAccountForm
-from .models import Cluster, ClusterAccount, CredentialEvent
+from .forms import TOKEN_WARNING, ApiTokenField, ClusterAccountForm, token_expiry_text
+from .models import Cluster, ClusterAccount, ClusterKind, CredentialEvent
+
+
+def warn_if_token_lapses(request, accounts) -> None:
+    """A warning on the admin page while a stored slurmrestd token has lapsed or lapses within a week."""
+    soon = timezone.now() + TOKEN_WARNING
+    for account in accounts:
+        if account.api_token_expires_at is not None and account.api_token_expires_at <= soon:
+            messages.warning(request, f"The slurmrestd token of {account} {token_expiry_text(account)}")
 
 
 class ClusterAccountInline(admin.TabularInline):
     model = ClusterAccount
-    fields = ["username", "user", "auth_method", "has_secret"]
-    readonly_fields = ["has_secret"]
+    fields = ["username", "user", "auth_method", "has_secret", "api_token_expiry"]
+    readonly_fields = ["has_secret", "api_token_expiry"]
     extra = 0
     show_change_link = True
     can_delete = False
@@ -29,6 +39,10 @@ class ClusterAccountInline(admin.TabularInline):
 
     def has_add_permission(self, request, obj=None):
         return False  # added on the account page, where the credential field lives
+
+    @admin.display(description="slurmrestd token")
+    def api_token_expiry(self, obj):
+        return token_expiry_text(obj)
 
 
 @admin.register(Cluster)
@@ -62,13 +76,42 @@ class ClusterAdmin(admin.ModelAdmin):
         """Only the cluster's own kind's fields; a new cluster shows every kind's, and the page hides the others."""
         chosen = obj.kind if obj else request.POST.get("kind") or request.GET.get("kind")
         kinds = [chosen] if chosen in BACKENDS else list(BACKENDS)
+        detected = set(self.readonly_fields) | set(self.shown_as)
+        sets = [
+            (kind, title, options, [self.shown_as.get(f, f) for f in options["fields"] if obj or f not in detected])
+            for kind in kinds
+            for title, options in backend_class(kind).admin_fieldsets
+        ]
+        users: dict[str, list[str]] = {}  # field → the kinds that show it (a new cluster shows every kind's)
+        titles: dict[str, set[str]] = {}
+        for kind, title, _, fields in sets:
+            for name in fields:
+                users.setdefault(name, []).append(kind)
+                titles.setdefault(name, set()).add(title)
         fieldsets = [(None, {"fields": ["name", "title", "kind", "enabled"]})]
-        for kind in kinds:
-            for title, options in backend_class(kind).admin_fieldsets:
-                detected = set(self.readonly_fields) | set(self.shown_as)
-                fields = [self.shown_as.get(f, f) for f in options["fields"] if obj or f not in detected]
-                fieldsets.append((title, {**options, "fields": fields, "classes": [f"kind-{kind}"]}))
+        placed: set[str] = set()
+        for kind, title, options, fields in sets:
+            own = [f for f in fields if len(users[f]) == 1]
+            if own:
+                fieldsets.append((title, {**options, "fields": own, "classes": [f"kind-{kind}"]}))
+            groups: dict[tuple, list[str]] = {}  # a field two kinds share appears once, shown for both
+            for name in [f for f in fields if len(users[f]) > 1 and f not in placed]:
+                groups.setdefault(tuple(users[name]), []).append(name)
+            for sharing, shared in groups.items():
+                placed.update(shared)
+                same_title = all(titles[f] == {title} for f in shared)
+                heading = title if same_title else ", ".join(self._label(f) for f in shared)
+                fieldsets.append((heading, {"fields": shared, "classes": [f"kind-{k}" for k in sharing]}))
         return fieldsets
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        cluster = self.get_object(request, object_id)
+        if cluster is not None and request.method == "GET":
+            warn_if_token_lapses(request, cluster.accounts.exclude(api_token_encrypted=""))
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def _label(self, name: str) -> str:
+        return capfirst(self.model._meta.get_field(name).verbose_name)
 
     def get_readonly_fields(self, request, obj=None):
         # A cluster's kind is fixed once it exists: its accounts, templates and jobs were made for it.
@@ -124,7 +167,7 @@ class ClusterAdmin(admin.ModelAdmin):
         if not self.has_change_permission(request, cluster):
             raise PermissionDenied("Changing clusters needs the admin's change permission.")
         context = {**self.admin_site.each_context(request), "cluster": cluster, "opts": self.model._meta}
-        if cluster.is_kubernetes:
+        if cluster.is_kubernetes or (cluster.kind == ClusterKind.SLURM_REST and not cluster.host):
             return self._test_kubernetes(request, cluster, context)
         try:
             offered = probe_host_key(cluster.host, cluster.port)
@@ -174,25 +217,39 @@ class ClusterAdmin(admin.ModelAdmin):
 
 
 class ClusterAccountAdminForm(ClusterAccountForm):
+    api_token = ApiTokenField()
+
     class Meta(ClusterAccountForm.Meta):
         fields = ["cluster", "user", "username", "auth_method"]
 
 
 @admin.register(ClusterAccount)
 class ClusterAccountAdmin(admin.ModelAdmin):
-    list_display = ["username", "cluster", "user", "auth_method", "has_secret", "updated_at"]
+    list_display = ["username", "cluster", "user", "auth_method", "has_secret", "api_token_expiry", "updated_at"]
     list_filter = ["cluster", "auth_method"]
     search_fields = ["username", "user__username", "cluster__name"]
     autocomplete_fields = ["user"]
     form = ClusterAccountAdminForm
-    fields = ["cluster", "user", "username", "auth_method", "secret"]
+    fields = ["cluster", "user", "username", "auth_method", "secret", "api_token", "api_token_expiry"]
+    readonly_fields = ["api_token_expiry"]
+
+    @admin.display(description="slurmrestd token")
+    def api_token_expiry(self, obj):
+        return token_expiry_text(obj)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        account = self.get_object(request, object_id)
+        if account is not None and request.method == "GET":
+            warn_if_token_lapses(request, [account])
+        return super().change_view(request, object_id, form_url, extra_context)
 
     @admin.display(boolean=True, description="credential stored")
     def has_secret(self, obj):
         return obj.has_secret
 
     def save_model(self, request, obj, form, change):
-        services.save_account(obj, secret=form.cleaned_data.get("secret"), actor=request.user)
+        data = form.cleaned_data
+        services.save_account(obj, secret=data.get("secret"), api_token=data.get("api_token"), actor=request.user)
 
     def delete_model(self, request, obj):
         services.remove_account(obj, actor=request.user)

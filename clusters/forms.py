@@ -1,3 +1,5 @@
+from datetime import UTC, datetime, timedelta
+
 from django import forms
 
 from .models import KUBERNETES_METHODS, SSH_METHODS, AuthMethod, ClusterAccount
@@ -17,6 +19,59 @@ class SecretField(forms.CharField):
             "kubeconfig. It is stored encrypted and never shown again; leave empty to keep the current one.",
         )
         super().__init__(**kwargs)
+
+
+# A stored slurmrestd token is flagged this long before its `exp`.
+TOKEN_WARNING = timedelta(days=7)
+
+
+class ApiTokenField(SecretField):
+    """A slurmrestd token (JWT): write-only like every credential; its expiry is read from it and kept."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("label", "slurmrestd token")
+        kwargs.setdefault(
+            "help_text",
+            "SLURM REST clusters: a JWT from `scontrol token username=<user> lifespan=<seconds>`. A token of the "
+            "SlurmUser lets jobs run as each student's own cluster user. Stored encrypted, never shown again; leave "
+            "empty to keep the current one.",
+        )
+        super().__init__(**kwargs)
+
+    def clean(self, value):
+        value = super().clean(value).strip()
+        if not value:
+            return value
+        from .backends.slurm_rest import tokens
+
+        try:
+            lapses = tokens.expires_at(value)
+        except tokens.NotAToken as exc:
+            raise forms.ValidationError(str(exc)) from None
+        if lapses is not None and lapses <= datetime.now(UTC):
+            raise forms.ValidationError(f"This token expired on {lapses:%Y-%m-%d %H:%M} UTC; make a new one.")
+        return value
+
+
+def token_expiry_text(account) -> str:
+    """How the admin reads a stored token's lifetime, with the warning while it lapses within TOKEN_WARNING."""
+    if not account.has_api_token:
+        return "—"
+    lapses = account.api_token_expires_at
+    if lapses is None:
+        return "stored; never expires"
+    left = lapses - datetime.now(UTC)
+    when = f"{lapses:%Y-%m-%d %H:%M} UTC"
+    if left <= timedelta(0):
+        return f"EXPIRED on {when}: jobs on this cluster cannot be submitted or followed until a new one is stored."
+    if left <= TOKEN_WARNING:
+        return f"expires {when} (in {_duration(left)}): store a new one before then."
+    return f"stored; valid until {when}"
+
+
+def _duration(left: timedelta) -> str:
+    hours = int(left.total_seconds() // 3600)
+    return f"{hours // 24} days" if hours >= 48 else f"{max(hours, 1)} hours"
 
 
 class SecretTextarea(forms.Textarea):
@@ -41,7 +96,7 @@ class ClusterAccountForm(forms.ModelForm):
     def clean(self):
         data = super().clean()
         secret = data.get("secret")
-        if not self.instance.pk and not secret:
+        if not self.instance.pk and not secret and not data.get("api_token"):
             self.add_error("secret", "A new account needs its private key or password.")
         from .backends.base import BackendError
 

@@ -8,7 +8,13 @@ from . import crypto
 
 class ClusterKind(models.TextChoices):
     SLURM = "slurm", "SLURM (over SSH)"
+    SLURM_REST = "slurm-rest", "SLURM (slurmrestd REST API)"
     KUBERNETES = "kubernetes", "Kubernetes (API)"
+
+
+# What a JobTemplate is written for: batch scripts or Kubernetes objects. Both SLURM kinds run the same scripts
+# (clusters.backends.kinds_running), so templates never name slurm-rest.
+TEMPLATE_BACKENDS = [(kind.value, kind.label) for kind in (ClusterKind.SLURM, ClusterKind.KUBERNETES)]
 
 
 class Cluster(models.Model):
@@ -54,7 +60,8 @@ class Cluster(models.Model):
     api_url = models.URLField(
         "API server URL",
         blank=True,
-        help_text="Kubernetes: e.g. https://k8s.example.edu:6443. Leave empty when the account holds a kubeconfig.",
+        help_text="Kubernetes: e.g. https://k8s.example.edu:6443. Leave empty when the account holds a kubeconfig. "
+        "slurmrestd: its address, e.g. https://slurm.example.edu:6820.",
     )
     ca_certificate = models.TextField(
         "API server CA certificate",
@@ -127,6 +134,8 @@ class Cluster(models.Model):
     def clean(self):
         if self.kind == ClusterKind.SLURM and not self.host:
             raise ValidationError({"host": "A SLURM cluster needs its login host."})
+        if self.kind == ClusterKind.SLURM_REST and not self.api_url:
+            raise ValidationError({"api_url": "A SLURM REST cluster needs slurmrestd's URL."})
 
     def account_for(self, user) -> "ClusterAccount | None":
         """The identity a user's jobs run as: their own account if registered, else the service account."""
@@ -164,6 +173,9 @@ class ClusterAccount(models.Model):
     auth_method = models.CharField(max_length=16, choices=AuthMethod.choices, default=AuthMethod.KEY)
     # Fernet token (see clusters/crypto.py); never shown, never logged, never serialized.
     secret_encrypted = models.TextField(editable=False, default="")
+    # SLURM REST: the slurmrestd token (a JWT), encrypted like the secret; its `exp`, read when it is stored.
+    api_token_encrypted = models.TextField(editable=False, default="")
+    api_token_expires_at = models.DateTimeField("API token expires", null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -189,6 +201,17 @@ class ClusterAccount(models.Model):
 
     def secret(self) -> str:
         return crypto.decrypt(self.secret_encrypted) if self.secret_encrypted else ""
+
+    @property
+    def has_api_token(self) -> bool:
+        return bool(self.api_token_encrypted)
+
+    def set_api_token(self, token: str, expires_at) -> None:
+        self.api_token_encrypted = crypto.encrypt(token)
+        self.api_token_expires_at = expires_at
+
+    def api_token(self) -> str:
+        return crypto.decrypt(self.api_token_encrypted) if self.api_token_encrypted else ""
 
 
 class CredentialEvent(models.Model):

@@ -21,16 +21,22 @@ def _event(account: ClusterAccount, action: str, actor, detail: str = "") -> Non
 
 
 @transaction.atomic
-def save_account(account: ClusterAccount, *, secret: str | None, actor) -> ClusterAccount:
-    """Save the account; a non-empty `secret` replaces the stored one, an empty one keeps it."""
+def save_account(account: ClusterAccount, *, secret: str | None, actor, api_token: str | None = None) -> ClusterAccount:
+    """Save the account; a non-empty `secret` (or `api_token`) replaces the stored one, an empty one keeps it."""
     is_new = account.pk is None
     if secret:
         account.set_secret(secret)
+    if api_token:
+        from .backends.slurm_rest import tokens
+
+        account.set_api_token(api_token.strip(), tokens.expires_at(api_token))
     account.save()
     if is_new:
         _event(account, CredentialEvent.Action.SET, actor)
     elif secret:
         _event(account, CredentialEvent.Action.CHANGED, actor)
+    if api_token and not is_new:
+        _event(account, CredentialEvent.Action.CHANGED, actor, detail="slurmrestd token")
     return account
 
 
@@ -58,10 +64,12 @@ def rotate_all(*, actor=None) -> int:
     from . import crypto
 
     count = 0
-    for account in ClusterAccount.objects.exclude(secret_encrypted="").select_related("cluster", "user"):
+    stored = ClusterAccount.objects.exclude(secret_encrypted="", api_token_encrypted="")
+    for account in stored.select_related("cluster", "user"):
         with transaction.atomic():
             ClusterAccount.objects.filter(pk=account.pk).update(
-                secret_encrypted=crypto.rotate(account.secret_encrypted)
+                secret_encrypted=crypto.rotate(account.secret_encrypted) if account.secret_encrypted else "",
+                api_token_encrypted=crypto.rotate(account.api_token_encrypted) if account.api_token_encrypted else "",
             )
             _event(account, CredentialEvent.Action.ROTATED, actor)
         count += 1

@@ -16,7 +16,7 @@ from .models import ClusterKind
 
 @login_required
 def profile(request):
-    clusters = access.visible_clusters(request.user).filter(kind=ClusterKind.SLURM)
+    clusters = access.visible_clusters(request.user).filter(kind__in=[ClusterKind.SLURM, ClusterKind.SLURM_REST])
     form = ClusterAccountForm(request.POST or None, clusters=clusters)
     if request.method == "POST" and form.is_valid():
         account = form.save(commit=False)

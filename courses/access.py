@@ -123,7 +123,9 @@ def launchable_clusters(user, course: Course, template: JobTemplate | None = Non
         return Cluster.objects.none()
     clusters = course.clusters.filter(enabled=True)
     if template is not None:
-        clusters = clusters.filter(kind=template.backend)
+        from clusters.backends import kinds_running
+
+        clusters = clusters.filter(kind__in=kinds_running(template.backend))
         if template.needs_mpi_operator:
             clusters = clusters.filter(has_mpi_operator=True)
     return clusters

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
-from clusters.models import ClusterKind
+from clusters.models import TEMPLATE_BACKENDS, ClusterKind
 
 from .params import Param, parse_schema
 from .states import ACTIVE_STATES, TERMINAL_STATES, EventKind, JobState
@@ -30,7 +30,7 @@ class JobTemplate(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(unique=True)
     description = models.TextField(blank=True, help_text="What the job does and what students should look for.")
-    backend = models.CharField(max_length=16, choices=ClusterKind.choices, default=ClusterKind.SLURM)
+    backend = models.CharField(max_length=16, choices=TEMPLATE_BACKENDS, default=ClusterKind.SLURM)
     body = models.TextField(help_text="The script after the portal's #SBATCH header; {{ name }} inserts a parameter.")
     parameters = models.JSONField(default=list, blank=True, help_text="The typed parameter schema (a JSON list).")
     courses = models.ManyToManyField("courses.Course", blank=True, related_name="templates")

@@ -5,6 +5,8 @@
 set -euo pipefail
 need=()
 command -v slurmctld >/dev/null || need+=(slurm-wlm munge)
+command -v slurmrestd >/dev/null || need+=(slurmrestd)  # the slurm-rest kind (tests, demo)
+ls /usr/lib/*/slurm-wlm/auth_jwt.so >/dev/null 2>&1 || need+=(slurm-wlm-jwt-plugin)
 command -v sshd >/dev/null || need+=(openssh-server openssh-client)
 command -v iostat >/dev/null || need+=(sysstat)  # the telemetry collector's disk and CPU samples
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)

@@ -2,8 +2,9 @@
 # A single-node SLURM cluster on this machine, reached through its own sshd on 127.0.0.1.
 # Shared by `make demo` and `make test`; run as root.
 #
-#   scripts/local_slurm.sh install   apt packages (munge, slurm-wlm, openssh-server, sysstat for iostat)
+#   scripts/local_slurm.sh install   apt packages (munge, slurm-wlm, slurmrestd + JWT, openssh-server, sysstat)
 #   scripts/local_slurm.sh start     write configs, create the lab users and keys, start munged/slurmctld/slurmd/sshd
+#                                    and slurmrestd (JWT) on 127.0.0.1:$GPULAB_SLURMREST_PORT
 #   scripts/local_slurm.sh stop      stop the daemons (configs and keys stay)
 #   scripts/local_slurm.sh status    sinfo as the lab user
 #
@@ -18,25 +19,33 @@ SSH_LISTEN=${GPULAB_SSH_LISTEN:-127.0.0.1}
 ADVERTISE_HOST=${GPULAB_ADVERTISE_HOST:-127.0.0.1}
 SLURMCTLD_PORT=${GPULAB_SLURMCTLD_PORT:-6817}
 SLURMD_PORT=${GPULAB_SLURMD_PORT:-6818}
+SLURMREST_PORT=${GPULAB_SLURMREST_PORT:-6820}
+# slurmrestd's API plugins: without slurmdbd only the openapi/v0.0.3x ones load (the dbv ones are fatal).
+SLURMREST_PLUGINS=${GPULAB_SLURMREST_PLUGINS:-openapi/v0.0.36,openapi/v0.0.37,openapi/v0.0.38}
 SERVICE_USER=${GPULAB_SERVICE_USER:-labsvc}    # the cluster's service account
 PERSONAL_USER=${GPULAB_PERSONAL_USER:-labstudent}  # a student's own cluster account
 PERSONAL_PASSWORD=${GPULAB_PERSONAL_PASSWORD:-labstudent-pass}
+REST_USER=${GPULAB_SLURMREST_USER:-labrest}  # the slurm-rest kind's service account: REST only, no SSH login
 NODE=$(hostname -s)
 SLURM_ETC=/etc/slurm
 HERE=$(cd "$(dirname "$0")" && pwd)
+JWT_KEY=$LOCAL_DIR/slurmctld/jwt_hs256.key
+SLURMREST_DIR=$LOCAL_DIR/slurmrest
 
 log() { printf '[local-slurm] %s\n' "$*"; }
 
 install_packages() {
   if command -v slurmctld >/dev/null && command -v munged >/dev/null && command -v sshd >/dev/null &&
-    command -v iostat >/dev/null; then
+    command -v iostat >/dev/null && command -v slurmrestd >/dev/null && has_jwt_plugin; then
     return
   fi
-  log "installing munge, slurm-wlm and openssh-server"
+  log "installing munge, slurm-wlm, slurmrestd (JWT) and openssh-server"
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    munge slurm-wlm openssh-server openssh-client procps sysstat
+    munge slurm-wlm slurmrestd slurm-wlm-jwt-plugin openssh-server openssh-client procps sysstat
 }
+
+has_jwt_plugin() { ls /usr/lib/*/slurm-wlm/auth_jwt.so >/dev/null 2>&1; }
 
 ensure_user() {
   local user=$1
@@ -57,6 +66,9 @@ ensure_key() {
 
 write_slurm_conf() {
   mkdir -p "$SLURM_ETC" "$LOCAL_DIR"/{slurmctld,slurmd,log,gpu}
+  # The key slurmctld signs and checks slurmrestd's tokens with (HS256); owned by SlurmUser (root), 0600.
+  [ -s "$JWT_KEY" ] || (umask 077 && head -c 32 /dev/urandom >"$JWT_KEY")
+  chmod 600 "$JWT_KEY"
   # Placeholder device files: slurmd counts GPUs from File=, not from Count= alone.
   for i in 0 1 2 3; do : >"$LOCAL_DIR/gpu/nvidia$i"; done
   cat >"$SLURM_ETC/slurm.conf" <<EOF
@@ -67,6 +79,8 @@ SlurmctldPort=$SLURMCTLD_PORT
 SlurmdPort=$SLURMD_PORT
 SlurmUser=root
 AuthType=auth/munge
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key=$JWT_KEY
 StateSaveLocation=$LOCAL_DIR/slurmctld
 SlurmdSpoolDir=$LOCAL_DIR/slurmd
 SlurmctldPidFile=$LOCAL_DIR/slurmctld.pid
@@ -143,7 +157,41 @@ GPULAB_PERSONAL_KEY=$LOCAL_DIR/keys/$PERSONAL_USER
 GPULAB_PERSONAL_PASSWORD=$PERSONAL_PASSWORD
 GPULAB_HOST_KEY="$host_key"
 GPULAB_SLURM_LOG_DIR=$LOCAL_DIR/log
+GPULAB_SLURMREST_URL=http://127.0.0.1:$SLURMREST_PORT
+GPULAB_SLURMREST_TOKEN_FILE=$SLURMREST_DIR/token
+GPULAB_SLURMREST_TOKEN_USER=root
+GPULAB_SLURMREST_USER=$REST_USER
+GPULAB_SLURMREST_JWT_KEY=$JWT_KEY
 EOF
+}
+
+# slurmctld reads AuthAltTypes only at start: a controller started before the JWT lines were written is restarted
+# once (jobs survive in StateSaveLocation; clients retry for MessageTimeout), and never again after that.
+restart_slurmctld_without_jwt() {
+  is_running "$LOCAL_DIR/slurmctld.pid" || return 0
+  local config # read whole first: grep -q closing the pipe early would fail it under pipefail
+  config=$(scontrol show config 2>/dev/null || true)
+  grep -Eq '^AuthAltTypes +=.*auth/jwt' <<<"$config" && return 0
+  log "restarting slurmctld once to load the JWT key for slurmrestd"
+  local pid
+  pid=$(cat "$LOCAL_DIR/slurmctld.pid")
+  kill "$pid"
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  slurmctld
+  scontrol reconfigure >/dev/null 2>&1 || true # slurmd rereads slurm.conf
+}
+
+# slurmrestd refuses to run as root and needs SLURM_JWT=daemon to check tokens itself; loopback only.
+start_slurmrestd() {
+  mkdir -p "$SLURMREST_DIR"
+  if ! is_running "$SLURMREST_DIR/slurmrestd.pid"; then
+    SLURM_JWT=daemon setsid slurmrestd -u nobody -g nogroup -a rest_auth/jwt -s "$SLURMREST_PLUGINS" \
+      "127.0.0.1:$SLURMREST_PORT" >>"$LOCAL_DIR/log/slurmrestd.log" 2>&1 </dev/null &
+    echo $! >"$SLURMREST_DIR/slurmrestd.pid"
+  fi
+  # A token of the SlurmUser for the demo and the tests: it may submit as any lab user (X-SLURM-USER-NAME).
+  (umask 077 && scontrol token username=root lifespan=$((30 * 86400)) | sed -n 's/^SLURM_JWT=//p' \
+    >"$SLURMREST_DIR/token.new") && mv "$SLURMREST_DIR/token.new" "$SLURMREST_DIR/token"
 }
 
 is_running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -152,6 +200,7 @@ start() {
   install_packages
   ensure_user "$SERVICE_USER"
   ensure_user "$PERSONAL_USER"
+  ensure_user "$REST_USER"
   echo "$PERSONAL_USER:$PERSONAL_PASSWORD" | chpasswd
   ensure_key "$SERVICE_USER"
   ensure_key "$PERSONAL_USER"
@@ -165,12 +214,15 @@ start() {
   chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key
   pgrep -x munged >/dev/null || runuser -u munge -- /usr/sbin/munged
 
+  restart_slurmctld_without_jwt
   is_running "$LOCAL_DIR/slurmctld.pid" || slurmctld
   is_running "$LOCAL_DIR/slurmd.pid" || slurmd
   is_running "$LOCAL_DIR/ssh/sshd.pid" || /usr/sbin/sshd -f "$LOCAL_DIR/ssh/sshd_config" -E "$LOCAL_DIR/log/sshd.log"
 
   write_env
   wait_ready
+  start_slurmrestd
+  wait_slurmrestd
   log "ready: ssh -p $SSH_PORT -i $LOCAL_DIR/keys/$SERVICE_USER $SERVICE_USER@$ADVERTISE_HOST"
 }
 
@@ -187,11 +239,22 @@ wait_ready() {
   return 1
 }
 
+wait_slurmrestd() {
+  for _ in $(seq 1 50); do
+    curl -sf -o /dev/null -H "X-SLURM-USER-NAME: root" -H "X-SLURM-USER-TOKEN: $(cat "$SLURMREST_DIR/token")" \
+      "http://127.0.0.1:$SLURMREST_PORT/slurm/v0.0.38/ping" && return 0
+    sleep 0.2
+  done
+  log "slurmrestd did not answer on 127.0.0.1:$SLURMREST_PORT; last lines of its log:"
+  tail -n 20 "$LOCAL_DIR/log/slurmrestd.log" >&2 || true
+  return 1
+}
+
 stop() {
-  for pidfile in "$LOCAL_DIR/ssh/sshd.pid" "$LOCAL_DIR/slurmd.pid" "$LOCAL_DIR/slurmctld.pid"; do
+  for pidfile in "$SLURMREST_DIR/slurmrestd.pid" "$LOCAL_DIR/ssh/sshd.pid" "$LOCAL_DIR/slurmd.pid" "$LOCAL_DIR/slurmctld.pid"; do
     if is_running "$pidfile"; then kill "$(cat "$pidfile")" || true; fi
   done
-  log "stopped sshd, slurmd and slurmctld (munged left running)"
+  log "stopped slurmrestd, sshd, slurmd and slurmctld (munged left running)"
 }
 
 case "${1:-}" in

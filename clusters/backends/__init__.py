@@ -12,8 +12,22 @@ if TYPE_CHECKING:
 
 BACKENDS: dict[str, str] = {
     "slurm": "clusters.backends.slurm.SlurmBackend",
+    "slurm-rest": "clusters.backends.slurm_rest.SlurmRestBackend",
     "kubernetes": "clusters.backends.kubernetes.KubernetesBackend",
 }
+# The JobTemplate.backend each kind runs, where it is not the kind's own name: both SLURM kinds run batch scripts.
+TEMPLATE_BACKEND = {"slurm-rest": "slurm"}
+
+
+def template_backend(kind: str) -> str:
+    """What templates a cluster of this kind runs (a JobTemplate.backend value)."""
+    return TEMPLATE_BACKEND.get(kind, kind)
+
+
+def kinds_running(template_backend_name: str) -> list[str]:
+    """The cluster kinds that run templates written for `template_backend_name`."""
+    wanted = template_backend(template_backend_name)
+    return [kind for kind in BACKENDS if template_backend(kind) == wanted]
 
 
 def backend_class(kind: str) -> type[ClusterBackend]:

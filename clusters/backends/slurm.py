@@ -16,7 +16,7 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from jobs.states import TERMINAL_STATES, JobState
+from jobs.states import JobState
 
 from . import ssh
 from .base import (
@@ -33,6 +33,7 @@ from .base import (
     SubmitRequest,
     complete_utf8,
 )
+from .slurm_states import STATE_MAP, TERMINAL_RAW, reason_text, shell_exit_code
 
 logger = logging.getLogger(__name__)
 
@@ -42,26 +43,6 @@ LOG_NAME = "output.log"
 SCHEDULER_ID = re.compile(r"^\d+$")
 SKIP_STAGING = {"__pycache__", "runs", "tests"}
 
-# squeue/sacct state → portal state. Anything unlisted counts as running (it is on a node).
-STATE_MAP = {
-    "PENDING": JobState.PENDING,
-    "REQUEUED": JobState.PENDING,
-    "REQUEUE_HOLD": JobState.PENDING,
-    "REQUEUE_FED": JobState.PENDING,
-    "RESV_DEL_HOLD": JobState.PENDING,
-    "COMPLETED": JobState.COMPLETED,
-    "CANCELLED": JobState.CANCELLED,
-    "TIMEOUT": JobState.TIMED_OUT,
-    "DEADLINE": JobState.TIMED_OUT,
-    "FAILED": JobState.FAILED,
-    "NODE_FAIL": JobState.FAILED,
-    "BOOT_FAIL": JobState.FAILED,
-    "OUT_OF_MEMORY": JobState.FAILED,
-    "PREEMPTED": JobState.FAILED,
-    "SPECIAL_EXIT": JobState.FAILED,
-    "REVOKED": JobState.FAILED,
-}
-TERMINAL_RAW = {raw for raw, state in STATE_MAP.items() if state in TERMINAL_STATES}
 
 # What slurm clients print when slurmctld does not answer: the job is fine, the controller is away.
 CONTROLLER_DOWN = re.compile(
@@ -232,7 +213,7 @@ def _parse_exit_code(value: str) -> int | None:
         code_num, signal_num = int(code), int(signal or 0)
     except ValueError:
         return None
-    return 128 + signal_num if code_num == 0 and signal_num else code_num
+    return shell_exit_code(code_num, signal_num)
 
 
 class SlurmBackend(ClusterBackend):
@@ -354,7 +335,7 @@ class SlurmBackend(ClusterBackend):
             if len(fields) != 5 or fields[0] not in ids:
                 continue
             raw = fields[1].strip()
-            reason = "" if fields[2] in {"None", "(null)"} else fields[2]
+            reason = reason_text(fields[2])
             statuses[fields[0]] = SchedulerStatus(
                 scheduler_id=fields[0],
                 state=STATE_MAP.get(raw, JobState.RUNNING),
@@ -389,7 +370,7 @@ class SlurmBackend(ClusterBackend):
             if len(fields) != 6 or fields[0] not in ids:
                 continue
             raw = fields[1].split()[0] if fields[1].strip() else "UNKNOWN"  # "CANCELLED by 1001"
-            reason = "" if fields[5] in {"None", ""} else fields[5]
+            reason = reason_text(fields[5])
             statuses[fields[0]] = SchedulerStatus(
                 scheduler_id=fields[0],
                 state=STATE_MAP.get(raw, JobState.RUNNING),

@@ -2,6 +2,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Prefetch
 from django.shortcuts import render
 
+from clusters.backends import template_backend
 from clusters.models import Cluster
 from courses import access
 from jobs.models import JobTemplate
@@ -19,7 +20,7 @@ def catalog(request):
         Prefetch("clusters", queryset=Cluster.objects.filter(enabled=True), to_attr="enabled_clusters"),
     )
     for course in courses:
-        kinds = {cluster.kind for cluster in course.enabled_clusters}
+        kinds = {template_backend(cluster.kind) for cluster in course.enabled_clusters}
         mpi = any(cluster.has_mpi_operator for cluster in course.enabled_clusters)
         course.launchable = [
             t for t in course.published_templates if t.backend in kinds and (mpi or not t.needs_mpi_operator)

@@ -397,7 +397,13 @@ class LiveLog {
     this.fetching = (async () => {
       for (let i = 0; i < 50; i++) {
         const response = await fetch(`${this.url}?offset=${this.offset}`, { credentials: "same-origin" });
-        if (!response.ok) break;
+        if (!response.ok) {
+          // The API says why there is no log (the cluster unreachable, no SSH login for logs): show its words.
+          const answer = await response.json().catch(() => ({}));
+          const status = document.getElementById("log-status");
+          if (status && answer.detail) status.textContent = answer.detail;
+          break;
+        }
         const chunk = await response.json();
         this.pre.append(chunk.data);
         const moved = chunk.offset !== this.offset;

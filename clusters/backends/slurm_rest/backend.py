@@ -1,0 +1,305 @@
+"""SLURM through slurmrestd: submit with the script inline, one GET …/jobs per poll cycle, DELETE to cancel.
+
+Identity: the token is stored on a ClusterAccount like any credential. Requests that act for a job (submit, cancel)
+name the job's account in X-SLURM-USER-NAME: the student's own cluster user when they registered one (a token of
+the SlurmUser may act as anyone), else the service account. Reads (poll, the search for an earlier submission) go as
+the token's own user, who sees every job. A student's own account is used only after its SSH login succeeded, so
+nobody can claim a cluster user they cannot log in as.
+
+Files: the job directory and its output live where the SSH kind keeps them, and are read over SSH where the job's
+account has an SSH login; without one the job runs in the account's home and the job page says logs are unavailable.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import stat
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from .. import ssh
+from ..base import (
+    BackendError,
+    ClusterBackend,
+    ConnectionReport,
+    LogChunk,
+    NodeInfo,
+    SchedulerStatus,
+    SubmitRequest,
+    complete_utf8,
+)
+from . import directives, parsing, tokens, versions
+from .client import IMPERSONATION_REFUSED, INVALID_JOB_ID, RestClient, error_messages
+from .errors import ImpersonationRefused, LogsUnavailable, RestRejected, TokenRejected, UnsupportedApi
+
+logger = logging.getLogger(__name__)
+
+LOG_NAME = "output.log"
+VERSION_TTL = 600.0  # seconds a discovered API version is trusted before the OpenAPI document is read again
+UPDATE_MARGIN = 5  # seconds subtracted from update_time: a controller clock slightly behind ours misses nothing
+SKIP_STAGING = {"__pycache__", "runs", "tests"}
+
+_lock = threading.Lock()
+_versions: dict[str, tuple[float, versions.ApiVersion]] = {}  # base URL → (when read, version)
+# (cluster, base URL, reader) → (epoch of the last full answer, its statuses): a 304 reuses them.
+_job_lists: dict[tuple, tuple[int, dict[str, SchedulerStatus]]] = {}
+
+
+class SlurmRestBackend(ClusterBackend):
+    kind = "slurm-rest"
+    admin_fieldsets = (
+        ("SLURM REST: slurmrestd", {"fields": ["api_url", "server_version"]}),
+        (
+            "SLURM: login node",
+            {
+                "fields": ["host", "port", "host_key", "host_key_pinned_at"],
+                "description": "Optional: where job output is read over SSH. Without it, job pages say logs are "
+                "unavailable and students cannot run jobs as their own cluster user.",
+            },
+        ),
+        ("SLURM: scheduler", {"fields": ["partitions", "gpu_types"]}),
+        ("SLURM: job environment", {"fields": ["lab_dir", "preamble"]}),
+    )
+
+    # -- identity -------------------------------------------------------------------------------------------------
+    def _token(self) -> str:
+        holder = self.account if self.account.has_api_token else self.cluster.service_account()
+        token = holder.api_token() if holder is not None else ""
+        if not token:
+            raise TokenRejected(
+                f"The cluster “{self.cluster.display_name}” has no slurmrestd token. An admin must store one on its "
+                "service account."
+            )
+        return token
+
+    def _client(self, user: str) -> RestClient:
+        return RestClient(self.cluster.api_url, self._token(), user, cluster_name=self.cluster.display_name)
+
+    def _reader(self) -> RestClient:
+        token = self._token()
+        user = tokens.user_of(token) or self.account.username
+        return RestClient(self.cluster.api_url, token, user, cluster_name=self.cluster.display_name)
+
+    def _actor(self) -> RestClient:
+        return self._client(self.account.username)
+
+    @property
+    def has_ssh(self) -> bool:
+        return bool(self.cluster.host and self.cluster.host_key and self.account.has_secret)
+
+    def _prove_own_account(self) -> None:
+        """A student's own cluster user is named only after their SSH login as that user worked."""
+        if self.account.user_id is None:
+            return
+        if self.account.has_api_token and tokens.user_of(self.account.api_token()) == self.account.username:
+            return  # their own token: slurmctld checks it
+        if not self.has_ssh:
+            raise ImpersonationRefused(
+                f"Jobs on “{self.cluster.display_name}” run as your own cluster user {self.account.username} only "
+                "when the portal can log in as it over SSH; this cluster has no SSH login. Remove your account on "
+                "your profile page to run as the course's account."
+            )
+        ssh.pool.client(self.cluster, self.account)  # raises AuthenticationFailed with words for the student
+
+    # -- the API version --------------------------------------------------------------------------------------------
+    def version(self) -> versions.ApiVersion:
+        base = self.cluster.api_url.rstrip("/")
+        with _lock:
+            known = _versions.get(base)
+        if known and time.monotonic() - known[0] < VERSION_TTL:
+            return known[1]
+        status, document = self._reader().request("GET", "/openapi/v3")
+        chosen = versions.choose(document) if status == 200 else None
+        if chosen is None:
+            offered = ", ".join(versions.offered(document)) or f"no API document (HTTP {status})"
+            speaks = ", ".join(v.name for v in versions.VERSIONS)
+            raise UnsupportedApi(
+                f"slurmrestd of “{self.cluster.display_name}” offers {offered}; the portal speaks {speaks}. Load one "
+                "of those with slurmrestd -s openapi/<version>."
+            )
+        with _lock:
+            _versions[base] = (time.monotonic(), chosen)
+        return chosen
+
+    # -- submit -----------------------------------------------------------------------------------------------------
+    def submit(self, request: SubmitRequest) -> str:
+        self._prove_own_account()
+        version = self.version()
+        work_dir, output, home = self._job_files(request.job_id)
+        job = {
+            **directives.job_properties(request.script),
+            "comment": f"{parsing.COMMENT_PREFIX}{request.job_id}",
+            "current_working_directory": work_dir,
+            version.stdout_property: output,
+            # sbatch would pass the login environment; slurmrestd passes only what it is given.
+            "environment": {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "USER": self.account.username},
+        }
+        try:
+            answer = self._actor().call("POST", version.path("job/submit"), body={"script": request.script, "job": job})
+        except RestRejected as exc:
+            if IMPERSONATION_REFUSED in getattr(exc, "numbers", []):
+                raise ImpersonationRefused(
+                    f"SLURM on “{self.cluster.display_name}” would not take a job for {self.account.username} from the "
+                    "portal's token (error 5005: only a token of the SlurmUser may act for other users). An admin must "
+                    "store a token of the SlurmUser on the cluster's service account."
+                ) from None
+            raise RestRejected(f"slurmrestd refused the job: {exc}") from None
+        scheduler_id = answer.get("job_id")
+        if not isinstance(scheduler_id, int):
+            raise RestRejected("slurmrestd accepted the request but named no job id.")
+        return str(scheduler_id)
+
+    def _job_files(self, job_id: uuid.UUID) -> tuple[str, str, str]:
+        """(working directory, output file, home): the job directory made over SSH, else the account's home."""
+        if not self.has_ssh:
+            home = f"/home/{self.account.username}"
+            return home, posixpath.join(home, f"gpulab-{job_id}.log"), home
+        with ssh.sftp(self.cluster, self.account) as sftp:
+            home = sftp.normalize(".")
+            job_dir = self._lab_path(home, "jobs", str(job_id))
+            _makedirs(sftp, job_dir)
+        return job_dir, posixpath.join(job_dir, LOG_NAME), home
+
+    def _lab_path(self, home: str, *parts: str) -> str:
+        base = self.cluster.lab_dir.strip() or "~/gpulab"
+        if base == "~" or base.startswith("~/"):
+            base = posixpath.join(home, base[2:])
+        return posixpath.join(base, *parts)
+
+    def find_submitted(self, request: SubmitRequest) -> str | None:
+        answer = self._reader().call("GET", self.version().path("jobs"))
+        return parsing.find_by_comment(answer, request.job_id, self.account.username)
+
+    # -- poll: one GET …/jobs for every active job ----------------------------------------------------------------
+    def poll(self, scheduler_ids: list[str]) -> dict[str, SchedulerStatus]:
+        wanted = {i for i in scheduler_ids if i.isdigit()}
+        if not wanted:
+            return {}
+        version, reader = self.version(), self._reader()
+        key = (self.cluster.pk, self.cluster.api_url, reader.user)
+        with _lock:
+            cached = _job_lists.get(key)
+        params = {"update_time": cached[0] - UPDATE_MARGIN} if cached and version.update_time else None
+        asked_at = int(time.time())
+        status, answer = reader.request("GET", version.path("jobs"), params=params)
+        if status == 304 and cached:  # no job changed since the last full answer
+            found = cached[1]
+        else:
+            errors = [text for _, text in error_messages(answer)]
+            if errors or status >= 400:
+                raise BackendError(f"slurmrestd could not list jobs: {'; '.join(errors) or f'HTTP {status}'}")
+            found = parsing.statuses(answer)
+            with _lock:
+                _job_lists[key] = (asked_at, found)
+        return {sid: found[sid] for sid in wanted if sid in found}
+
+    # -- cancel and logs --------------------------------------------------------------------------------------------
+    def cancel(self, scheduler_id: str) -> None:  # the next poll reports how it ended
+        if not scheduler_id.isdigit():
+            raise BackendError(f"{scheduler_id!r} is not a SLURM job id.")
+        try:
+            self._actor().call("DELETE", self.version().path(f"job/{scheduler_id}"))
+        except RestRejected as exc:
+            if INVALID_JOB_ID in getattr(exc, "numbers", []) or "already completed" in str(exc).lower():
+                return
+            raise RestRejected(f"slurmrestd could not cancel job {scheduler_id}: {exc}") from None
+
+    def read_log(
+        self, job_id: uuid.UUID, offset: int, limit: int, *, scheduler_id: str = "", stream: str = ""
+    ) -> LogChunk:
+        if not self.has_ssh:
+            raise LogsUnavailable(
+                f"The output of jobs on “{self.cluster.display_name}” is read over SSH, and the account this job ran "
+                f"as ({self.account.username}) has no SSH login in the portal. The output is in "
+                f"gpulab-{job_id}.log in that account's home directory on the cluster."
+            )
+        with ssh.sftp(self.cluster, self.account) as sftp:
+            path = self._lab_path(sftp.normalize("."), "jobs", str(job_id), LOG_NAME)
+            try:
+                size = sftp.stat(path).st_size or 0
+            except FileNotFoundError:
+                return LogChunk(offset=0, data="", eof=True, exists=False)
+            if offset >= size:
+                return LogChunk(offset=size, data="", eof=True)
+            with sftp.open(path, "rb") as fh:
+                fh.seek(offset)
+                raw = fh.read(min(limit, size - offset))
+        raw = complete_utf8(raw)
+        next_offset = offset + len(raw)
+        return LogChunk(offset=next_offset, data=raw.decode("utf-8", errors="replace"), eof=next_offset >= size)
+
+    # -- admin actions ----------------------------------------------------------------------------------------------
+    def test_connection(self) -> ConnectionReport:
+        version = self.version()
+        reader = self._reader()
+        ping = reader.call("GET", version.path("ping"))
+        release = ((ping.get("meta") or {}).get("Slurm") or {}).get("release", "")
+        partitions = reader.call("GET", version.path("partitions")).get("partitions") or []
+        lines = [f"slurmrestd answers as {reader.user}: SLURM {release or '(version not given)'}, API {version.name}."]
+        lines += [f"partition {p.get('name')} {p.get('state', '')}".strip() for p in partitions if isinstance(p, dict)]
+        lapses = tokens.expires_at(self._token())
+        lines.append(f"Token valid until {lapses:%Y-%m-%d %H:%M} UTC." if lapses else "The token never expires.")
+        if self.has_ssh:
+            ssh.run(self.cluster, self.account, ["true"])
+            lines.append(f"SSH login as {self.account.username} works: logs are shown.")
+        else:
+            lines.append("No SSH login for the service account: job pages will say logs are unavailable.")
+        facts = {"server_version": f"{release} ({version.name})"[:64]}
+        return ConnectionReport(ok=True, lines=lines, facts=facts)
+
+    def stage_lab_files(self, source: Path) -> int:
+        if not self.has_ssh:
+            raise LogsUnavailable(f"Staging copies files over SSH, and “{self.cluster.display_name}” has no SSH login.")
+        copied = 0
+        with ssh.sftp(self.cluster, self.account) as sftp:
+            home = sftp.normalize(".")
+            _makedirs(sftp, self._lab_path(home))
+            for local in sorted(source.rglob("*")):
+                relative = local.relative_to(source)
+                if any(part.startswith(".") or part in SKIP_STAGING for part in relative.parts):
+                    continue
+                remote = self._lab_path(home, *relative.parts)
+                if local.is_dir():
+                    _makedirs(sftp, remote)
+                elif local.is_file() and local.suffix != ".pyc":
+                    sftp.put(str(local), remote)
+                    sftp.chmod(remote, 0o755 if local.stat().st_mode & stat.S_IXUSR else 0o644)
+                    copied += 1
+        return copied
+
+    # -- telemetry --------------------------------------------------------------------------------------------------
+    def nodes(self) -> list[NodeInfo]:
+        answer = self._reader().call("GET", self.version().path("nodes"))
+        return [
+            NodeInfo(
+                name=node["name"],
+                address=node.get("address") or node["name"],
+                gpus=_gpu_count(node.get("gres", "")),
+                state=str(node.get("state", "")).upper(),
+            )
+            for node in answer.get("nodes") or []
+            if isinstance(node, dict) and node.get("name")
+        ]
+
+
+def _gpu_count(gres: str) -> int:
+    total = 0
+    for item in str(gres).split(","):
+        name, _, rest = item.partition(":")
+        count = rest.rpartition(":")[2].split("(")[0]
+        if name == "gpu" and count.isdigit():
+            total += int(count)
+    return total
+
+
+def _makedirs(sftp, path: str) -> None:
+    current = "/" if path.startswith("/") else ""
+    for part in [p for p in path.split("/") if p]:
+        current = posixpath.join(current, part) if current else part
+        try:
+            sftp.stat(current)
+        except FileNotFoundError:
+            sftp.mkdir(current, mode=0o750)
