@@ -50,6 +50,15 @@ def test_job_states_reasons_and_exit_codes_read_like_the_ssh_kind():
     assert completed.finished_at >= completed.started_at
 
 
+def test_a_job_pending_for_a_reason_that_never_clears_is_flagged_as_the_ssh_kind_does():
+    found = parsing.statuses(recorded("jobs_v0.0.38.json"))
+    by_comment = {job["comment"]: str(job["job_id"]) for job in recorded("jobs_v0.0.38.json")["jobs"]}
+    stuck = found[by_comment["gpulab:rec-never"]]  # 500 minutes asked of a 60-minute partition
+    assert (stuck.state, stuck.reason) == ("pending", "PartitionTimeLimit")
+    assert stuck.never_starts.startswith("SLURM will never start this job: its time limit is longer")
+    assert found[by_comment["gpulab:rec-pending"]].never_starts == ""  # a hold may be released
+
+
 def test_a_job_killed_by_a_signal_reads_as_the_shell_would_say():
     assert parsing.exit_code(15) == 143  # SIGTERM, as scancel sends it
     assert parsing.exit_code(768) == 3

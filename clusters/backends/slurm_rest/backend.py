@@ -137,20 +137,22 @@ class SlurmRestBackend(ClusterBackend):
             # sbatch would pass the login environment; slurmrestd passes only what it is given.
             "environment": {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "USER": self.account.username},
         }
-        try:
-            answer = self._actor().call("POST", version.path("job/submit"), body={"script": request.script, "job": job})
-        except RestRejected as exc:
-            if IMPERSONATION_REFUSED in getattr(exc, "numbers", []):
-                raise ImpersonationRefused(
-                    f"SLURM on “{self.cluster.display_name}” would not take a job for {self.account.username} from the "
-                    "portal's token (error 5005: only a token of the SlurmUser may act for other users). An admin must "
-                    "store a token of the SlurmUser on the cluster's service account."
-                ) from None
-            raise RestRejected(f"slurmrestd refused the job: {exc}") from None
+        body = {"script": request.script, "job": job}
+        status, answer = self._actor().request("POST", version.path("job/submit"), body=body)
+        errors = error_messages(answer)
         scheduler_id = answer.get("job_id")
-        if not isinstance(scheduler_id, int):
-            raise RestRejected("slurmrestd accepted the request but named no job id.")
-        return str(scheduler_id)
+        if isinstance(scheduler_id, int):  # accepted, perhaps with a warning (2015: it may never start)
+            for number, words in errors:
+                logger.info("slurmrestd accepted job %s with a warning: %s (%s)", scheduler_id, words, number)
+            return str(scheduler_id)
+        if any(number == IMPERSONATION_REFUSED for number, _ in errors):
+            raise ImpersonationRefused(
+                f"SLURM on “{self.cluster.display_name}” would not take a job for {self.account.username} from the "
+                "portal's token (error 5005: only a token of the SlurmUser may act for other users). An admin must "
+                "store a token of the SlurmUser on the cluster's service account."
+            )
+        words = "; ".join(text for _, text in errors) or f"HTTP {status} without a job id"
+        raise RestRejected(f"slurmrestd refused the job: {words}")
 
     def _job_files(self, job_id: uuid.UUID) -> tuple[str, str, str]:
         """(working directory, output file, home): the job directory made over SSH, else the account's home."""
