@@ -40,7 +40,7 @@ class ClusterAccountInline(admin.TabularInline):
     def has_add_permission(self, request, obj=None):
         return False  # added on the account page, where the credential field lives
 
-    @admin.display(description="slurmrestd token")
+    @admin.display(description="token expiry")
     def api_token_expiry(self, obj):
         return token_expiry_text(obj)
 
@@ -233,7 +233,7 @@ class ClusterAccountAdmin(admin.ModelAdmin):
     fields = ["cluster", "user", "username", "auth_method", "secret", "api_token", "api_token_expiry"]
     readonly_fields = ["api_token_expiry"]
 
-    @admin.display(description="slurmrestd token")
+    @admin.display(description="token expiry")
     def api_token_expiry(self, obj):
         return token_expiry_text(obj)
 

@@ -32,7 +32,7 @@ class ApiTokenField(SecretField):
         kwargs.setdefault("label", "slurmrestd token")
         kwargs.setdefault(
             "help_text",
-            "SLURM REST clusters: a JWT from `scontrol token username=<user> lifespan=<seconds>`. A token of the "
+            "SLURM REST clusters: a JWT, e.g. from “scontrol token username=slurm lifespan=2592000”. A token of the "
             "SlurmUser lets jobs run as each student's own cluster user. Stored encrypted, never shown again; leave "
             "empty to keep the current one.",
         )
