@@ -10,6 +10,13 @@ const LIVE_MS = 15000; // a GPU absent from frames this long is no longer in use
 const ROW_PX = 22;
 
 // Plotly reads a few HTML tags in its texts: names and labels from the roster are shown as written, never as markup.
+// The width of the longest row label in Plotly's 12 px font.
+const labelWidth = (labels) => {
+  const context = (labelWidth.canvas ||= document.createElement("canvas")).getContext("2d");
+  context.font = '12px "Open Sans", verdana, arial, sans-serif';
+  return Math.ceil(Math.max(0, ...labels.map((label) => context.measureText(label).width)));
+};
+
 const plain = (text) => String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 class ClassHeatmap {
@@ -36,11 +43,11 @@ class ClassHeatmap {
   bindControls() {
     this.root.querySelector("[data-expand-all]").addEventListener("click", () => {
       for (const gpu of this.gpus.values()) this.expanded.add(gpu.student);
-      this.draw();
+      this.draw(true);
     });
     this.root.querySelector("[data-collapse-all]").addEventListener("click", () => {
       this.expanded.clear();
-      this.draw();
+      this.draw(true);
     });
   }
 
@@ -76,7 +83,9 @@ class ClassHeatmap {
   }
 
   // The GPUs in use now, by student; the idlest student first, then the least busy over the last minute.
+  // Ordered on whole buckets and whole idle minutes, so rows move when a column completes, not with every sample.
   students(now) {
+    const bucket = Math.floor(now / BUCKET_MS) * BUCKET_MS;
     const live = new Map();
     for (const gpu of this.gpus.values()) {
       if (now - gpu.seen > LIVE_MS) continue;
@@ -86,7 +95,7 @@ class ClassHeatmap {
     const recent = (gpus) => {
       const values = [];
       for (const gpu of gpus) {
-        for (const [t, v] of gpu.values) if (v !== null && t > now - 60000) values.push(v);
+        for (const [t, v] of gpu.values) if (v !== null && t >= bucket - 60000 && t < bucket) values.push(v);
       }
       return values.length ? values.reduce((a, b) => a + b, 0) / values.length : -1; // no numbers: first
     };
@@ -97,10 +106,13 @@ class ClassHeatmap {
         idle: Math.max(...gpus.map((g) => g.idle)),
         recent: recent(gpus),
       }))
-      .sort((a, b) => b.idle - a.idle || a.recent - b.recent || this.name(a.student).localeCompare(this.name(b.student)));
+      .sort((a, b) => Math.floor(b.idle / 60) - Math.floor(a.idle / 60) || Math.sign(b.idle) - Math.sign(a.idle) ||
+        a.recent - b.recent || this.name(a.student).localeCompare(this.name(b.student)));
   }
 
-  draw() {
+  // Frames only update numbers; the figure is drawn again when a column completes, a row comes, goes or moves,
+  // or a row opens (force): a full redraw of 60 rows costs tens of milliseconds, too much for every second.
+  draw(force = false) {
     this.dirty = false;
     const wall = this.serverNow();
     const now = Math.floor(wall / BUCKET_MS) * BUCKET_MS;
@@ -114,10 +126,13 @@ class ClassHeatmap {
       this.showEmpty();
       return;
     }
+    const narrow = this.el.parentElement.clientWidth < 600; // a phone: shorter labels, the colour scale below
+    const shape = [now, narrow, ...students.map((s) => `${s.student}:${this.expanded.has(s.student)}:${s.gpus.length}`)];
+    if (!force && shape.join("|") === this.drawnShape) return;
+    this.drawnShape = shape.join("|");
     const times = Array.from({ length: COLUMNS }, (_, i) => now - (COLUMNS - 1 - i) * BUCKET_MS);
     const clock = times.map((t) => new Date(t).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" }));
     const z = [], text = [], ticks = [];
-    const narrow = this.el.parentElement.clientWidth < 600; // a phone: shorter labels, the colour scale below
     this.rows = [];
     for (const s of students) {
       const name = plain(this.name(s.student));
@@ -152,12 +167,12 @@ class ClassHeatmap {
     };
     const layout = {
       height: Math.max(160, this.rows.length * ROW_PX + 70),
-      margin: { l: 10, r: 10, t: 10, b: 40 },
+      margin: { l: labelWidth(ticks) + 14, r: 10, t: 10, b: 40 },
       xaxis: narrow
         ? { type: "date", fixedrange: true, nticks: 3, tickformat: "%H:%M", tickangle: 0 }
         : { type: "date", fixedrange: true },
-      yaxis: { tickmode: "array", tickvals: y, ticktext: ticks, autorange: "reversed", automargin: true,
-        fixedrange: true, tickfont: { size: 12 } },
+      yaxis: { tickmode: "array", tickvals: y, ticktext: ticks, autorange: "reversed", fixedrange: true,
+        tickfont: { size: 12 } }, // a margin measured here, not automargin: that measures every label on each draw
     };
     this.empty.hidden = true;
     this.el.hidden = false;
@@ -182,7 +197,7 @@ class ClassHeatmap {
     }
     if (this.expanded.has(row.student)) this.expanded.delete(row.student);
     else this.expanded.add(row.student);
-    this.draw();
+    this.draw(true);
   }
 
   showEmpty() {
@@ -195,6 +210,7 @@ class ClassHeatmap {
     this.el.hidden = true;
     this.tools.hidden = true;
     this.el.dataset.rows = "0";
+    this.drawnShape = "";
   }
 
   showIdle(students) {
