@@ -127,11 +127,14 @@ def measure_rest(cluster, jobs: int, cycles: int) -> dict:
 
     get_backend(cluster).version()  # the OpenAPI document is read once per process (then every 10 min)
     statuses: list[int] = []
+    listed: list[int] = []  # jobs in each full answer: slurmrestd lists every job the cluster still knows
     real_request = rest_backend.RestClient.request
 
     def noting_request(self, method, path, **kwargs):
         status, data = real_request(self, method, path, **kwargs)
         statuses.append(status)
+        if status == 200:
+            listed.append(len(data.get("jobs") or []))
         return status, data
 
     rest_backend.RestClient.request = noting_request
@@ -144,6 +147,7 @@ def measure_rest(cluster, jobs: int, cycles: int) -> dict:
     return {
         **full,
         "call": f"GET {get_backend(cluster).version().path('jobs')}",
+        "jobs_in_answer": max(listed),
         "with_update_time": {**incremental, "answers_304": statuses.count(304), "answers_200": statuses.count(200)},
     }
 
@@ -182,6 +186,7 @@ def print_side_by_side(figures: dict) -> None:
     rows.append(("calls per cycle", {k: v["scheduler_calls_per_cycle"] for k, v in kinds.items()}))
     rows.append(("cycle p50 (s)", {k: v["cycle_p50_s"] for k, v in kinds.items()}))
     rows.append(("cycle max (s)", {k: v["cycle_max_s"] for k, v in kinds.items()}))
+    rows.append(("jobs in the answer", {k: v.get("jobs_in_answer", figures["active_jobs"]) for k, v in kinds.items()}))
     incremental = {k: v.get("with_update_time") for k, v in kinds.items()}
     if any(incremental.values()):
         rows.append(("update_time: calls", {k: v and v["scheduler_calls_per_cycle"] for k, v in incremental.items()}))

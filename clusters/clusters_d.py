@@ -13,6 +13,15 @@
 
 Secrets are referenced, never inline: private_key_file / private_key_env / password_file / password_env.
 The host key may be given inline (it is public) or as host_key_file.
+
+A cluster reached through slurmrestd names its URL and the account's token (a JWT, by reference too); its login
+node is optional (logs and students' own cluster users need it):
+
+    v2:
+      login: {host: login.example.edu, host_key_file: /etc/gpulab/campus.pub}
+      job: {adapter: slurm-rest, rest_url: https://slurm.example.edu:6820, partitions: [gpu]}
+      gpulab:
+        service_account: {username: gpulab, token_file: /run/secrets/campus_jwt}
 """
 
 from __future__ import annotations
@@ -31,7 +40,8 @@ from . import services
 from .models import AuthMethod, Cluster, ClusterAccount, ClusterKind
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")
-INLINE_SECRETS = {"private_key", "password", "secret", "token", "kubeconfig"}
+INLINE_SECRETS = {"private_key", "password", "secret", "token", "kubeconfig", "api_token"}
+TOKEN_REFS = ("token_file", "token_env")  # a slurmrestd token, beside (or instead of) the SSH credential
 SECRET_REFS = {
     "private_key_file": AuthMethod.KEY,
     "private_key_env": AuthMethod.KEY,
@@ -63,7 +73,7 @@ def _read_secret(ref: dict, where: str) -> tuple[str, str] | None:
     if inline:
         raise ClusterFileError(
             f"{where}: `{sorted(inline)[0]}` is inline. Reference secrets with private_key_file, private_key_env, "
-            "password_file or password_env instead."
+            "password_file, password_env, token_file or token_env instead."
         )
     given = [key for key in SECRET_REFS if key in ref]
     if not given:
@@ -81,6 +91,24 @@ def _read_secret(ref: dict, where: str) -> tuple[str, str] | None:
         if not value:
             raise ClusterFileError(f"{where}: the environment variable {ref[key]} named by {key} is not set.")
     return SECRET_REFS[key], value
+
+
+def _read_token(ref: dict, where: str) -> str | None:
+    given = [key for key in TOKEN_REFS if key in ref]
+    if not given:
+        return None
+    if len(given) > 1:
+        raise ClusterFileError(f"{where}: give token_file or token_env, not both.")
+    key = given[0]
+    if key == "token_file":
+        try:
+            return Path(ref[key]).read_text().strip()
+        except OSError as exc:
+            raise ClusterFileError(f"{where}: cannot read token_file {ref[key]}: {exc.strerror}.") from None
+    value = os.environ.get(str(ref[key]), "").strip()
+    if not value:
+        raise ClusterFileError(f"{where}: the environment variable {ref[key]} named by token_env is not set.")
+    return value
 
 
 def _host_key(login: dict, where: str) -> str:
@@ -117,7 +145,10 @@ def parse_file(path: Path) -> dict:
     kind = job.get("adapter", "slurm")
     if kind not in ClusterKind.values:
         raise ClusterFileError(f"{where}: job.adapter must be one of {', '.join(ClusterKind.values)}.")
-    if not login.get("host"):
+    rest_url = str(job.get("rest_url", ""))
+    if kind == ClusterKind.SLURM_REST and not rest_url.startswith(("http://", "https://")):
+        raise ClusterFileError(f"{where}: job.rest_url (slurmrestd's http:// or https:// address) is required.")
+    if not login.get("host") and kind != ClusterKind.SLURM_REST:
         raise ClusterFileError(f"{where}: login.host is required.")
     port = login.get("port", 22)
     if not isinstance(port, int) or not 0 < port < 65536:
@@ -130,6 +161,7 @@ def parse_file(path: Path) -> dict:
         lists[key] = value
     account = _section(extra, "service_account", where)
     secret = _read_secret(account, f"{where} service_account")
+    token = _read_token(account, f"{where} service_account")
     if account and not account.get("username"):
         raise ClusterFileError(f"{where}: service_account.username is required.")
     courses = extra.get("courses", [])
@@ -140,16 +172,17 @@ def parse_file(path: Path) -> dict:
         "fields": {
             "title": str(_section(v2, "metadata", where).get("title", "")),
             "kind": kind,
-            "host": str(login["host"]),
+            "host": str(login.get("host", "")),
             "port": port,
             "partitions": lists["partitions"],
             "gpu_types": lists["gpu_types"],
             "has_accounting": bool(job.get("has_accounting", False)),
             "lab_dir": str(extra.get("lab_dir", "~/gpulab")),
             "preamble": str(extra.get("preamble", "")),
+            **({"api_url": rest_url} if kind == ClusterKind.SLURM_REST else {}),
         },
         "host_key": _host_key(login, where),
-        "account": {"username": account.get("username"), "secret": secret} if account else None,
+        "account": {"username": account.get("username"), "secret": secret, "token": token} if account else None,
         "courses": courses,
     }
 
@@ -183,7 +216,10 @@ def _apply(spec: dict, actor) -> bool:
             method, value = spec["account"]["secret"]
             account.auth_method = method
             secret = None if account.pk and account.secret() == value else value
-        services.save_account(account, secret=secret, actor=actor)
+        token = spec["account"]["token"]
+        if token and account.pk and account.api_token() == token:
+            token = None  # unchanged: no new audit event
+        services.save_account(account, secret=secret, api_token=token, actor=actor)
     slugs = spec["courses"]
     courses = list(Course.objects.filter(slug__in=slugs))
     unknown = set(slugs) - {c.slug for c in courses}

@@ -20,3 +20,23 @@ v2:
     courses: [demo]
     service_account: {username: $GPULAB_SERVICE_USER, private_key_file: $GPULAB_SERVICE_KEY}
 EOF
+# The same cluster through slurmrestd (the slurm-rest kind), where scripts/local_slurm.sh started it: its service
+# account logs in over SSH too, so job pages show logs and the staged lab files are there.
+if [ -n "${GPULAB_SLURMREST_URL:-}" ] && [ -r "${GPULAB_SLURMREST_TOKEN_FILE:-}" ]; then
+  cat >"$out/local-rest.yml" <<EOF2
+# The demo's SLURM cluster again, reached through slurmrestd with the SlurmUser's token (scripts/demo_cluster.sh).
+v2:
+  metadata: {title: "Local SLURM via slurmrestd (demo)"}
+  login: {host: $GPULAB_SSH_HOST, port: $GPULAB_SSH_PORT, host_key: "$GPULAB_HOST_KEY"}
+  job: {adapter: slurm-rest, rest_url: "$GPULAB_SLURMREST_URL", partitions: [debug, gpu], gpu_types: [demo]}
+  gpulab:
+    lab_dir: ~/gpulab
+    preamble: |
+      if [ -x $lab_venv/bin/python ]; then export PYTHON=$lab_venv/bin/python; fi
+    courses: [demo]
+    service_account:
+      username: $GPULAB_SERVICE_USER
+      private_key_file: $GPULAB_SERVICE_KEY
+      token_file: $GPULAB_SLURMREST_TOKEN_FILE
+EOF2
+fi

@@ -56,3 +56,38 @@ def test_errors_name_the_file(tmp_path, capsys):
     with pytest.raises(CommandError):
         call_command("sync_clusters", str(tmp_path))
     assert "bad.yml: login.host is required" in capsys.readouterr().err
+
+
+REST = """
+v2:
+  metadata: {title: Campus GPU (REST)}
+  job: {adapter: slurm-rest, rest_url: "http://127.0.0.1:6820", partitions: [debug]}
+  gpulab:
+    courses: [hpc]
+    service_account: {username: labrest, token_env: CAMPUS_JWT}
+"""
+
+
+def test_a_rest_cluster_needs_no_login_node_and_takes_its_token_by_reference(tmp_path, course, monkeypatch):
+    import base64
+
+    claims = base64.urlsafe_b64encode(b'{"exp": 4102444800, "sun": "root"}').rstrip(b"=").decode()
+    monkeypatch.setenv("CAMPUS_JWT", f"eyJhbGciOiJIUzI1NiJ9.{claims}.c2ln")
+    (tmp_path / "campus-rest.yml").write_text(REST)
+    call_command("sync_clusters", str(tmp_path))
+    cluster = Cluster.objects.get(name="campus-rest")
+    assert cluster.kind == "slurm-rest" and cluster.api_url == "http://127.0.0.1:6820" and cluster.host == ""
+    account = cluster.service_account()
+    assert account.api_token().endswith(".c2ln") and account.api_token_expires_at.year == 2100
+    call_command("sync_clusters", str(tmp_path))  # idempotent: the same token is no new credential event
+    assert cluster.credential_events.count() == 1
+
+
+def test_a_rest_cluster_without_its_url_or_with_an_inline_token_is_refused(tmp_path, course, capsys):
+    (tmp_path / "a.yml").write_text(REST.replace('rest_url: "http://127.0.0.1:6820", ', ""))
+    (tmp_path / "b.yml").write_text(REST.replace("token_env: CAMPUS_JWT", "api_token: eyJ.x.y"))
+    with pytest.raises(CommandError):
+        call_command("sync_clusters", str(tmp_path))
+    err = capsys.readouterr().err
+    assert "a.yml: job.rest_url" in err and "b.yml service_account: `api_token` is inline" in err
+    assert not Cluster.objects.exists()
