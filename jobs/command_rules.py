@@ -53,16 +53,18 @@ DESTRUCTIVE = [
     "rsync", "scp", "sftp", "kill", "pkill", "killall", "skill", "scancel", "mkfifo", "mknod", "split", "csplit",
     "zip", "unzip", "gzip", "gunzip", "bzip2", "xz", "zstd",
 ]  # fmt: skip
-EMITTERS = {"echo", "printf"}
+# Commands that print their arguments (or a transform of them): their output must not go where it could be run.
+EMITTERS = {"echo", "printf", "basename", "dirname", "realpath", "readlink", "expr", "seq", "yes"}
 # Commands that can read or set a variable without naming it literally: always, or when an argument is computed.
 # Either stops the checker trusting that a variable the script never names holds only what the admin set.
 ALWAYS_INDIRECT = {"eval", "source", ".", "trap", "let"}
 NAMING_COMMANDS = {"read", "mapfile", "readarray", "printf", "getopts", "declare", "typeset", "local", "export"}
 VALUE = "\0value"  # stands for a student's value inside an argument's text
 COMPUTED = "\0computed"  # an argument built from variables only (no value, no command substitution)
+# Pipeline stages a value may flow into: they print to the log and write no file (hence no sort -o, no uniq A B).
 FILTERS = {
-    "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "tr", "cut", "uniq", "nl", "sort", "column", "paste",
-    "fold", "rev", "tac", "base64", "md5sum", "sha1sum", "sha256sum", "od", "hexdump", "true", ":",
+    "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "tr", "cut", "nl", "column", "paste", "fold", "rev",
+    "tac", "base64", "md5sum", "sha1sum", "sha256sum", "od", "hexdump", "true", ":",
 }  # fmt: skip
 # Constructs that send output or commands somewhere the checker cannot follow: their presence refuses every value.
 REROUTING_NODES = {"process_substitution"}

@@ -492,21 +492,14 @@ def _test_checks(test: Node, unit: Node, prone: bool) -> None:
 
 def _statement_checks(command: Node, name: str) -> None:
     """Output that holds a value must not reach code: an emitter's output goes to the log or stderr only, and
-    every pipeline around the command ends in text filters."""
+    every pipeline around the command ends in text filters that write nowhere but the log."""
     child = command
     for node in _ancestors(command):
-        if node.type == "redirected_statement" and name in rules.EMITTERS:
-            writes = [
-                c
-                for c in node.children
-                if c.type == "file_redirect" and ">" in c.text.decode()
-                if not re.fullmatch(r"[12]?>&[12]", c.text.decode().replace(" ", ""))
-            ]
-            if writes:
-                raise _Refused(
-                    f"printed by {name} into a file or descriptor, from where it could be run",
-                    "print it to the job log (or >&2), or have a program write the file",
-                )
+        if node.type == "redirected_statement" and name in rules.EMITTERS and _writes_file(node):
+            raise _Refused(
+                f"printed by {name} into a file or descriptor, from where it could be run",
+                "print it to the job log (or >&2), or have a program write the file",
+            )
         if node.type == "pipeline":
             stages = [c for c in node.children if c.is_named]
             for stage in stages[stages.index(child) + 1 :]:
@@ -515,9 +508,24 @@ def _statement_checks(command: Node, name: str) -> None:
                 if stage_name not in rules.FILTERS:
                     raise _Refused(
                         f"piped into {stage_name or 'a command the checker does not know'}, which may run its input",
-                        "pipe only into text filters (grep, head, tail, sort, wc, …)",
+                        "pipe only into text filters (grep, head, tail, wc, …)",
+                    )
+                if stage.type == "redirected_statement" and _writes_file(stage):
+                    raise _Refused(
+                        f"piped into {stage_name}, whose output goes to a file from where it could be run",
+                        "let the pipeline print to the job log",
                     )
         child = node
+
+
+def _writes_file(statement: Node) -> bool:
+    """Does a redirection send output anywhere but the job log (stdout/stderr)?"""
+    return any(
+        c.type == "file_redirect"
+        and ">" in c.text.decode()
+        and not re.fullmatch(r"[12]?>&[12]", c.text.decode().replace(" ", ""))
+        for c in statement.children
+    )
 
 
 def _root(node: Node) -> Node:

@@ -126,6 +126,8 @@ SIMPLE = [
     "x={w}",
     ": {a}",
     "sort {w} in.txt",
+    "echo {w} | cat > out.txt",
+    "basename {w} > log.txt",
     "cat {w}",
     "(( {w} ))",
     "[[ {w} -eq 1 ]]",
