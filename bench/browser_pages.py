@@ -4,9 +4,9 @@
 
 The telemetry is published through the collector's own path (LiveState → FrameBuilder → Publisher, the
 collector's publish step), on a simulated clock for the past and at 1 Hz for the live part:
-- 8 nodes of 8 GPUs with CPU, memory and a disk; 60 students with one running job each (1 GPU, the first
-  student's job 2 GPUs) whose trainer prints a point every 10 s, running for the last 60 minutes;
-- one job of the first student that ran from 75 to 62 minutes ago on a ninth node and is now completed.
+- nodes of 8 GPUs with CPU, memory and a disk; 60 students (--students) with one running job each (1 GPU, the
+  first student's job 2 GPUs) whose trainer prints a point every 10 s, running for the last 60 minutes;
+- one job of the first student that ran from 75 to 62 minutes ago on a node of its own, now completed.
 Pages, each opened alone in one Chromium (Debian's) against uvicorn serving portal.asgi:
 - job: the first student's running job (60 minutes of history), node: the node of that job (8 GPUs x 60 min),
   course: the class dashboard (60 students), finished: the completed job, an hour after it ended.
@@ -36,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, load_env, percentile, start, stop, wait_for
 
-NODES, GPUS_PER_NODE, STUDENTS = 8, 8, 60
+GPUS_PER_NODE, STUDENTS = 8, 60
 HISTORY_MINUTES, FINISHED_FROM, FINISHED_TO = 60, 75, 62  # minutes before now
 TRAINER_EVERY = 10  # seconds between trainer points
 QUIET_SECONDS = 5.0  # a page is interactive once no long task has started for this long
@@ -99,7 +99,7 @@ def setup_database():
     return lambda: connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
-def build_plan() -> dict:
+def build_plan(students: int = STUDENTS) -> dict:
     from datetime import timedelta
 
     from common import make_lab
@@ -116,10 +116,12 @@ def build_plan() -> dict:
     instructor = users.create_user("bench-instructor", password="bench-password-123")
     Enrollment.objects.create(course=course, user=instructor, role=Role.INSTRUCTOR)
     admin = users.create_superuser("bench-admin", password="bench-password-123")
-    nodes = [Node.objects.create(cluster=cluster, name=f"gpu{n:02d}", gpus=GPUS_PER_NODE) for n in range(NODES + 1)]
+    node_count = -(-(students + 1) // GPUS_PER_NODE)  # enough for one GPU each, two for the first student
+    nodes = [Node.objects.create(cluster=cluster, name=f"gpu{n:02d}", gpus=GPUS_PER_NODE) for n in range(node_count)]
+    nodes.append(Node.objects.create(cluster=cluster, name="gpu-old", gpus=GPUS_PER_NODE))  # the finished job's
     now = timezone.now()
     jobs, slot = [], 0
-    for s in range(STUDENTS):
+    for s in range(students):
         owner = users.create_user(f"student{s:02d}", password="bench-password-123")
         Enrollment.objects.create(course=course, user=owner)
         gpus = 2 if s == 0 else 1
@@ -306,23 +308,28 @@ def heap_mib(page) -> float:
     return used / 2**20
 
 
-def live_costs(page, since_ms: float) -> list[float]:
-    """Script time per live frame: its socket handler plus the animation frames before the next frame."""
+def live_costs(page, since_ms: float) -> tuple[list[float], dict[str, float]]:
+    """Script time per live frame (its socket handler plus the animation frames and timers before the next
+    frame), and the total time by kind of callback."""
     events = page.evaluate("window.__probe.events")
     events = sorted((e for e in events if e[1] >= since_ms), key=lambda e: e[1])
     costs: list[float] = []
+    by_kind: dict[str, float] = {}
     for kind, _, duration in events:
         if kind == "frame":
             costs.append(duration)
         elif costs:
             costs[-1] += duration
-    return costs
+        if costs:
+            by_kind[kind] = by_kind.get(kind, 0.0) + duration
+    return costs, by_kind
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--minutes", type=float, default=2.0, help="how long every page stays open with live frames")
     parser.add_argument("--pages", default="job,node,course,finished")
+    parser.add_argument("--students", type=int, default=STUDENTS, help="fewer for a quick look (the class page)")
     parser.add_argument("--role", choices=["main", "producer"], default="main")
     parser.add_argument("--plan")
     args = parser.parse_args()
@@ -341,7 +348,7 @@ def main() -> None:
         client = redis.Redis.from_url(settings.TELEMETRY_REDIS_URL)
         for key in client.scan_iter("gpulab:*"):
             client.delete(key)
-        plan = build_plan()
+        plan = build_plan(args.students)
         plan_path = results / "browser_plan.json"
         plan_path.write_text(json.dumps(plan))
         producer = subprocess.Popen(
@@ -387,7 +394,9 @@ def main() -> None:
             producer.stdin.flush()
             time.sleep(args.minutes * 60)
             for name, page in opened.items():
-                costs = live_costs(page, marks[name])
+                costs, by_kind = live_costs(page, marks[name])
+                split = ", ".join(f"{k} {total / max(1, len(costs)):.1f} ms" for k, total in sorted(by_kind.items()))
+                print(f"{name}: per live frame on average: {split}", flush=True)
                 figures[name].update(
                     frames=len(costs),
                     frame_p50_ms=percentile(costs, 50),
@@ -395,8 +404,9 @@ def main() -> None:
                     heap_after_mib=heap_mib(page),
                 )
             browser.close()
-        print(f"\n{len(chosen)} pages; history {HISTORY_MINUTES} min, {NODES} nodes x {GPUS_PER_NODE} GPUs, "
-              f"{STUDENTS} students; live {args.minutes:g} min at 1 Hz with every page open")  # fmt: skip
+        print(f"\n{len(chosen)} pages; history {HISTORY_MINUTES} min, {len(plan['nodes']) - 1} nodes x "
+              f"{GPUS_PER_NODE} GPUs, {args.students} students; live {args.minutes:g} min at 1 Hz with every page "
+              f"open; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
         print(f"{'page':9} {'TTI s':>7} {'TBT ms':>8} {'longest':>8} {'click ms':>9} {'frames':>7} "
               f"{'p50 ms':>7} {'p95 ms':>7} {'heap open':>10} {'heap end':>9}")  # fmt: skip
         for name in chosen:

@@ -10,6 +10,8 @@
 const HISTORY_POINTS = 600; // the server's series.MAX_POINTS
 const COMPACT_AT = 1800; // a trace this long is thinned back to HISTORY_POINTS: memory stays flat however long
 const QUEUE_LIMIT = 20000; // points a hidden chart holds before dropping its oldest
+const REDRAW_MS = [1000, 10000]; // a live chart redraws when new points move its line by about a pixel, within these
+const REDRAWS_PER_FRAME = 2; // charts redrawn in one animation frame; the others wait for the next
 const MARKERS_BELOW = 50; // short traces show their points, so a single sample is visible
 const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
 const DASHES = ["solid", "dash", "dot", "dashdot"];
@@ -136,6 +138,7 @@ class Chart {
     this.visible = true;
     this.drawn = false;
     this.labelledAt = 0;
+    this.drawnAt = 0;
     const table = box.querySelector("details[data-chart-table]");
     if (table) table.addEventListener("toggle", () => { if (table.open) this.fillTable(table); });
   }
@@ -172,6 +175,7 @@ class Chart {
     if (table) table.hidden = false;
     Plotly.newPlot(this.el, data, layout, { displayModeBar: false, responsive: true });
     this.drawn = true;
+    this.drawnAt = performance.now();
     this.label(true);
   }
 
@@ -188,9 +192,26 @@ class Chart {
     if (this.queue.length > QUEUE_LIMIT) this.queue.splice(0, this.queue.length - QUEUE_LIMIT);
   }
 
+  // Milliseconds between live redraws: an hour on 300 px moves 12 s a pixel, so redrawing every second shows
+  // nothing new and costs the whole chart each time. Trainer charts (by step) follow their points.
+  redrawEvery() {
+    const trace = this.drawn && !this.byStep ? this.el.data[0] : null;
+    if (!trace || trace.x.length < 2) return REDRAW_MS[0];
+    const size = this.el._fullLayout && this.el._fullLayout._size;
+    const span = trace.x[trace.x.length - 1] - trace.x[0];
+    return Math.min(REDRAW_MS[1], Math.max(REDRAW_MS[0], span / ((size && size.w) || 300)));
+  }
+
+  // When this chart wants a redraw: never (0), or a performance.now() time.
+  due() {
+    if (!this.queue.length || !this.visible || this.waiting || document.hidden) return 0;
+    return this.drawnAt + this.redrawEvery();
+  }
+
   // Live: the queued points in one extendTraces (each trace once: Plotly refuses repeated indices).
   flush() {
-    if (!this.queue.length || !this.visible || document.hidden) return;
+    if (!this.queue.length || !this.visible || this.waiting || document.hidden) return;
+    this.drawnAt = performance.now();
     const points = this.queue;
     this.queue = [];
     const grouped = new Map();
@@ -313,6 +334,7 @@ class ChartGrid {
   // The first message: the chart table, and each chart's history in one draw.
   series(message) {
     this.table = message.spec;
+    const drawing = [];
     for (const box of this.root.querySelectorAll("[data-chart-box]")) {
       const name = box.dataset.chartBox;
       if (!this.table[name]) continue;
@@ -322,11 +344,22 @@ class ChartGrid {
         this.charts.set(name, chart);
         if (this.observer) this.observer.observe(box);
       }
-      chart.queue = [];
-      const traces = (message.charts[name] || []).filter((t) => t.x.length);
-      if (traces.length) chart.draw(traces);
-      else if (message.recorded) chart.showEmpty(box.dataset.recordedEmpty || "Nothing was recorded for this chart.");
+      chart.queue = []; // the history holds every frame up to its newest; frames after it queue from now on
+      chart.waiting = true;
+      drawing.push([chart, (message.charts[name] || []).filter((t) => t.x.length)]);
     }
+    this.drawHistory(drawing, message.recorded);
+  }
+
+  // One chart per task, so the page answers between charts instead of blocking for all of them at once.
+  async drawHistory(drawing, recorded) {
+    for (const [chart, traces] of drawing) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      if (traces.length) chart.draw(traces);
+      else if (recorded) chart.showEmpty(chart.box.dataset.recordedEmpty || "Nothing was recorded for this chart.");
+      chart.waiting = false;
+    }
+    this.schedule();
   }
 
   frame(frame) {
@@ -338,12 +371,25 @@ class ChartGrid {
     this.schedule();
   }
 
+  // The charts due, oldest drawing first, a few per animation frame; a timer wakes the next one due.
   schedule() {
     if (this.scheduled || document.hidden) return;
     this.scheduled = true;
     requestAnimationFrame(() => {
       this.scheduled = false;
-      for (const chart of this.charts.values()) chart.flush();
+      clearTimeout(this.timer);
+      const now = performance.now();
+      const waiting = [...this.charts.values()].map((c) => [c.due(), c]).filter(([due]) => due);
+      waiting.sort((a, b) => a[0] - b[0]);
+      let drawn = 0;
+      for (const [due, chart] of waiting) {
+        if (due > now || drawn === REDRAWS_PER_FRAME) {
+          this.timer = setTimeout(() => this.schedule(), Math.max(0, due - now));
+          return;
+        }
+        chart.flush();
+        drawn++;
+      }
     });
   }
 }
