@@ -204,13 +204,15 @@ class Chart {
 
   // When this chart wants a redraw: never (0), or a performance.now() time.
   due() {
-    if (!this.queue.length || !this.visible || this.waiting || document.hidden) return 0;
+    if (!this.queue.length || this.waiting || document.hidden) return 0;
+    if (!this.drawn) return this.drawnAt + REDRAW_MS[0]; // a first drawing, shown or not: the page has its charts
+    if (!this.visible) return 0;
     return this.drawnAt + this.redrawEvery();
   }
 
   // Live: the queued points in one extendTraces (each trace once: Plotly refuses repeated indices).
   flush() {
-    if (!this.queue.length || !this.visible || this.waiting || document.hidden) return;
+    if (!this.queue.length || this.waiting || document.hidden || (this.drawn && !this.visible)) return;
     this.drawnAt = performance.now();
     const points = this.queue;
     this.queue = [];

@@ -112,7 +112,9 @@ def test_student_watches_live_gpu_charts_grow_and_instructor_sees_the_class(
     expect(page.locator("[data-socket-state]")).to_have_text("live", timeout=20_000)
     expect(chart).to_have_attribute("data-points", re.compile(r"^\d+$"), timeout=20_000)
     first = int(chart.get_attribute("data-points"))
-    # Points are appended (extendTraces), one per GPU per second: the count keeps growing on the same figure.
+    # Points are appended (extendTraces), one per GPU per second: the count keeps growing on the same figure (while
+    # it is on screen: a chart out of view keeps its points until it is shown).
+    chart.scroll_into_view_if_needed()
     expect(chart).not_to_have_attribute("data-points", str(first), timeout=10_000)
     assert page.evaluate("document.querySelector('[data-chart=gpu-util]').data.length") == 2  # the job's 2 GPUs
     assert page.evaluate("document.querySelector('[data-chart=gpu-util]').data[0].x.length") >= 2
