@@ -62,7 +62,10 @@ def reveal_token(request):
 @login_required
 @require_POST
 def new_token(request):
-    Token.objects.filter(user=request.user).delete()
+    replaced, _ = Token.objects.filter(user=request.user).delete()
     Token.objects.create(user=request.user)
-    messages.success(request, "A new API token was made; the old one no longer works.")
+    if replaced:
+        messages.success(request, "A new API token was made; the old one no longer works.")
+    else:
+        messages.success(request, "Your API token was made: use it as Authorization: Token … in scripts.")
     return redirect("profile")

@@ -18,10 +18,11 @@ class _DigitsOnly:
     """Numbers as the API takes them (jobs.params): the digits 0-9, no spaces, no other script's digits."""
 
     text = INT_TEXT
+    wrong_text = "Enter a whole number such as 2, with the digits 0-9 and no spaces."
 
     def to_python(self, value):
         if isinstance(value, str) and value and not self.text.fullmatch(value):
-            raise forms.ValidationError("Enter a number with the digits 0-9 (no spaces).", code="invalid")
+            raise forms.ValidationError(self.wrong_text, code="invalid")
         return super().to_python(value)
 
 
@@ -31,6 +32,7 @@ class IntegerParamField(_DigitsOnly, forms.IntegerField):
 
 class FloatParamField(_DigitsOnly, forms.FloatField):
     text = FLOAT_TEXT
+    wrong_text = "Enter a number such as 0.0003 or 3e-4, with the digits 0-9 and a point for decimals."
 
 
 def _plain(number: float) -> str:

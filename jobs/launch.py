@@ -185,7 +185,12 @@ def check_quota(user, course, gpus: int, *, replacing: Job | None = None) -> Non
             allows = f"your instructor set your limit to {limits.max_gpus}"
         else:
             allows = f"{course.name} allows {limits.max_gpus} per student"
+        # Waiting helps only when other jobs hold the GPUs; a request above the whole limit never fits.
+        advice = (
+            f"Ask for {limits.max_gpus} GPU(s) or fewer."
+            if gpus > limits.max_gpus
+            else "Ask for fewer GPUs or wait for a job to finish."
+        )
         raise QuotaExceeded(
-            f"This job needs {gpus} GPU(s) and your {others}unfinished jobs hold {held_gpus}; {allows}. "
-            "Ask for fewer GPUs or wait for a job to finish."
+            f"This job needs {gpus} GPU(s) and your {others}unfinished jobs hold {held_gpus}; {allows}. {advice}"
         )

@@ -23,8 +23,9 @@ NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 TYPES = ("int", "float", "choice", "bool", "string")
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 # Numbers as text: ASCII digits only (int() and float() would also take "٢", " 2 " and "1_0").
-INT_TEXT = re.compile(r"[+-]?[0-9]{1,18}")
-FLOAT_TEXT = re.compile(r"[+-]?([0-9]{1,18}(\.[0-9]{0,18})?|\.[0-9]{1,18})([eE][+-]?[0-9]{1,3})?")
+# Up to 100 digits: a longer number is refused as out of range, not as a wrong kind of text.
+INT_TEXT = re.compile(r"[+-]?[0-9]{1,100}")
+FLOAT_TEXT = re.compile(r"[+-]?([0-9]{1,100}(\.[0-9]{0,100})?|\.[0-9]{1,100})([eE][+-]?[0-9]{1,3})?")
 MAX_STRING_LENGTH = 256
 DEFAULT_STRING_LENGTH = 64
 SAFE_STRING = re.compile(r"(?![-+])[A-Za-z0-9_.,:/+=@%-]*")

@@ -157,6 +157,16 @@ class TestQuota:
         response = client.post("/api/v1/jobs/", body, format="json")
         assert response.status_code == 403
         assert "needs 2 GPU(s) and your unfinished jobs hold 2" in response.json()["detail"]
+        assert "wait for a job to finish" in response.json()["detail"]
+
+    def test_a_gpu_request_above_the_whole_limit_is_not_told_to_wait(
+        self, api_for, alice, cluster, sleep_template, course
+    ):
+        course.max_gpus = 1
+        course.save()
+        body = {"template": "sleep-echo", "cluster": "local", "params": {"gpus_per_node": 2}}
+        detail = api_for(alice).post("/api/v1/jobs/", body, format="json").json()["detail"]
+        assert "Ask for 1 GPU(s) or fewer." in detail and "wait" not in detail
 
     def test_instructors_are_not_bound_by_student_quota(self, api_for, instructor, cluster, sleep_template, course):
         course.max_concurrent_jobs = 1

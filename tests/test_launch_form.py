@@ -132,3 +132,20 @@ def test_quota_use_counts_against_the_students_own_override(login, alice, instru
     make_job(alice, gpus_per_node=1)
     html = login(alice).get(_url(course, sleep_template)).content.decode()
     assert "You are using <strong>1 of 4 jobs, 1 of 2 GPUs</strong>." in html
+
+
+def test_a_huge_number_is_refused_as_out_of_range_not_as_wrong_digits(login, alice, cluster, sleep_template, course):
+    html = login(alice).post(_url(course, sleep_template), {"cluster": cluster.pk, "param_seconds": "9" * 23})
+    block = _field_block(html.content.decode(), "param_seconds")
+    assert "less than or equal to 600" in block
+    assert "digits 0-9" not in block
+
+
+def test_wrong_text_in_a_number_field_says_what_kind_of_number(login, alice, cluster, sleep_template, course):
+    block = _field_block(
+        login(alice)
+        .post(_url(course, sleep_template), {"cluster": cluster.pk, "param_seconds": "2.5"})
+        .content.decode(),
+        "param_seconds",
+    )
+    assert "Enter a whole number such as 2" in block

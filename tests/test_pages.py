@@ -98,3 +98,11 @@ def test_profile_masks_the_token_and_reveals_it_only_to_its_owner(login, alice, 
     assert client.post("/profile/token/reveal/").json() == {"token": token.key}
     assert login(bob).post("/profile/token/reveal/").status_code == 404  # bob has none, and never sees alice's
     assert Client().post("/profile/token/reveal/").status_code == 302  # anonymous: to the login page
+
+
+def test_a_first_token_is_not_said_to_replace_an_old_one(login, alice):
+    client = login(alice)
+    first = client.post("/profile/token/", follow=True).content.decode()
+    assert "Your API token was made" in first and "old one no longer works" not in first
+    second = client.post("/profile/token/", follow=True).content.decode()
+    assert "the old one no longer works" in second
