@@ -255,7 +255,7 @@ class SlurmBackend(ClusterBackend):
             try:
                 sftp.mkdir(job_dir, mode=0o750)  # the usual case: lab_dir/jobs exists, one round trip
             except OSError:
-                _makedirs(sftp, job_dir)  # first job on this cluster, or a retry that finds the directory
+                ssh.makedirs(sftp, job_dir)  # first job on this cluster, or a retry that finds the directory
             job_dir = sftp.normalize(job_dir)  # absolute, so --output does not resolve against --chdir
             script_path = posixpath.join(job_dir, SCRIPT_NAME)
             with sftp.open(script_path, "w") as fh:
@@ -427,26 +427,16 @@ class SlurmBackend(ClusterBackend):
     def stage_lab_files(self, source: Path) -> int:
         copied = 0
         with ssh.sftp(self.cluster, self.account) as sftp:
-            _makedirs(sftp, self.lab_path())
+            ssh.makedirs(sftp, self.lab_path())
             for local in sorted(source.rglob("*")):
                 relative = local.relative_to(source)
                 if any(part.startswith(".") or part in SKIP_STAGING for part in relative.parts):
                     continue  # virtual environments, caches, tests and training output stay here
                 remote = self.lab_path(*relative.parts)
                 if local.is_dir():
-                    _makedirs(sftp, remote)
+                    ssh.makedirs(sftp, remote)
                 elif local.is_file() and local.suffix != ".pyc":
                     sftp.put(str(local), remote)
                     sftp.chmod(remote, 0o755 if local.stat().st_mode & stat.S_IXUSR else 0o644)
                     copied += 1
         return copied
-
-
-def _makedirs(sftp, path: str) -> None:
-    current = "/" if path.startswith("/") else ""
-    for part in [p for p in path.split("/") if p]:
-        current = posixpath.join(current, part) if current else part
-        try:
-            sftp.stat(current)
-        except FileNotFoundError:
-            sftp.mkdir(current, mode=0o750)

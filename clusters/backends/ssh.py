@@ -12,6 +12,7 @@ import hashlib
 import io
 import logging
 import os
+import posixpath
 import shlex
 import socket
 import threading
@@ -243,3 +244,14 @@ def sftp(cluster, account) -> Iterator[paramiko.SFTPClient]:
         yield channel
     finally:
         channel.close()
+
+
+def makedirs(sftp, path: str) -> None:
+    """`mkdir -p` over SFTP, each new directory private to the account (0750)."""
+    current = "/" if path.startswith("/") else ""
+    for part in [p for p in path.split("/") if p]:
+        current = posixpath.join(current, part) if current else part
+        try:
+            sftp.stat(current)
+        except FileNotFoundError:
+            sftp.mkdir(current, mode=0o750)

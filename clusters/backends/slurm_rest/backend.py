@@ -162,7 +162,7 @@ class SlurmRestBackend(ClusterBackend):
         with ssh.sftp(self.cluster, self.account) as sftp:
             home = sftp.normalize(".")
             job_dir = self._lab_path(home, "jobs", str(job_id))
-            _makedirs(sftp, job_dir)
+            ssh.makedirs(sftp, job_dir)
         return job_dir, posixpath.join(job_dir, LOG_NAME), home
 
     def _lab_path(self, home: str, *parts: str) -> str:
@@ -258,14 +258,14 @@ class SlurmRestBackend(ClusterBackend):
         copied = 0
         with ssh.sftp(self.cluster, self.account) as sftp:
             home = sftp.normalize(".")
-            _makedirs(sftp, self._lab_path(home))
+            ssh.makedirs(sftp, self._lab_path(home))
             for local in sorted(source.rglob("*")):
                 relative = local.relative_to(source)
                 if any(part.startswith(".") or part in SKIP_STAGING for part in relative.parts):
                     continue
                 remote = self._lab_path(home, *relative.parts)
                 if local.is_dir():
-                    _makedirs(sftp, remote)
+                    ssh.makedirs(sftp, remote)
                 elif local.is_file() and local.suffix != ".pyc":
                     sftp.put(str(local), remote)
                     sftp.chmod(remote, 0o755 if local.stat().st_mode & stat.S_IXUSR else 0o644)
@@ -295,13 +295,3 @@ def _gpu_count(gres: str) -> int:
         if name == "gpu" and count.isdigit():
             total += int(count)
     return total
-
-
-def _makedirs(sftp, path: str) -> None:
-    current = "/" if path.startswith("/") else ""
-    for part in [p for p in path.split("/") if p]:
-        current = posixpath.join(current, part) if current else part
-        try:
-            sftp.stat(current)
-        except FileNotFoundError:
-            sftp.mkdir(current, mode=0o750)
