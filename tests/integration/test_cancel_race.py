@@ -13,7 +13,7 @@ from django.urls import reverse
 from jobs.models import Job
 
 from .conftest import slurm, wait_for
-from .test_slurm_jobs import launch
+from .jobs_api import launch
 
 NO_SWEEP = {"SUBMIT_STALE_AFTER_SECONDS": "600"}
 

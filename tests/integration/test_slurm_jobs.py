@@ -12,26 +12,9 @@ from clusters.backends import get_backend
 from clusters.backends.slurm import SlurmBackend
 from clusters.models import Cluster
 from jobs.models import Job
+from tests.integration.jobs_api import launch, read_whole_log
 
 from .conftest import slurm, wait_for
-
-
-def launch(api_for, user, **params) -> Job:
-    response = api_for(user).post(
-        "/api/v1/jobs/", {"template": "sleep-echo", "cluster": "local", "params": params}, format="json"
-    )
-    assert response.status_code == 201, response.content
-    return Job.objects.get(pk=response.json()["id"])
-
-
-def read_whole_log(api_for, user, job) -> str:
-    data, offset = "", 0
-    while True:
-        chunk = api_for(user).get(f"/api/v1/jobs/{job.pk}/log/?offset={offset}").json()
-        data += chunk["data"]
-        if chunk["eof"]:
-            return data
-        offset = chunk["offset"]
 
 
 def test_launch_from_the_form_runs_pending_running_completed(

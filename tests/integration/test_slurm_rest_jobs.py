@@ -23,6 +23,7 @@ from clusters.backends import get_backend, ssh
 from clusters.models import AuthMethod, Cluster, ClusterAccount
 from jobs.models import Job
 from ops import store as ops_store
+from tests.integration.jobs_api import launch, read_whole_log
 
 from .conftest import slurm, wait_for
 
@@ -86,24 +87,6 @@ def expired_token(env) -> str:
     key = Path(env["GPULAB_SLURMREST_JWT_KEY"]).read_bytes()
     signature = base64.urlsafe_b64encode(hmac.new(key, signing_input.encode(), hashlib.sha256).digest()).rstrip(b"=")
     return f"{signing_input}.{signature.decode()}"
-
-
-def launch(api_for, user, **params) -> Job:
-    response = api_for(user).post(
-        "/api/v1/jobs/", {"template": "sleep-echo", "cluster": "local", "params": params}, format="json"
-    )
-    assert response.status_code == 201, response.content
-    return Job.objects.get(pk=response.json()["id"])
-
-
-def read_whole_log(api_for, user, job) -> str:
-    data, offset = "", 0
-    while True:
-        chunk = api_for(user).get(f"/api/v1/jobs/{job.pk}/log/?offset={offset}").json()
-        data += chunk["data"]
-        if chunk["eof"]:
-            return data
-        offset = chunk["offset"]
 
 
 def squeue(job: Job, fmt: str) -> str:

@@ -16,8 +16,8 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from .conftest import wait_for
+from .jobs_api import launch
 from .test_browser import log_in, page  # noqa: F401 (the Chromium page fixture)
-from .test_slurm_jobs import launch
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(os.environ.get("GPULAB_SCREENSHOT_DIR", "/tmp"))

@@ -19,7 +19,7 @@ from telemetry.models import JobSummary, Node
 from telemetry.parsers import parse_nvidia_smi_line
 
 from .conftest import wait_for
-from .test_slurm_jobs import launch
+from .jobs_api import launch
 from .ws import Socket
 
 ROWS = Path(__file__).resolve().parents[2] / "scripts/fixtures/nvidia-smi-query.csv"
