@@ -31,9 +31,9 @@ def main() -> None:
 
     teardown = setup_database()
     from clusters.models import AuthMethod, Cluster, ClusterAccount
+    from core.choices import JobState
     from jobs import polling
     from jobs.models import Job
-    from jobs.states import JobState
     from tests.integration.k8s import Emulator
 
     course, student, _, template = make_lab()

@@ -48,8 +48,8 @@ def cancel(ids: list[str]) -> None:
 
 
 def record_jobs(course, student, cluster, template, ids: list[str]) -> None:
+    from core.choices import JobState
     from jobs.models import Job
-    from jobs.states import JobState
 
     account = cluster.service_account()
     Job.objects.bulk_create(

@@ -8,11 +8,11 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from core.choices import ACTIVE_STATES
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.forms import RosterUploadForm
 from jobs.models import Job
-from jobs.states import ACTIVE_STATES
 
 from . import access
 from .models import Role

@@ -10,6 +10,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from clusters.backends import BackendError
+from core.choices import JobState
 from courses import access
 from courses.models import Course
 from portal.api_schema import ErrorSerializer
@@ -28,7 +29,6 @@ from .serializers import (
     ScaleSerializer,
     TemplateSerializer,
 )
-from .states import JobState
 
 # Any path segment reaches the view, so an id that cannot exist is the API's JSON 404, not the HTML page's.
 ANY_SEGMENT = "[^/]+"

@@ -13,11 +13,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from clusters.backends import get_backend
+from core.choices import TERMINAL_STATES, EventKind, JobState
 from portal import failpoints
 
 from .models import Job
 from .polling import apply_status
-from .states import TERMINAL_STATES, EventKind, JobState, record, transition
+from .states import record, transition
 
 CANCELLING = "Cancelling: the cluster will stop the job in a moment."
 

@@ -11,7 +11,7 @@ from django import forms
 from django.db.models import CharField, Q, QuerySet
 from django.db.models.functions import Cast
 
-from .states import ACTIVE_STATES, JobState
+from core.choices import ACTIVE_STATES, JobState
 
 UNFINISHED = "unfinished"
 

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from core.choices import EventKind, JobState
+
 from .models import Job, JobEvent
 from .progress import Progress
-from .states import EventKind, JobState
 from .templatetags.job_time import duration
 
 SIGNAL_EXITS = {143: "SIGTERM", 137: "SIGKILL", 130: "SIGINT"}  # 128 + the signal, as SLURM and shells report it

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, Sum
 
+from core.choices import ACTIVE_STATES, EventKind
 from courses import access, quotas
 from courses.models import Role
 
@@ -17,7 +18,7 @@ from . import k8s_launch
 from .models import Job, JobTemplate
 from .params import requested_gpus, validate_values
 from .rendering import RenderContext, RenderError, render_script
-from .states import ACTIVE_STATES, EventKind, record
+from .states import record
 
 
 class LaunchInvalid(Exception):

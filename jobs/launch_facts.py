@@ -12,11 +12,11 @@ from datetime import timedelta
 
 from django.db.models import Count, F, Sum
 
+from core.choices import ACTIVE_STATES, JobState
 from courses import access, quotas
 from courses.models import Role
 
 from .models import Job
-from .states import ACTIVE_STATES, JobState
 
 ESTIMATE_RUNS = 50  # the most recent completed runs; older ones may predate a change to the template
 

@@ -9,9 +9,9 @@ from django.db import models
 from django.urls import reverse
 
 from clusters.models import TEMPLATE_BACKENDS, ClusterKind
+from core.choices import ACTIVE_STATES, TERMINAL_STATES, EventKind, JobState
 
 from .params import Param, parse_schema
-from .states import ACTIVE_STATES, TERMINAL_STATES, EventKind, JobState
 
 MPIJOB_KIND = re.compile(r"^\s*kind:\s*MPIJob\s*$", re.MULTILINE)
 

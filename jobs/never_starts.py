@@ -15,9 +15,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from clusters.backends.base import SchedulerStatus
+from core.choices import EventKind, JobState
 
 from .models import Job
-from .states import EventKind, JobState, record
+from .states import record
 
 
 def grace() -> timedelta:

@@ -16,10 +16,11 @@ from django.utils import timezone
 from clusters.backends import BackendError, get_backend
 from clusters.backends.base import SchedulerStatus
 from clusters.models import Cluster
+from core.choices import ON_SCHEDULER_STATES, TERMINAL_STATES, JobState
 
 from . import never_starts
 from .models import Job
-from .states import ON_SCHEDULER_STATES, TERMINAL_STATES, JobState, transition
+from .states import transition
 
 logger = logging.getLogger(__name__)
 

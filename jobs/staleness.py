@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 
+from core.choices import ON_SCHEDULER_STATES
 from ops import store as ops_store
 
 from .models import Job
-from .states import ON_SCHEDULER_STATES
 
 logger = logging.getLogger(__name__)
 

@@ -1,40 +1,20 @@
 """The job state machine: which moves exist, and the one function that makes them.
 
+The states and event kinds themselves are vocabulary (`core/choices.py`); this module owns the moves.
+
 A move is a conditional UPDATE (… WHERE state = <from>) plus a JobEvent in one transaction, so a
 duplicated or retried task finds the row already moved and changes nothing.
 """
 
 from __future__ import annotations
 
-from django.db import models, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from core.choices import TERMINAL_STATES, EventKind, JobState
 
-class JobState(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    SUBMITTING = "submitting", "Submitting"
-    PENDING = "pending", "Pending"
-    RUNNING = "running", "Running"
-    COMPLETED = "completed", "Completed"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
-    TIMED_OUT = "timed_out", "Timed out"
-    SUBMIT_FAILED = "submit_failed", "Submit failed"
-    LOST = "lost", "Lost"
+from .models import Job, JobEvent
 
-
-TERMINAL_STATES = frozenset(
-    {
-        JobState.COMPLETED,
-        JobState.FAILED,
-        JobState.CANCELLED,
-        JobState.TIMED_OUT,
-        JobState.SUBMIT_FAILED,
-        JobState.LOST,
-    }
-)
-ACTIVE_STATES = frozenset(set(JobState) - TERMINAL_STATES)
-ON_SCHEDULER_STATES = frozenset({JobState.PENDING, JobState.RUNNING})  # what a poll asks about
 _FINISHED_ON_SCHEDULER = {JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMED_OUT}
 
 TRANSITIONS: dict[str, frozenset[str]] = {
@@ -47,13 +27,6 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 
-class EventKind(models.TextChoices):
-    LAUNCH = "launch", "Launched"
-    STATE = "state", "State change"
-    CANCEL = "cancel", "Cancel requested"
-    NOTE = "note", "Note"
-
-
 def can_move(from_state: str, to_state: str) -> bool:
     return to_state in TRANSITIONS.get(from_state, frozenset())
 
@@ -64,8 +37,6 @@ def transition(job, to_state: str, *, actor=None, message: str = "", **fields) -
     `fields` are written in the same UPDATE (scheduler_id, exit_code, error, …). On success the instance is
     updated to match the row.
     """
-    from .models import Job, JobEvent
-
     from_state = job.state
     if not can_move(from_state, to_state):
         return False
@@ -110,6 +81,4 @@ def _keep_times_ordered(job, fields: dict) -> None:
 
 def record(job, kind: str, message: str, *, actor=None) -> None:
     """An event that is not a move: a launch, a cancel request, a retry note."""
-    from .models import JobEvent
-
     JobEvent.objects.create(job_id=job.pk, actor=actor, kind=kind, from_state=job.state, message=message[:2000])

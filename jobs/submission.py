@@ -23,12 +23,13 @@ from django.utils import timezone
 
 from clusters.backends import BackendError, get_backend
 from clusters.backends.base import SubmitRequest
+from core.choices import EventKind, JobState
 from courses import access, namespaces
 from ops import store as ops_store
 from portal import failpoints
 
 from .models import Job
-from .states import EventKind, JobState, record, transition
+from .states import record, transition
 
 logger = logging.getLogger(__name__)
 

@@ -13,9 +13,10 @@ from django.utils import timezone
 
 from clusters.backends import get_backend
 from clusters.models import ClusterKind
+from core.choices import EventKind, JobState
 
 from .models import Job
-from .states import EventKind, JobState, record, transition
+from .states import record, transition
 
 
 def overdue_servers() -> list[Job]:

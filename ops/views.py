@@ -14,8 +14,8 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from clusters.models import Cluster
+from core.choices import ON_SCHEDULER_STATES
 from jobs.models import Job
-from jobs.states import ON_SCHEDULER_STATES
 from portal.celery import app as celery_app
 from telemetry.models import Node
 

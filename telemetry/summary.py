@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from core.choices import TERMINAL_STATES
 from jobs.models import Job
-from jobs.states import TERMINAL_STATES
 
 from .frames import Usage
 from .models import JobSummary

@@ -26,9 +26,9 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from core.choices import ACTIVE_STATES, JobState
 from courses import access
 from jobs.models import Job
-from jobs.states import ACTIVE_STATES, JobState
 
 from .models import Node
 from .summary import REPORT_COLUMNS, course_report

@@ -7,10 +7,11 @@ The real race (a worker, SLURM, a failpoint holding the window open) is tests/in
 import pytest
 from django.utils import timezone
 
+from core.choices import JobState
 from jobs import submission
 from jobs.cancellation import request_cancel
 from jobs.models import Job
-from jobs.states import JobState, transition
+from jobs.states import transition
 
 pytestmark = pytest.mark.django_db
 

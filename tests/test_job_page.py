@@ -6,9 +6,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from core.choices import EventKind, JobState
 from jobs.models import Job
 from jobs.progress import job_progress
-from jobs.states import EventKind, JobState, record, transition
+from jobs.states import record, transition
 
 pytestmark = pytest.mark.django_db
 

@@ -10,12 +10,12 @@ from clusters.backends.base import BackendError
 from clusters.backends.kube_api import check_kubeconfig
 from clusters.forms import ClusterAccountForm
 from clusters.models import Cluster
+from core.choices import JobState
 from courses.models import Enrollment, NamespaceMode, Role
 from courses.namespaces import namespace_for, plan_for
 from jobs import k8s_launch
 from jobs.endpoints import answer_text
 from jobs.models import JobTemplate
-from jobs.states import JobState
 
 SID = "gpulab-hpc/3f2a9c1e-0000-4000-8000-000000000001"
 

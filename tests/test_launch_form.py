@@ -8,11 +8,12 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from core.choices import JobState
 from jobs.builtin import builtin_definitions
 from jobs.forms import LaunchForm
 from jobs.models import Job, JobTemplate
 from jobs.params import parse_schema
-from jobs.states import JobState, transition
+from jobs.states import transition
 
 pytestmark = pytest.mark.django_db
 

@@ -7,10 +7,11 @@ import pytest
 from django.utils import timezone
 
 from clusters.backends.base import SchedulerStatus
+from core.choices import JobState
 from jobs import polling, submission
 from jobs.cancellation import cancel_on_cluster, request_cancel
 from jobs.models import Job
-from jobs.states import JobState, can_move, transition
+from jobs.states import can_move, transition
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,9 @@ import time
 import pytest
 from django.urls import reverse
 
+from core.choices import JobState
 from jobs.models import Job
 from jobs.staleness import notices_for
-from jobs.states import JobState
 from ops import store as ops_store
 
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,8 @@ from django.core.cache import cache
 from clusters import services as cluster_services
 from clusters.backends import BackendError
 from clusters.models import Cluster
+from core.choices import JobState
 from jobs import cancellation, never_starts, polling, submission, time_limits
-from jobs.states import JobState
 from ops import store as ops_store
 
 logger = logging.getLogger(__name__)

@@ -77,7 +77,7 @@ class SubmitRequest:
 
 @dataclass(frozen=True)
 class SchedulerStatus:
-    """What the scheduler says of one job; `state` is a jobs.states.JobState value."""
+    """What the scheduler says of one job; `state` is a core.choices.JobState value."""
 
     scheduler_id: str
     state: str

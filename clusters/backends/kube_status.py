@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from jobs.states import JobState
+from core.choices import JobState
 
 from .base import SchedulerStatus
 

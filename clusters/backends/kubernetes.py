@@ -25,6 +25,7 @@ import yaml
 from django.core.cache import cache
 from django.utils import timezone
 
+from core.choices import JobState
 from jobs.manifests import (
     LABEL_JOB,
     LABEL_ROLE,
@@ -34,7 +35,6 @@ from jobs.manifests import (
     cpu_millis,
     memory_bytes,
 )
-from jobs.states import JobState
 
 from . import kube_status
 from .base import (

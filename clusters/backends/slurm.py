@@ -16,7 +16,7 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from jobs.states import JobState
+from core.choices import JobState
 
 from . import ssh
 from .base import (

@@ -3,7 +3,7 @@
 squeue, sacct and slurmrestd print the same state names; anything not listed counts as running (it is on a node).
 """
 
-from jobs.states import TERMINAL_STATES, JobState
+from core.choices import TERMINAL_STATES, JobState
 
 STATE_MAP = {
     "PENDING": JobState.PENDING,

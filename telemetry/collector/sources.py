@@ -19,9 +19,9 @@ from django.db import close_old_connections
 from clusters.backends import get_backend
 from clusters.backends.base import BackendError, NotSupported
 from clusters.models import Cluster
+from core.choices import JobState
 from jobs.logs import read_log
 from jobs.models import Job
-from jobs.states import JobState
 from telemetry.models import Node
 from telemetry.parsers import DCGM_QUERY, DcgmGpu, parse_dcgm_vector, parse_trainer_line
 

@@ -178,8 +178,8 @@ def _quiesce(request, transactional_db):
     deadlock with a worker still submitting or polling the test's jobs.
     """
     yield
+    from core.choices import ACTIVE_STATES
     from jobs.models import Job
-    from jobs.states import ACTIVE_STATES
 
     ended = Job.objects.filter(state__in=ACTIVE_STATES).update(state="cancelled")
     for user in (os.environ.get("GPULAB_SERVICE_USER"), os.environ.get("GPULAB_PERSONAL_USER")):

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from core.choices import JobState
 from jobs.models import Job, JobTemplate
-from jobs.states import JobState, transition
+from jobs.states import transition
 
 from .test_browser import CHROMIUM, log_in
 

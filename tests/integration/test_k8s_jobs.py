@@ -327,10 +327,10 @@ def test_one_pod_list_per_namespace_per_poll_cycle(
     worker, alice, bob, course, k8s_cluster, k8s_templates, kube, job_state
 ):
     """Three students' servers in three namespaces (one per student): a poll makes three list calls, no more."""
+    from core.choices import JobState
     from courses.models import NamespaceMode
     from jobs.launch import launch as launch_job
     from jobs.polling import poll_cluster
-    from jobs.states import JobState
 
     course.namespace_mode = NamespaceMode.PER_STUDENT
     course.save()

@@ -13,8 +13,8 @@ import uuid
 import pytest
 from rest_framework.authtoken.models import Token
 
+from core.choices import ON_SCHEDULER_STATES
 from jobs.models import Job
-from jobs.states import ON_SCHEDULER_STATES
 from ops import logs
 from workers.tasks import submit_job
 

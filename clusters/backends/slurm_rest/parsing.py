@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from jobs.states import JobState
+from core.choices import JobState
 
 from ..base import SchedulerStatus
 from ..slurm import never_starts  # the SSH kind's table of pending reasons that never clear: one table

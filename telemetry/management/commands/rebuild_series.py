@@ -3,8 +3,8 @@
 from django.core.management.base import BaseCommand
 
 from clusters.backends.base import BackendError
+from core.choices import TERMINAL_STATES
 from jobs.models import Job
-from jobs.states import TERMINAL_STATES
 from telemetry.rebuild import rebuild_trainer_series
 
 
