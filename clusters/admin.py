@@ -1,3 +1,4 @@
+from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -13,7 +14,8 @@ from . import services
 from .backends import BACKENDS, BackendError, backend_class, get_backend
 from .backends.ssh import fingerprint, probe_host_key
 from .forms import TOKEN_WARNING, ApiTokenField, ClusterAccountForm, token_expiry_text
-from .models import Cluster, ClusterAccount, ClusterKind, CredentialEvent
+from .identity import set_cluster_username, validate_cluster_username
+from .models import Cluster, ClusterAccount, ClusterIdentity, ClusterKind, CredentialEvent
 
 
 def warn_if_token_lapses(request, accounts) -> None:
@@ -87,7 +89,7 @@ class ClusterAdmin(admin.ModelAdmin):
             for name in fields:
                 users.setdefault(name, []).append(kind)
                 titles.setdefault(name, set()).add(title)
-        fieldsets = [(None, {"fields": ["name", "title", "kind", "enabled"]})]
+        fieldsets = [(None, {"fields": ["name", "title", "kind", "enabled", "run_as"]})]
         placed: set[str] = set()
         for kind, title, options, fields in sets:
             own = [f for f in fields if len(users[f]) == 1]
@@ -102,6 +104,14 @@ class ClusterAdmin(admin.ModelAdmin):
                 heading = title if same_title else ", ".join(self._label(f) for f in shared)
                 fieldsets.append((heading, {"fields": shared, "classes": [f"kind-{k}" for k in sharing]}))
         return fieldsets
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        if obj is not None and "run_as" in form.base_fields:  # only the modes the cluster's kind supports
+            modes = backend_class(obj.kind).run_as_modes
+            field = form.base_fields["run_as"]
+            field.choices = [(value, label) for value, label in field.choices if value in modes]
+        return form
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         cluster = self.get_object(request, object_id)
@@ -256,6 +266,34 @@ class ClusterAccountAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         for account in queryset:
             services.remove_account(account, actor=request.user)
+
+
+class ClusterIdentityForm(forms.ModelForm):
+    class Meta:
+        model = ClusterIdentity
+        fields = ["user", "username", "source"]
+
+    def clean_username(self):
+        user = self.cleaned_data.get("user")
+        return validate_cluster_username(self.cleaned_data.get("username", "").strip(), user)
+
+
+@admin.register(ClusterIdentity)
+class ClusterIdentityAdmin(admin.ModelAdmin):
+    """Cluster usernames: what each user's jobs run as where a cluster runs jobs as each student's own user."""
+
+    form = ClusterIdentityForm
+    list_display = ["username", "user", "source", "set_by", "updated_at"]
+    list_filter = ["source"]
+    search_fields = ["username", "user__username", "user__email"]
+    autocomplete_fields = ["user"]
+    readonly_fields = ["set_by", "updated_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["user", *self.readonly_fields] if obj else self.readonly_fields  # a username moves by a new row
+
+    def save_model(self, request, obj, form, change):
+        set_cluster_username(obj.user, obj.username, source=obj.source, actor=request.user)
 
 
 @admin.register(CredentialEvent)

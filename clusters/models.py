@@ -4,6 +4,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from . import crypto
+from .choices import STUDENT_USER_MODES, IdentitySource, RunAs
 
 
 class ClusterKind(models.TextChoices):
@@ -22,6 +23,15 @@ class Cluster(models.Model):
     title = models.CharField(max_length=200, blank=True, help_text="What students see, e.g. “Campus GPU cluster”.")
     kind = models.CharField(max_length=16, choices=ClusterKind.choices, default=ClusterKind.SLURM)
     enabled = models.BooleanField(default=True, help_text="Disabled clusters take no new jobs.")
+    run_as = models.CharField(
+        "jobs run as",
+        max_length=16,
+        choices=RunAs.choices,
+        default=RunAs.SERVICE,
+        blank=True,  # a form that leaves it out keeps today's shared account (clean() fills it in)
+        help_text="Whose identity students' jobs have on the cluster. Only a student's own cluster user keeps "
+        "students apart; docs/cluster-identity.md gives the sudo rule and slurmrestd token each mode needs.",
+    )
     host = models.CharField("login host", max_length=255, blank=True, help_text="SLURM: the SSH login node.")
     port = models.PositiveIntegerField("SSH port", default=22)
     host_key = models.TextField(
@@ -132,18 +142,30 @@ class Cluster(models.Model):
         return PartitionLimits.from_dict(entry) if entry else None
 
     def clean(self):
+        from .backends import BACKENDS, backend_class
+
+        self.run_as = self.run_as or RunAs.SERVICE
+        if self.kind in BACKENDS and self.run_as not in backend_class(self.kind).run_as_modes:
+            offered = "; ".join(str(RunAs(m).label) for m in backend_class(self.kind).run_as_modes)
+            raise ValidationError({"run_as": f"{self.get_kind_display()} clusters can run jobs as: {offered}."})
         if self.kind == ClusterKind.SLURM and not self.host:
             raise ValidationError({"host": "A SLURM cluster needs its login host."})
         if self.kind == ClusterKind.SLURM_REST and not self.api_url:
             raise ValidationError({"api_url": "A SLURM REST cluster needs slurmrestd's URL."})
 
     def account_for(self, user) -> "ClusterAccount | None":
-        """The identity a user's jobs run as: their own account if registered, else the service account."""
-        accounts = {a.user_id: a for a in self.accounts.filter(models.Q(user=user) | models.Q(user__isnull=True))}
-        return accounts.get(user.pk) or accounts.get(None)
+        """The identity a user's jobs run as, by the cluster's run_as mode (clusters.identity.account_for)."""
+        from .identity import account_for
+
+        return account_for(self, user)
 
     def service_account(self) -> "ClusterAccount | None":
         return self.accounts.filter(user__isnull=True).first()
+
+    @property
+    def runs_as_student_user(self) -> bool:
+        """Jobs run as each student's cluster username, with the service account's credentials."""
+        return self.run_as in STUDENT_USER_MODES
 
 
 class AuthMethod(models.TextChoices):
@@ -151,6 +173,8 @@ class AuthMethod(models.TextChoices):
     PASSWORD = "password", "Password"
     TOKEN = "token", "Bearer token (Kubernetes)"
     KUBECONFIG = "kubeconfig", "kubeconfig (Kubernetes)"
+    # The student's cluster user, reached with the service account's credentials (sudo or slurmrestd). No secret.
+    VIA_SERVICE = "via-service", "Through the service account"
 
 
 SSH_METHODS = {AuthMethod.KEY, AuthMethod.PASSWORD}
@@ -182,7 +206,18 @@ class ClusterAccount(models.Model):
     class Meta:
         ordering = ["cluster", "username"]
         constraints = [
-            models.UniqueConstraint(fields=["cluster", "user"], name="clusteraccount_unique_user"),
+            # One registered account per user and cluster; identities through the service account are one per
+            # cluster username, so a changed username leaves earlier jobs with the identity they ran as.
+            models.UniqueConstraint(
+                fields=["cluster", "user"],
+                condition=~models.Q(auth_method="via-service"),
+                name="clusteraccount_unique_user",
+            ),
+            models.UniqueConstraint(
+                fields=["cluster", "user", "username"],
+                condition=models.Q(auth_method="via-service"),
+                name="clusteraccount_unique_identity",
+            ),
             models.UniqueConstraint(
                 fields=["cluster"], condition=models.Q(user__isnull=True), name="clusteraccount_one_service_account"
             ),
@@ -212,6 +247,28 @@ class ClusterAccount(models.Model):
 
     def api_token(self) -> str:
         return crypto.decrypt(self.api_token_encrypted) if self.api_token_encrypted else ""
+
+
+class ClusterIdentity(models.Model):
+    """A user's username on the clusters (POSIX, unique among users), used where jobs run as each student's own
+    cluster user. Set from LDAP, OIDC, a roster or by an admin through clusters.identity.set_cluster_username; students
+    cannot set it."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="cluster_identity")
+    username = models.CharField("cluster username", max_length=32)
+    source = models.CharField(max_length=16, choices=IdentitySource.choices, default=IdentitySource.ADMIN)
+    set_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["username"]
+        verbose_name = "cluster username"
+        constraints = [models.UniqueConstraint(fields=["username"], name="clusteridentity_unique_username")]
+
+    def __str__(self) -> str:
+        return f"{self.username} ({self.user.username})"
 
 
 class CredentialEvent(models.Model):

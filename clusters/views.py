@@ -10,18 +10,21 @@ from rest_framework.authtoken.models import Token
 from courses import access
 
 from . import services
+from .choices import STUDENT_USER_MODES
 from .forms import ClusterAccountForm
-from .models import ClusterKind
+from .identity import cluster_username
+from .models import AuthMethod, ClusterKind
 
 
 @login_required
 def profile(request):
     clusters = access.visible_clusters(request.user).filter(kind__in=[ClusterKind.SLURM, ClusterKind.SLURM_REST])
+    clusters = clusters.exclude(run_as__in=STUDENT_USER_MODES)  # there jobs run as the admin-set cluster username
     form = ClusterAccountForm(request.POST or None, clusters=clusters)
     if request.method == "POST" and form.is_valid():
         account = form.save(commit=False)
         account.user = request.user
-        existing = request.user.cluster_accounts.filter(cluster=account.cluster).first()
+        existing = _registered(request.user).filter(cluster=account.cluster).first()
         if existing is not None:
             existing.username, existing.auth_method = account.username, account.auth_method
             account = existing
@@ -30,16 +33,22 @@ def profile(request):
         return redirect("profile")
     context = {
         "form": form,
-        "accounts": request.user.cluster_accounts.select_related("cluster"),
+        "accounts": _registered(request.user).select_related("cluster"),
+        "cluster_username": cluster_username(request.user),
         "token": Token.objects.filter(user=request.user).first(),
     }  # the page shows the token masked; "Show" and "Copy" ask reveal_token for it
     return render(request, "clusters/profile.html", context, status=400 if form.errors else 200)
 
 
+def _registered(user):
+    """The accounts a user registered (identities through the service account are the portal's, not theirs)."""
+    return user.cluster_accounts.exclude(auth_method=AuthMethod.VIA_SERVICE)
+
+
 @login_required
 @require_POST
 def remove_account(request, account_id: int):
-    account = request.user.cluster_accounts.filter(pk=account_id).select_related("cluster").first()
+    account = _registered(request.user).filter(pk=account_id).select_related("cluster").first()
     if account is None:
         raise Http404("No such account.")
     services.remove_account(account, actor=request.user)

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, Sum
 
+from clusters.identity import IdentityMissing
 from core.choices import ACTIVE_STATES, EventKind
 from courses import access, quotas
 from courses.models import Role
@@ -121,7 +122,10 @@ def launch(user, *, course, template: JobTemplate, cluster, raw_params: Mapping[
     """Create the job in `queued` and queue its submission on commit. Raises LaunchRefused or LaunchInvalid."""
     access.check_launch(user, course, template, cluster)
     values = validate_launch(template, cluster, raw_params)
-    account = cluster.account_for(user)
+    try:
+        account = cluster.account_for(user)
+    except IdentityMissing as exc:
+        raise access.LaunchRefused(str(exc)) from None
     if account is None:
         raise access.LaunchRefused(
             f"The cluster “{cluster.display_name}” has no account to run jobs as yet; ask an admin to add one."

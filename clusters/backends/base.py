@@ -179,6 +179,8 @@ class ClusterBackend(ABC):
     kind: str
     # The Cluster fields this kind uses, as Django admin fieldsets; the cluster admin shows only these.
     admin_fieldsets: tuple[tuple[str, dict], ...] = ()
+    # Whose identity jobs may run under (clusters.choices.RunAs values); the admin picks one per cluster.
+    run_as_modes: tuple[str, ...] = ("service",)
 
     def __init__(self, cluster: Cluster, account: ClusterAccount):
         self.cluster = cluster

@@ -218,6 +218,7 @@ def _parse_exit_code(value: str) -> int | None:
 
 class SlurmBackend(ClusterBackend):
     kind = "slurm"
+    run_as_modes = ("service", "sudo", "own-account")
     admin_fieldsets = (
         ("SLURM: login node", {"fields": ["host", "port", "host_key", "host_key_pinned_at"]}),
         (

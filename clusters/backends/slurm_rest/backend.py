@@ -50,6 +50,7 @@ _job_lists: dict[tuple, tuple[int, dict[str, SchedulerStatus]]] = {}
 
 class SlurmRestBackend(ClusterBackend):
     kind = "slurm-rest"
+    run_as_modes = ("service", "rest-user", "own-account")
     admin_fieldsets = (
         ("SLURM REST: slurmrestd", {"fields": ["api_url", "server_version"]}),
         (

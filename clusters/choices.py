@@ -1,0 +1,26 @@
+"""Vocabulary of the clusters app that backends also name: a leaf module (it imports nothing of the portal)."""
+
+from django.db import models
+
+
+class RunAs(models.TextChoices):
+    """Whose identity a cluster's jobs run under; each kind lists the ones it supports (ClusterBackend.run_as_modes)."""
+
+    SERVICE = "service", "The shared service account (students are not isolated)"
+    REST_USER = "rest-user", "Each student's cluster user, through slurmrestd (X-SLURM-USER-NAME)"
+    SUDO = "sudo", "Each student's cluster user, through a sudo rule for the service account"
+    OWN_ACCOUNT = "own-account", "Each student's own registered account (students without one cannot launch)"
+
+
+# The modes where the portal names the student's cluster username itself (ClusterIdentity) with the service
+# account's credentials; students cannot choose it.
+STUDENT_USER_MODES = frozenset({RunAs.REST_USER, RunAs.SUDO})
+
+
+class IdentitySource(models.TextChoices):
+    """Where a user's cluster username came from."""
+
+    LDAP = "ldap", "LDAP uid"
+    OIDC = "oidc", "OIDC claim"
+    ROSTER = "roster", "Roster column"
+    ADMIN = "admin", "Set by an admin"

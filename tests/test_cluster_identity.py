@@ -1,0 +1,117 @@
+"""Cluster usernames: what is refused, who may set them, and which account a job runs as in each run_as mode."""
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+
+from clusters.choices import IdentitySource, RunAs
+from clusters.identity import cluster_username, set_cluster_username
+from clusters.models import AuthMethod, ClusterAccount, ClusterIdentity, ClusterKind
+from courses.access import LaunchRefused
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("name", ["root", "Bad Name", "../x", "", "1abc", "a" * 33, "jdoe;id", "slurm", "systemd-x"])
+def test_invalid_or_system_cluster_usernames_are_refused(alice, name):
+    with pytest.raises(ValidationError):
+        set_cluster_username(alice, name)
+    assert not ClusterIdentity.objects.filter(user=alice).exists()
+
+
+def test_another_users_cluster_username_is_refused(alice, bob):
+    set_cluster_username(alice, "alice01", source=IdentitySource.LDAP)
+    with pytest.raises(ValidationError, match="another portal user"):
+        set_cluster_username(bob, "alice01")
+    assert cluster_username(bob) == ""
+
+
+def test_a_name_another_user_registered_as_their_own_account_is_refused(alice, bob, cluster):
+    ClusterAccount.objects.create(cluster=cluster, user=alice, username="alicehpc", auth_method=AuthMethod.PASSWORD)
+    with pytest.raises(ValidationError, match="another portal user"):
+        set_cluster_username(bob, "alicehpc")
+    set_cluster_username(alice, "alicehpc")  # her own registered name is hers to have
+
+
+def test_a_service_accounts_name_is_refused(alice, cluster):
+    with pytest.raises(ValidationError, match="service account"):
+        set_cluster_username(alice, "labsvc")
+
+
+def test_sign_on_sets_the_username_with_its_source_and_again_changes_nothing(alice):
+    first = set_cluster_username(alice, "jdoe_1", source=IdentitySource.OIDC)
+    again = set_cluster_username(alice, "jdoe_1", source=IdentitySource.OIDC)
+    assert again.pk == first.pk and again.updated_at == first.updated_at
+    assert (again.username, again.source) == ("jdoe_1", IdentitySource.OIDC)
+
+
+def test_shared_mode_runs_as_the_service_account_or_a_registered_one(alice, bob, cluster):
+    own = ClusterAccount.objects.create(cluster=cluster, user=alice, username="alicehpc", auth_method=AuthMethod.KEY)
+    assert cluster.account_for(alice) == own
+    assert cluster.account_for(bob) == cluster.service_account()
+
+
+def test_student_user_modes_run_as_the_cluster_username_through_the_service_account(alice, cluster):
+    cluster.run_as = RunAs.SUDO
+    cluster.save()
+    ClusterAccount.objects.create(cluster=cluster, user=alice, username="alicehpc", auth_method=AuthMethod.KEY)
+    set_cluster_username(alice, "alice01")
+    account = cluster.account_for(alice)
+    assert (account.username, account.auth_method, account.has_secret) == ("alice01", AuthMethod.VIA_SERVICE, False)
+    assert cluster.account_for(alice) == account  # one identity row per name
+    set_cluster_username(alice, "alice02")
+    assert cluster.account_for(alice).username == "alice02"
+    assert ClusterAccount.objects.get(pk=account.pk).username == "alice01"  # earlier jobs keep theirs
+
+
+def test_a_student_without_a_cluster_username_is_told_who_sets_it(alice, cluster, make_job, sleep_template):
+    cluster.run_as = RunAs.SUDO
+    cluster.save()
+    with pytest.raises(LaunchRefused, match="Ask your instructor or an admin"):
+        make_job(alice)
+
+
+def test_own_account_mode_refuses_students_without_one(alice, cluster, make_job, sleep_template):
+    cluster.run_as = RunAs.OWN_ACCOUNT
+    cluster.save()
+    with pytest.raises(LaunchRefused, match="Register yours on your profile page"):
+        make_job(alice)
+
+
+def test_a_kind_offers_only_the_modes_it_supports(cluster):
+    cluster.run_as = RunAs.REST_USER
+    with pytest.raises(ValidationError, match="can run jobs as"):
+        cluster.full_clean()
+    cluster.kind, cluster.api_url = ClusterKind.SLURM_REST, "http://127.0.0.1:6820"
+    cluster.full_clean()
+
+
+def test_admin_sets_a_cluster_username_and_invalid_ones_are_refused(login, admin_user, alice, bob):
+    set_cluster_username(bob, "bob01")
+    client = login(admin_user)
+    url = reverse("admin:clusters_clusteridentity_add")
+    for bad in ("root", "Bad Name", "../x", "bob01"):
+        response = client.post(url, {"user": alice.pk, "username": bad, "source": "admin"})
+        assert response.status_code == 200 and not ClusterIdentity.objects.filter(user=alice).exists(), bad
+    response = client.post(url, {"user": alice.pk, "username": "alice01", "source": "admin"})
+    assert response.status_code == 302
+    identity = ClusterIdentity.objects.get(user=alice)
+    assert (identity.username, identity.set_by) == ("alice01", admin_user)
+
+
+def test_only_admins_reach_the_cluster_username_pages(client, login, alice, instructor):
+    url = reverse("admin:clusters_clusteridentity_add")
+    assert client.get(url).status_code == 302
+    for user in (alice, instructor):
+        response = login(user).get(url)
+        assert response.status_code == 302 and "/login/" in response.url
+
+
+def test_cluster_page_offers_run_as_and_says_when_students_are_isolated(login, admin_user, cluster):
+    url = reverse("admin:clusters_cluster_change", args=[cluster.pk])
+    text = login(admin_user).get(url).content.decode()
+    assert 'name="run_as"' in text and "can read, change and delete" in text
+    cluster.run_as = RunAs.SUDO
+    cluster.save()
+    text = login(admin_user).get(url).content.decode()
+    assert "Run directories are private to their owner" in text and "can read, change and delete" not in text
