@@ -5,6 +5,8 @@
 #   scripts/local_slurm.sh install   apt packages (munge, slurm-wlm, slurmrestd + JWT, openssh-server, sysstat)
 #   scripts/local_slurm.sh start     write configs, create the lab users and keys, start munged/slurmctld/slurmd/sshd
 #                                    and slurmrestd (JWT) on 127.0.0.1:$GPULAB_SLURMREST_PORT
+#   scripts/local_slurm.sh students  only the two students' own UNIX users and the service account's sudo rule
+#                                    (part of `start`)
 #   scripts/local_slurm.sh stop      stop the daemons (configs and keys stay)
 #   scripts/local_slurm.sh status    sinfo as the lab user
 #
@@ -26,6 +28,10 @@ SERVICE_USER=${GPULAB_SERVICE_USER:-labsvc}    # the cluster's service account
 PERSONAL_USER=${GPULAB_PERSONAL_USER:-labstudent}  # a student's own cluster account
 PERSONAL_PASSWORD=${GPULAB_PERSONAL_PASSWORD:-labstudent-pass}
 REST_USER=${GPULAB_SLURMREST_USER:-labrest}  # the slurm-rest kind's service account: REST only, no SSH login
+# Two students with their own UNIX users, whose jobs the service account runs as them (sudo rule, slurmrestd).
+STUDENT_USERS=${GPULAB_STUDENT_USERS:-"labalice labbob"}
+STUDENT_GROUP=${GPULAB_STUDENT_GROUP:-gpulab-students}
+SUDOERS_FILE=/etc/sudoers.d/gpulab-portal
 NODE=$(hostname -s)
 SLURM_ETC=/etc/slurm
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -36,13 +42,39 @@ log() { printf '[local-slurm] %s\n' "$*"; }
 
 install_packages() {
   if command -v slurmctld >/dev/null && command -v munged >/dev/null && command -v sshd >/dev/null &&
-    command -v iostat >/dev/null && command -v slurmrestd >/dev/null && has_jwt_plugin; then
+    command -v iostat >/dev/null && command -v slurmrestd >/dev/null && command -v sudo >/dev/null &&
+    has_jwt_plugin; then
     return
   fi
   log "installing munge, slurm-wlm, slurmrestd (JWT) and openssh-server"
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    munge slurm-wlm slurmrestd slurm-wlm-jwt-plugin openssh-server openssh-client procps sysstat
+    munge slurm-wlm slurmrestd slurm-wlm-jwt-plugin openssh-server openssh-client procps sysstat sudo
+}
+
+# The students' own users, and the sudo rule docs/cluster-identity.md gives: the service account may run only the
+# portal's SLURM commands and its two file operations, only as a member of the students' group (never root).
+# PERSONAL_USER gets a rule that is too broad (every command), so that the tests see Test connection flag it.
+ensure_students() {
+  getent group "$STUDENT_GROUP" >/dev/null || groupadd "$STUDENT_GROUP"
+  local student
+  for student in $STUDENT_USERS; do
+    ensure_user "$student"
+    usermod -a -G "$STUDENT_GROUP" "$student"
+    chmod 700 "$(getent passwd "$student" | cut -d: -f6)"
+  done
+  local rule
+  rule=$(mktemp)
+  cat >"$rule" <<EOF
+# Written by scripts/local_slurm.sh (see docs/cluster-identity.md).
+Defaults:$SERVICE_USER !requiretty
+$SERVICE_USER ALL=(%$STUDENT_GROUP) NOPASSWD: /usr/bin/sbatch, /usr/bin/scancel, /usr/bin/squeue, \\
+    /usr/bin/scontrol show job *, /usr/bin/mkdir, /usr/bin/dd
+# Too broad on purpose: the tests check that Test connection flags it.
+$PERSONAL_USER ALL=(%$STUDENT_GROUP) NOPASSWD: ALL
+EOF
+  visudo -cq -f "$rule" && install -m 440 "$rule" "$SUDOERS_FILE"
+  rm -f "$rule"
 }
 
 has_jwt_plugin() { ls /usr/lib/*/slurm-wlm/auth_jwt.so >/dev/null 2>&1; }
@@ -162,6 +194,7 @@ GPULAB_SLURMREST_TOKEN_FILE=$SLURMREST_DIR/token
 GPULAB_SLURMREST_TOKEN_USER=root
 GPULAB_SLURMREST_USER=$REST_USER
 GPULAB_SLURMREST_JWT_KEY=$JWT_KEY
+GPULAB_STUDENT_USERS="$STUDENT_USERS"
 EOF
 }
 
@@ -201,6 +234,7 @@ start() {
   ensure_user "$SERVICE_USER"
   ensure_user "$PERSONAL_USER"
   ensure_user "$REST_USER"
+  ensure_students
   echo "$PERSONAL_USER:$PERSONAL_PASSWORD" | chpasswd
   ensure_key "$SERVICE_USER"
   ensure_key "$PERSONAL_USER"
@@ -260,6 +294,7 @@ stop() {
 case "${1:-}" in
   install) install_packages ;;
   start) start ;;
+  students) ensure_students ;;
   stop) stop ;;
   status) runuser -u "$SERVICE_USER" -- sinfo ;;
   *) echo "usage: $0 install|start|stop|status" >&2; exit 2 ;;
