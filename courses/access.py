@@ -14,6 +14,7 @@ from django.http import Http404
 
 from ops import logs
 
+from . import terms
 from .models import Course, Enrollment, Role
 
 if TYPE_CHECKING:
@@ -54,13 +55,23 @@ def role_in(user, course: Course) -> str | None:
     return Enrollment.objects.filter(user=user, course=course).values_list("role", flat=True).first()
 
 
-def get_course(user, slug: str, *, teach: bool = False) -> Course:
-    """The course if the user belongs to it (teaches it, with teach=True); else 404."""
+def may_teach(user, course: Course) -> bool:
+    return is_admin(user) or role_in(user, course) == Role.INSTRUCTOR
+
+
+def get_course(user, slug: str, *, teach: bool = False, write: bool = False) -> Course:
+    """The course if the user belongs to it (teaches it, with teach=True); else 404.
+
+    write=True: the caller is about to change the course (templates, quotas, roster); a course whose term has
+    ended refuses with terms.CourseReadOnly, a 403 that says why."""
     courses = teaching_courses(user) if teach else courses_for(user)
     try:
-        return courses.get(slug=slug)
+        course = courses.get(slug=slug)
     except Course.DoesNotExist:
         raise Http404("No such course.") from None
+    if write:
+        terms.check_writable(course)
+    return course
 
 
 def visible_jobs(user) -> QuerySet[Job]:
@@ -137,6 +148,9 @@ def check_launch(user, course: Course, template: JobTemplate, cluster: Cluster) 
         raise LaunchRefused("Your account is disabled.")
     if role_in(user, course) is None and not is_admin(user):
         raise LaunchRefused(f"You are not enrolled in {course.name}.")
+    refusal = terms.launch_refusal(course, teaches=may_teach(user, course))
+    if refusal:
+        raise LaunchRefused(refusal)
     if not launchable_templates(user, course).filter(pk=template.pk).exists():
         raise LaunchRefused(f"The template “{template.name}” is not published for {course.name}.")
     if not launchable_clusters(user, course, template).filter(pk=cluster.pk).exists():
@@ -155,13 +169,25 @@ def may_author(user, template: JobTemplate) -> bool:
     return not template.builtin and bool(course_ids) and course_ids <= taught
 
 
-def get_authorable_template(user, slug: str) -> JobTemplate:
+def get_authorable_template(user, slug: str, *, write: bool = False) -> JobTemplate:
+    """write=True: about to save or publish it; a template of a course whose term has ended stays as it was."""
     from jobs.models import JobTemplate
 
     template = JobTemplate.objects.filter(slug=slug).first()
     if template is None or not may_author(user, template):
         raise Http404("No such template.")
+    if write:
+        for course in template.courses.all():
+            terms.check_writable(course)
     return template
+
+
+def template_read_only(template: JobTemplate) -> str | None:
+    """Why the template can no longer change (a course of it has ended), or None."""
+    if template.pk is None:
+        return None
+    ended = next((c for c in template.courses.all() if terms.has_ended(c)), None)
+    return terms.read_only_message(ended) if ended else None
 
 
 def get_node(user, node_id) -> Node:

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from . import quotas
-from .models import Course, Enrollment
+from .models import Course, Enrollment, TermNotice
 
 
 class EnrollmentInline(admin.TabularInline):
@@ -12,7 +12,9 @@ class EnrollmentInline(admin.TabularInline):
 
 @admin.register(Course)
 class CourseAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "max_concurrent_jobs", "max_gpus"]
+    list_display = ["name", "slug", "term_starts_at", "term_ends_at", "max_concurrent_jobs", "max_gpus"]
+    list_filter = [("term_ends_at", admin.EmptyFieldListFilter)]
+    date_hierarchy = "term_ends_at"
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["clusters"]
@@ -28,6 +30,14 @@ class CourseAdmin(admin.ModelAdmin):
 
     fieldsets = [
         (None, {"fields": ["name", "slug", "description", "clusters"]}),
+        (
+            "Term",
+            {
+                "fields": ["term_starts_at", "term_ends_at"],
+                "description": "Students launch only inside the term. A week before the end the instructors are "
+                "told; at the end running jobs are stopped and the course becomes read-only. Both empty: no term.",
+            },
+        ),
         (
             "Per-student limits",
             {"fields": ["max_concurrent_jobs", "max_gpus", "max_cpus", "max_memory_gb", "max_pods", "max_volumes"]},
@@ -48,3 +58,18 @@ class EnrollmentAdmin(admin.ModelAdmin):
     list_filter = ["course", "role"]
     search_fields = ["user__username", "course__slug"]
     autocomplete_fields = ["user", "course"]
+
+
+@admin.register(TermNotice)
+class TermNoticeAdmin(admin.ModelAdmin):
+    """What the term messages told whom: written by the beat task, read here."""
+
+    list_display = ["course", "user", "kind", "term_ends_at", "sent_at"]
+    list_filter = ["kind", "course"]
+    search_fields = ["user__username", "course__slug"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 
 from django import forms
+from django.utils import timezone
 
-from .models import QuotaField
+from . import terms
+from .models import Course, QuotaField
 from .quotas import FIELDS, MAX_VALUE
 
 ASCII_COUNT = re.compile(r"^[0-9]+$")
@@ -55,3 +57,36 @@ class QuotaForm(forms.Form):
         """(student, [bound field per quota field]) for the table."""
         for student in self.students:
             yield student, [self[override_name(field, student.pk)] for field in FIELDS]
+
+
+class TermField(forms.DateTimeField):
+    """A date and time picked in the browser (datetime-local), read in the portal's time zone."""
+
+    def __init__(self, **kwargs):
+        widget = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+        super().__init__(widget=widget, **kwargs)
+
+
+class CopyTermForm(forms.Form):
+    """A new course for a new term: its own name, slug and dates. What it carries is courses/copying.py's."""
+
+    name = forms.CharField(max_length=Course._meta.get_field("name").max_length)
+    slug = forms.SlugField(
+        max_length=Course._meta.get_field("slug").max_length,
+        help_text="Short name used in URLs and the API, e.g. hpc-2027. Letters, digits, - and _.",
+    )
+    term_starts_at = TermField(label="Term starts")
+    term_ends_at = TermField(label="Term ends")
+
+    def clean_slug(self):
+        slug = self.cleaned_data["slug"]
+        if Course.objects.filter(slug__iexact=slug).exists():
+            raise forms.ValidationError(f"A course “{slug}” exists already. Pick another slug, e.g. {slug}-2.")
+        return slug
+
+    def clean(self):
+        data = super().clean()
+        errors = terms.term_errors(data.get("term_starts_at"), data.get("term_ends_at"), now=timezone.now())
+        for field, message in errors.items():
+            self.add_error(field, message)
+        return data

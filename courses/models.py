@@ -1,5 +1,7 @@
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models import F, Q
 
 
 class Role(models.TextChoices):
@@ -41,13 +43,39 @@ class Course(models.Model):
         help_text="Kubernetes: a wildcard DNS domain, e.g. lab.example.edu; inference servers then get "
         "http://<job>.lab.example.edu. Empty: students use kubectl port-forward.",
     )
+    # The term (courses/terms.py): students launch only between these; from the end on the course is read-only.
+    # Both empty: no term, always open (courses made before terms existed).
+    term_starts_at = models.DateTimeField("term starts", null=True, blank=True)
+    term_ends_at = models.DateTimeField(
+        "term ends",
+        null=True,
+        blank=True,
+        help_text="Running jobs are stopped then and the course becomes read-only; pages and reports stay.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(term_starts_at__isnull=True, term_ends_at__isnull=True)
+                | Q(term_starts_at__isnull=False, term_ends_at__isnull=False, term_ends_at__gt=F("term_starts_at")),
+                name="course_term_ends_after_start",
+                violation_error_message="A term needs both a start and an end, and the end must come after the start.",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self):
+        super().clean()
+        start, end = self.term_starts_at, self.term_ends_at
+        if (start is None) != (end is None):
+            missing = "term_ends_at" if end is None else "term_starts_at"
+            raise ValidationError({missing: "Give both the start and the end of the term, or neither."})
+        if start and end and end <= start:
+            raise ValidationError({"term_ends_at": "The term must end after it starts."})
 
 
 class Enrollment(models.Model):
@@ -114,3 +142,27 @@ class QuotaChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_field_display()} {self.old_value}→{self.new_value} by {self.actor_username}"
+
+
+class TermNotice(models.Model):
+    """A term message sent to one person. The row is written before the mail goes, under a unique constraint, so
+    the beat task sends each message once however often or late it runs. A moved end is a new notice."""
+
+    class Kind(models.TextChoices):
+        ENDING_SOON = "ending_soon", "Term ends within a week (instructors)"
+        JOBS_WILL_STOP = "jobs_will_stop", "Running jobs will be stopped (students)"
+
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="term_notices")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    term_ends_at = models.DateTimeField(help_text="The end the notice announced.")
+    sent_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-sent_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["course", "user", "kind", "term_ends_at"], name="termnotice_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} to {self.user} ({self.course})"

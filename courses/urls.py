@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import quota_views, views
+from . import quota_views, term_views, views
 
 app_name = "courses"
 
@@ -9,4 +9,5 @@ urlpatterns = [
     path("<slug:slug>/roster/", views.roster_upload, name="roster"),
     path("<slug:slug>/quotas/", quota_views.quota_page, name="quotas"),
     path("<slug:slug>/cancel/", views.cancel_jobs, name="cancel_jobs"),
+    path("<slug:slug>/copy/", term_views.copy_course, name="copy"),
 ]

@@ -14,7 +14,7 @@ from jobs.filters import JobFilterForm
 from jobs.forms import RosterUploadForm
 from jobs.models import Job
 
-from . import access
+from . import access, terms
 from .models import Role
 from .roster import import_roster
 
@@ -78,7 +78,7 @@ def cancel_jobs(request, slug: str):
 
 @login_required
 def roster_upload(request, slug: str):
-    course = access.get_course(request.user, slug, teach=True)
+    course = access.get_course(request.user, slug, teach=True, write=request.method == "POST")
     form = RosterUploadForm(request.POST or None, request.FILES or None)
     result = None
     if request.method == "POST" and form.is_valid():
@@ -88,4 +88,5 @@ def roster_upload(request, slug: str):
             return redirect("courses:roster", slug=course.slug)
     enrollments = course.enrollments.select_related("user").order_by("role", "user__username")
     context = {"course": course, "form": form, "result": result, "enrollments": enrollments}
+    context["read_only"] = terms.has_ended(course)
     return render(request, "courses/roster.html", context, status=400 if result and not result.ok else 200)

@@ -21,18 +21,20 @@ from .polling import apply_status
 from .states import record, transition
 
 CANCELLING = "Cancelling: the cluster will stop the job in a moment."
+DEFAULT_WHY = "Cancel requested."
 
 
 class CancelRefused(Exception):
     pass
 
 
-def request_cancel(user, job: Job, *, why: str = "Cancel requested.") -> str:
+def request_cancel(user, job: Job, *, why: str = DEFAULT_WHY) -> str:
     """Ask for the job to stop; returns what to tell the user. `why` is the cancel event's message."""
     if job.state in TERMINAL_STATES:
         raise CancelRefused(f"This job already ended ({job.get_state_display()}).")
+    before = "Cancelled before it was submitted."
     if job.state == JobState.QUEUED and transition(
-        job, JobState.CANCELLED, actor=user, message="Cancelled before it was submitted."
+        job, JobState.CANCELLED, actor=user, message=before if why == DEFAULT_WHY else f"{why} {before}"
     ):
         return "Cancelled before it reached the cluster."
     from workers.tasks import cancel_job

@@ -235,6 +235,9 @@ GPULAB_LAB_FILES_DIR = Path(env_str("LAB_FILES_DIR", str(BASE_DIR / "workloads")
 # Named pauses that widen race windows in fault-injection tests (see portal/failpoints.py); empty in production.
 GPULAB_FAILPOINTS = env_str("FAILPOINTS", "")
 
+# How often course terms are checked: notices before the end, and the course's jobs stopped once it has passed.
+GPULAB_TERM_CHECK_INTERVAL = env_float("TERM_CHECK_INTERVAL_SECONDS", 60.0)
+
 # The schedule is one fixed interval: kept in memory, so a beat killed mid-write never leaves a corrupt file behind.
 CELERY_BEAT_SCHEDULER = "celery.beat:Scheduler"
 CELERY_BEAT_SCHEDULE = {
@@ -243,6 +246,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "workers.tasks.refresh_partition_limits",
         "schedule": GPULAB_PARTITION_LIMITS_REFRESH,
     },
+    "check-terms": {"task": "workers.tasks.check_terms", "schedule": GPULAB_TERM_CHECK_INTERVAL},
 }
 
 # --- Hostile input and sign-in (README "Configuration", docs/operations.md "Sign-in throttling") -------------

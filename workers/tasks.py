@@ -11,7 +11,7 @@ from clusters import services as cluster_services
 from clusters.backends import BackendError
 from clusters.models import Cluster
 from core.choices import JobState
-from jobs import cancellation, never_starts, polling, submission, time_limits
+from jobs import cancellation, never_starts, polling, submission, term_end, time_limits
 from ops import store as ops_store
 
 logger = logging.getLogger(__name__)
@@ -100,3 +100,11 @@ def refresh_cluster_limits(cluster_id: int) -> None:
         cluster_services.refresh_partition_limits(cluster)
     except BackendError as exc:  # unreachable now: the limits learnt before stay, the next round asks again
         logger.warning("partition limits of %s: %s", cluster.name, exc)
+
+
+@shared_task
+def check_terms() -> dict:
+    """The beat task: instructors told a week before their course's term ends, students with unfinished jobs warned
+    a day before, and at the end the course's unfinished jobs cancelled. Idempotent; a late run catches up."""
+    report = term_end.run()
+    return {"told": report.told_instructors, "warned": report.warned_students, "cancelled": report.cancelled}

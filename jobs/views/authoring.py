@@ -2,32 +2,51 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from courses import access
+from courses import access, terms
+from courses.models import Course
 from jobs.authoring import preview, publish
 from jobs.forms import TemplateForm
 from jobs.models import JobTemplate
+
+
+def ended_course_ids():
+    """Courses a template may no longer be added to: their term has ended."""
+    return Course.objects.filter(term_ends_at__lte=timezone.now()).values("pk")
 
 
 @login_required
 def template_list(request, course_slug: str):
     course = access.get_course(request.user, course_slug, teach=True)
     templates = course.templates.prefetch_related("courses").order_by("status", "name")
-    rows = [(t, access.may_author(request.user, t)) for t in templates]
-    return render(request, "jobs/authoring/list.html", {"course": course, "rows": rows})
+    rows = [(t, access.may_author(request.user, t), access.template_read_only(t)) for t in templates]
+    context = {"course": course, "rows": rows, "read_only": terms.has_ended(course)}
+    return render(request, "jobs/authoring/list.html", context)
 
 
 @login_required
 def template_edit(request, course_slug: str, slug: str | None = None):
-    course = access.get_course(request.user, course_slug, teach=True)
-    template = access.get_authorable_template(request.user, slug) if slug else JobTemplate(created_by=request.user)
+    writing = request.method == "POST"
+    course = access.get_course(request.user, course_slug, teach=True, write=writing and not slug)
+    if slug:
+        template = access.get_authorable_template(request.user, slug, write=writing)
+    else:
+        template = JobTemplate(created_by=request.user)
+    read_only = access.template_read_only(template) or (
+        terms.read_only_message(course) if not slug and terms.has_ended(course) else None
+    )
+    teaching = access.teaching_courses(request.user)
     form = TemplateForm(
         request.POST or None,
         instance=template,
-        teaching=access.teaching_courses(request.user),
+        teaching=teaching if read_only else teaching.exclude(pk__in=ended_course_ids()),
         initial={"courses": [course]} if not slug else None,
     )
+    if read_only:
+        for field in form.fields.values():
+            field.disabled = True
     if request.method == "POST" and form.is_valid():
         saved = form.save(commit=False)
         if saved.status == JobTemplate.Status.PUBLISHED:
@@ -38,7 +57,7 @@ def template_edit(request, course_slug: str, slug: str | None = None):
         messages.success(request, f"Saved “{saved.name}”.")
         return redirect("jobs:template_edit", course_slug=course.slug, slug=saved.slug)
     checked = preview(template.body, template.parameters, backend=template.backend) if template.pk else None
-    context = {"course": course, "template": template, "form": form, "preview": checked}
+    context = {"course": course, "template": template, "form": form, "preview": checked, "read_only": read_only}
     return render(request, "jobs/authoring/edit.html", context, status=400 if form.errors else 200)
 
 
@@ -63,8 +82,8 @@ def template_preview(request, course_slug: str):
 @login_required
 @require_POST
 def template_publish(request, course_slug: str, slug: str):
-    course = access.get_course(request.user, course_slug, teach=True)
-    template = access.get_authorable_template(request.user, slug)
+    course = access.get_course(request.user, course_slug, teach=True, write=True)
+    template = access.get_authorable_template(request.user, slug, write=True)
     if course not in template.courses.all():
         raise Http404("No such template.")
     if request.POST.get("action") == "unpublish":

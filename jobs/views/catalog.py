@@ -4,7 +4,7 @@ from django.shortcuts import render
 
 from clusters.backends import template_backend
 from clusters.models import Cluster
-from courses import access
+from courses import access, terms
 from jobs.models import JobTemplate
 
 
@@ -26,4 +26,7 @@ def catalog(request):
             t for t in course.published_templates if t.backend in kinds and (mpi or not t.needs_mpi_operator)
         ]
     teaching = set(access.teaching_courses(request.user).values_list("pk", flat=True))
+    for course in courses:
+        course.teaches = course.pk in teaching
+        course.launch_refusal = terms.launch_refusal(course, teaches=course.teaches)
     return render(request, "jobs/catalog.html", {"courses": courses, "teaching": teaching})

@@ -2,7 +2,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 
-from courses import access, quotas
+from courses import access, quotas, terms
 from jobs.forms import LaunchForm
 from jobs.launch import LaunchInvalid, launch
 from jobs.launch_facts import quota_use, run_estimates
@@ -35,6 +35,7 @@ def launch_form(request, course_slug: str, template_slug: str):
         else:
             messages.success(request, f"Launched {template.name}. It is queued for {job.cluster.display_name}.")
             return redirect(job)
+    teaches = access.may_teach(request.user, course)
     context = {
         "course": course,
         "template": template,
@@ -44,6 +45,8 @@ def launch_form(request, course_slug: str, template_slug: str):
         "quota": quotas.limits_for(course, request.user),
         "quota_use": quota_use(request.user, course),
         "estimates": run_estimates(template, clusters),
+        "teaches": teaches,
+        "term_refusal": terms.launch_refusal(course, teaches=teaches),
     }
     return render(request, "jobs/launch.html", context, status=400 if form.errors else 200)
 

@@ -1,8 +1,10 @@
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+from django.utils import timezone
 
 from courses.models import Course, Enrollment, Role
 
@@ -30,6 +32,10 @@ class Command(BaseCommand):
                 "description": "Train a tiny LM on SLURM, then serve it.",
             },
         )
+        if course.term_starts_at is None:  # a term around today, so the demo shows its dates and notices
+            today = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+            course.term_starts_at, course.term_ends_at = today - timedelta(days=30), today + timedelta(days=60)
+            course.save(update_fields=["term_starts_at", "term_ends_at"])
         known = dict(line.split(" ", 1) for line in logins.read_text().splitlines()) if logins.exists() else {}
         User = get_user_model()
         for username, role in USERS:

@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from courses import terms
 from courses.models import Course
 from courses.roster import import_roster
 
@@ -18,6 +19,8 @@ class Command(BaseCommand):
             target = Course.objects.get(slug=course)
         except Course.DoesNotExist:
             raise CommandError(f"No course with slug {course!r}.") from None
+        if terms.has_ended(target):
+            raise CommandError(terms.read_only_message(target))
         try:
             text = roster.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
