@@ -92,7 +92,7 @@ def main() -> None:
             assert report.polled == args.jobs and not report.error, report
         assert Job.objects.filter(cluster=cluster, state=JobState.RUNNING).count() == args.jobs
         # The API side alone (the emulator answering, the client parsing), without the database writes.
-        from clusters.backends import get_backend
+        from clusters.kinds import get_backend
 
         ids, api_times = [job.scheduler_id for job in jobs], []
         for _ in range(args.cycles):

@@ -121,9 +121,9 @@ def measure_ssh(cluster, jobs: int, cycles: int) -> dict:
 
 
 def measure_rest(cluster, jobs: int, cycles: int) -> dict:
-    from clusters.backends import get_backend
     from clusters.backends.slurm_rest import backend as rest_backend
     from clusters.backends.slurm_rest.client import sessions
+    from clusters.kinds import get_backend
 
     get_backend(cluster).version()  # the OpenAPI document is read once per process (then every 10 min)
     statuses: list[int] = []

@@ -10,11 +10,12 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.text import capfirst
 
-from . import services
-from .backends import BACKENDS, BackendError, backend_class, get_backend
+from . import kinds, services
+from .backends import BackendError
 from .backends.ssh import fingerprint, probe_host_key
 from .forms import TOKEN_WARNING, ApiTokenField, ClusterAccountForm, token_expiry_text
 from .identity import set_cluster_username, validate_cluster_username
+from .kinds import get_backend
 from .models import Cluster, ClusterAccount, ClusterIdentity, ClusterKind, CredentialEvent
 
 
@@ -76,12 +77,12 @@ class ClusterAdmin(admin.ModelAdmin):
     def get_fieldsets(self, request, obj=None):
         """Only the cluster's own kind's fields; a new cluster shows every kind's, and the page hides the others."""
         chosen = obj.kind if obj else request.POST.get("kind") or request.GET.get("kind")
-        kinds = [chosen] if chosen in BACKENDS else list(BACKENDS)
+        kinds_shown = [chosen] if chosen in kinds.KINDS else kinds.names()
         detected = set(self.readonly_fields) | set(self.shown_as)
         sets = [
             (kind, title, options, [self.shown_as.get(f, f) for f in options["fields"] if obj or f not in detected])
-            for kind in kinds
-            for title, options in backend_class(kind).admin_fieldsets
+            for kind in kinds_shown
+            for title, options in kinds.kind_of(kind).admin_fieldsets
         ]
         users: dict[str, list[str]] = {}  # field → the kinds that show it (a new cluster shows every kind's)
         titles: dict[str, set[str]] = {}
@@ -108,7 +109,7 @@ class ClusterAdmin(admin.ModelAdmin):
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change, **kwargs)
         if obj is not None and "run_as" in form.base_fields:  # only the modes the cluster's kind supports
-            modes = backend_class(obj.kind).run_as_modes
+            modes = kinds.backend_class(obj.kind).run_as_modes
             field = form.base_fields["run_as"]
             field.choices = [(value, label) for value, label in field.choices if value in modes]
         return form

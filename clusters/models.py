@@ -142,7 +142,8 @@ class Cluster(models.Model):
         return PartitionLimits.from_dict(entry) if entry else None
 
     def clean(self):
-        from .backends import BACKENDS, backend_class
+        from .kinds import KINDS as BACKENDS
+        from .kinds import backend_class
 
         self.run_as = self.run_as or RunAs.SERVICE
         if self.kind in BACKENDS and self.run_as not in backend_class(self.kind).run_as_modes:

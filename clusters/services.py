@@ -92,8 +92,8 @@ def save_connection_facts(cluster: Cluster, report) -> None:
 def refresh_partition_limits(cluster: Cluster) -> bool:
     """Ask the scheduler (one call) what each partition can give a job and keep it; False where the kind has no
     partitions. Scheduler errors propagate (BackendError): the limits learnt before stay."""
-    from .backends import get_backend
     from .backends.base import NotSupported
+    from .kinds import get_backend
 
     try:
         limits = get_backend(cluster).partition_limits()

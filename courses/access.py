@@ -134,7 +134,7 @@ def launchable_clusters(user, course: Course, template: JobTemplate | None = Non
         return Cluster.objects.none()
     clusters = course.clusters.filter(enabled=True)
     if template is not None:
-        from clusters.backends import kinds_running
+        from clusters.kinds import kinds_running
 
         clusters = clusters.filter(kind__in=kinds_running(template.backend))
         if template.needs_mpi_operator:

@@ -10,12 +10,12 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from clusters.backends import BackendError
+from clusters.backends.kubernetes import endpoints
 from core.choices import JobState
 from courses import access
 from courses.models import Course
 from portal.api_schema import ErrorSerializer
 
-from . import endpoints
 from .cancellation import CancelRefused, request_cancel
 from .launch import LaunchInvalid, launch
 from .logs import log_streams, parse_offset, read_log

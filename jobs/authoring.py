@@ -9,9 +9,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from clusters.backends.kubernetes.manifests import ManifestError, dump, preview_context, render_manifests
 from clusters.models import ClusterKind
 
-from .manifests import ManifestError, dump, preview_context, render_manifests
 from .models import JobTemplate
 from .params import SchemaError, parse_schema
 from .rendering import RenderContext, RenderError, bash_syntax_error, placeholder_problems, render_script, unix_lines

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from clusters.backends import get_backend
+from clusters.kinds import get_backend
 from core.choices import TERMINAL_STATES, EventKind, JobState
 from portal import failpoints
 

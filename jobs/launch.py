@@ -10,12 +10,12 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, Sum
 
+from clusters.backends.kubernetes import launch as k8s_launch
 from clusters.identity import IdentityMissing
 from core.choices import ACTIVE_STATES, EventKind
 from courses import access, quotas
 from courses.models import Role
 
-from . import k8s_launch
 from .models import Job, JobTemplate
 from .params import requested_gpus, validate_values
 from .rendering import RenderContext, RenderError, render_script

@@ -8,8 +8,8 @@ import re
 
 from django.conf import settings
 
-from clusters.backends import get_backend
 from clusters.backends.base import LogChunk
+from clusters.kinds import get_backend
 
 from .models import Job
 

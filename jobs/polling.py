@@ -13,8 +13,9 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from clusters.backends import BackendError, get_backend
+from clusters.backends import BackendError
 from clusters.backends.base import SchedulerStatus
+from clusters.kinds import get_backend
 from clusters.models import Cluster
 from core.choices import ON_SCHEDULER_STATES, TERMINAL_STATES, JobState
 

@@ -21,10 +21,12 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from clusters.backends import BackendError, get_backend
+from clusters.backends import BackendError
 from clusters.backends.base import SubmitRequest
+from clusters.backends.kubernetes import namespaces
+from clusters.kinds import get_backend
 from core.choices import EventKind, JobState
-from courses import access, namespaces
+from courses import access
 from ops import store as ops_store
 from portal import failpoints
 

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from clusters.backends import get_backend
+from clusters.kinds import get_backend
 from clusters.models import ClusterKind
 from core.choices import EventKind, JobState
 

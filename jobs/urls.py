@@ -1,6 +1,8 @@
 from django.urls import path
 
-from .views import authoring, catalog, jobs, launch, servers
+from clusters.backends.kubernetes import views as servers
+
+from .views import authoring, catalog, jobs, launch
 
 app_name = "jobs"
 

@@ -141,11 +141,11 @@ def login(client):
 @pytest.fixture
 def fake_backend(monkeypatch):
     """Routes every slurm cluster to tests.fakes.FakeBackend (unit tests only)."""
-    from clusters.backends import BACKENDS
+    from clusters.kinds import kind_of
     from tests.fakes import FakeBackend
 
     FakeBackend.reset()
-    monkeypatch.setitem(BACKENDS, "slurm", "tests.fakes.FakeBackend")
+    monkeypatch.setattr(kind_of("slurm"), "backend_class", FakeBackend)
     return FakeBackend
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from clusters.backends.kubernetes.manifests import pod_specs, preview_context, render_manifests
 from jobs.builtin import builtin_definitions
-from jobs.manifests import pod_specs, preview_context, render_manifests
 from jobs.params import parse_schema
 
 ROOT = Path(__file__).resolve().parent.parent

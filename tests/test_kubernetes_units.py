@@ -5,16 +5,16 @@ import uuid
 
 import pytest
 
-from clusters.backends import kube_status
 from clusters.backends.base import BackendError
-from clusters.backends.kube_api import check_kubeconfig
+from clusters.backends.kubernetes import launch as k8s_launch
+from clusters.backends.kubernetes import status as kube_status
+from clusters.backends.kubernetes.api import check_kubeconfig
+from clusters.backends.kubernetes.endpoints import answer_text
+from clusters.backends.kubernetes.namespaces import namespace_for, plan_for
 from clusters.forms import ClusterAccountForm
 from clusters.models import Cluster
 from core.choices import JobState
 from courses.models import Enrollment, NamespaceMode, Role
-from courses.namespaces import namespace_for, plan_for
-from jobs import k8s_launch
-from jobs.endpoints import answer_text
 from jobs.models import JobTemplate
 
 SID = "gpulab-hpc/3f2a9c1e-0000-4000-8000-000000000001"

@@ -8,7 +8,7 @@ from django.urls import reverse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.manifests import ManifestContext, ManifestError, render_manifests, requested_resources
+from clusters.backends.kubernetes.manifests import ManifestContext, ManifestError, render_manifests, requested_resources
 from jobs.models import JobTemplate
 from jobs.params import CONTROL_CHARS, parse_schema
 

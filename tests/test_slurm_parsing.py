@@ -2,7 +2,7 @@
 because the local test cluster runs without accounting (the squeue/scontrol path runs for real in integration)."""
 
 from clusters.backends.base import complete_utf8
-from clusters.backends.slurm import SlurmBackend, _parse_exit_code, _parse_time
+from clusters.backends.slurm.backend import SlurmBackend, _parse_exit_code, _parse_time
 from clusters.backends.ssh import CommandResult
 from clusters.models import Cluster
 

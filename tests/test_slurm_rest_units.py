@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from clusters.backends import kinds_running, template_backend
 from clusters.backends.slurm_rest import directives, parsing, tokens, versions
 from clusters.backends.slurm_rest.client import error_messages
 from clusters.backends.slurm_rest.errors import RestRejected
 from clusters.forms import token_expiry_text
+from clusters.kinds import kinds_running, template_backend
 from clusters.models import ClusterAccount
 
 RECORDED = Path(__file__).parent / "fixtures" / "slurm_rest"

@@ -1,48 +1,18 @@
-"""Backends by Cluster.kind. To add one, see docs/adding-a-backend.md."""
+"""Scheduler backends, one package per cluster kind (slurm/, slurm_rest/, kubernetes/), and what they share:
+the interface and errors (base.py), the Kind (kind.py), SSH (ssh.py) and SLURM's states (slurm_states.py).
 
-from __future__ import annotations
-
-from importlib import import_module
-from typing import TYPE_CHECKING
+The registry that finds a kind by `Cluster.kind` is clusters/kinds.py; to add a kind, see docs/adding-a-backend.md.
+"""
 
 from .base import BackendError, ClusterBackend
 
-if TYPE_CHECKING:
-    from clusters.models import Cluster, ClusterAccount
-
-BACKENDS: dict[str, str] = {
-    "slurm": "clusters.backends.slurm.SlurmBackend",
-    "slurm-rest": "clusters.backends.slurm_rest.SlurmRestBackend",
-    "kubernetes": "clusters.backends.kubernetes.KubernetesBackend",
-}
-# The JobTemplate.backend each kind runs, where it is not the kind's own name: both SLURM kinds run batch scripts.
-TEMPLATE_BACKEND = {"slurm-rest": "slurm"}
+__all__ = ["BackendError", "ClusterBackend"]
 
 
-def template_backend(kind: str) -> str:
-    """What templates a cluster of this kind runs (a JobTemplate.backend value)."""
-    return TEMPLATE_BACKEND.get(kind, kind)
+def __getattr__(name: str):
+    # The registry moved to clusters/kinds.py; code that still imports these names from here gets the registry's.
+    if name in {"get_backend", "template_backend", "kinds_running", "backend_class"}:
+        from clusters import kinds
 
-
-def kinds_running(template_backend_name: str) -> list[str]:
-    """The cluster kinds that run templates written for `template_backend_name`."""
-    wanted = template_backend(template_backend_name)
-    return [kind for kind in BACKENDS if template_backend(kind) == wanted]
-
-
-def backend_class(kind: str) -> type[ClusterBackend]:
-    try:
-        module_name, _, class_name = BACKENDS[kind].rpartition(".")
-    except KeyError:
-        raise BackendError(f"This portal has no backend for {kind} clusters yet.") from None
-    return getattr(import_module(module_name), class_name)
-
-
-def get_backend(cluster: Cluster, account: ClusterAccount | None = None) -> ClusterBackend:
-    """The backend for a cluster, acting as `account` (default: the cluster's service account)."""
-    account = account or cluster.service_account()
-    if account is None:
-        raise BackendError(
-            f"The cluster “{cluster.display_name}” has no service account. An admin must add one before jobs can run."
-        )
-    return backend_class(cluster.kind)(cluster, account)
+        return getattr(kinds, name)
+    raise AttributeError(name)

@@ -3,6 +3,8 @@
 squeue, sacct and slurmrestd print the same state names; anything not listed counts as running (it is on a node).
 """
 
+import re
+
 from core.choices import TERMINAL_STATES, JobState
 
 STATE_MAP = {
@@ -34,3 +36,40 @@ def reason_text(raw: str | None) -> str:
 def shell_exit_code(code: int, signal: int) -> int:
     """A shell-style exit code from SLURM's pair: 128+signal when the job was killed by a signal."""
     return 128 + signal if code == 0 and signal else code
+
+
+# Pending reasons that do not clear while the cluster stays as it is (squeue(1), "JOB REASON CODES"): the job waits
+# for a change only an admin can make, so the portal flags it, stops counting it against the quota, and cancels it
+# after a grace period. Each entry says why, for the student.
+NEVER_STARTS = {
+    # The job's node count is outside the partition's limits (MinNodes/MaxNodes, or more nodes than it has).
+    # squeue(1) notes it can also mean that required nodes are DOWN or DRAINED, which an admin may undo: the grace
+    # period before the portal cancels leaves time for that.
+    "PartitionNodeLimit": "it asks for more nodes than its partition allows",
+    # The job's time limit exceeds the partition's MaxTime; only raising MaxTime would let it start.
+    "PartitionTimeLimit": "its time limit is longer than its partition allows",
+    # No node has the features or resources it asks for.
+    "BadConstraints": "no node of the cluster has the features or resources it asks for",
+    # The account or QOS it runs under does not exist (any more) for this user.
+    "InvalidAccount": "the cluster account it runs under is not valid on this partition",
+    "InvalidQOS": "the quality of service it runs under is not valid",
+    # A job it depends on ended in a way that can never satisfy the dependency.
+    "DependencyNeverSatisfied": "a job it depends on ended in a way that never satisfies it",
+}
+# QOSMax…PerJob…/AssocMax…PerJob…: the job alone asks for more than one job may have under the QOS or association.
+# (The …PerUser… and Grp… limits are not here: they clear when the user's or group's other jobs end.)
+NEVER_STARTS_PER_JOB = re.compile(r"^(QOS|Assoc)Max\w*PerJob")
+# Not here: ReqNodeNotAvail, NodeDown, PartitionDown/Inactive, Reservation, JobHeld*: nodes come back, partitions
+# are put up again, reservations end and holds are released, so these jobs may yet start.
+
+
+def never_starts(reason: str) -> str:
+    """Why a job pending for `reason` will never start, or "" when the reason may clear."""
+    code = reason.split(",")[0].strip()  # "ReqNodeNotAvail, UnavailableNodes:gpu01" → "ReqNodeNotAvail"
+    if code in NEVER_STARTS:
+        why = NEVER_STARTS[code]
+    elif NEVER_STARTS_PER_JOB.match(code):
+        why = "it asks for more than one job may use under its account's limits"
+    else:
+        return ""
+    return f"SLURM will never start this job: {why} ({code})."

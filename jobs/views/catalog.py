@@ -2,7 +2,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Prefetch
 from django.shortcuts import render
 
-from clusters.backends import template_backend
+from clusters.kinds import template_backend
 from clusters.models import Cluster
 from courses import access, terms
 from jobs.models import JobTemplate

@@ -7,8 +7,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from clusters.backends import BackendError
+from clusters.backends.kubernetes import endpoints
 from courses import access
-from jobs import endpoints, job_page
+from jobs import job_page
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.logs import log_streams, read_log

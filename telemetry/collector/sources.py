@@ -16,8 +16,8 @@ from collections.abc import Callable
 import urllib3
 from django.db import close_old_connections
 
-from clusters.backends import get_backend
 from clusters.backends.base import BackendError, NotSupported
+from clusters.kinds import get_backend
 from clusters.models import Cluster
 from core.choices import JobState
 from jobs.logs import read_log

@@ -362,7 +362,7 @@ def test_one_pod_list_per_namespace_per_poll_cycle(
 
 
 def test_pod_and_node_usage_come_from_the_metrics_api(alice, k8s_cluster, kube):
-    from clusters.backends import get_backend
+    from clusters.kinds import get_backend
 
     namespace = "gpulab-metrics"
     kube.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})

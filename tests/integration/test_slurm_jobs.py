@@ -8,8 +8,8 @@ import paramiko
 import pytest
 from django.urls import reverse
 
-from clusters.backends import get_backend
-from clusters.backends.slurm import SlurmBackend
+from clusters.backends.slurm.backend import SlurmBackend
+from clusters.kinds import get_backend
 from clusters.models import Cluster
 from jobs.models import Job
 from tests.integration.jobs_api import launch, read_whole_log

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from clusters.backends import get_backend, ssh
+from clusters.backends import ssh
+from clusters.kinds import get_backend
 from clusters.models import AuthMethod, Cluster, ClusterAccount
 from jobs.models import Job
 from ops import store as ops_store

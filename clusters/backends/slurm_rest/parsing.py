@@ -7,8 +7,13 @@ from datetime import UTC, datetime
 from core.choices import JobState
 
 from ..base import SchedulerStatus
-from ..slurm import never_starts  # the SSH kind's table of pending reasons that never clear: one table
-from ..slurm_states import STATE_MAP, TERMINAL_RAW, reason_text, shell_exit_code
+from ..slurm_states import (  # one table for both SLURM kinds
+    STATE_MAP,
+    TERMINAL_RAW,
+    never_starts,
+    reason_text,
+    shell_exit_code,
+)
 
 COMMENT_PREFIX = "gpulab:"
 

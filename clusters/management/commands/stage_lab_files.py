@@ -1,7 +1,8 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from clusters.backends import BackendError, get_backend
+from clusters.backends import BackendError
+from clusters.kinds import get_backend
 from clusters.models import Cluster
 
 

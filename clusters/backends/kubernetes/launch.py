@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from courses import access
-from courses.namespaces import namespace_for
+from jobs.models import JobTemplate
 
 from .manifests import (
     ManifestContext,
@@ -22,7 +22,7 @@ from .manifests import (
     render_manifests,
     requested_resources,
 )
-from .models import JobTemplate
+from .namespaces import namespace_for
 
 
 class ResourcesRefused(access.LaunchRefused):

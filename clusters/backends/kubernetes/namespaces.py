@@ -11,9 +11,9 @@ import hashlib
 import re
 
 from clusters.backends.base import NamespacePlan
-from jobs.manifests import LABEL_COURSE, LABEL_OWNER, MANAGED_BY, MANAGED_BY_LABEL, label_value
+from courses.models import Course, NamespaceMode, Role
 
-from .models import Course, NamespaceMode, Role
+from .manifests import LABEL_COURSE, LABEL_OWNER, MANAGED_BY, MANAGED_BY_LABEL, label_value
 
 PREFIX = "gpulab"
 

@@ -26,18 +26,8 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from core.choices import JobState
-from jobs.manifests import (
-    LABEL_JOB,
-    LABEL_ROLE,
-    LABEL_WORKLOAD,
-    MANAGED_BY,
-    MANAGED_BY_LABEL,
-    cpu_millis,
-    memory_bytes,
-)
 
-from . import kube_status
-from .base import (
+from ..base import (
     BackendError,
     ClusterBackend,
     ClusterUnreachable,
@@ -52,7 +42,17 @@ from .base import (
     SubmitRequest,
     complete_utf8,
 )
-from .kube_api import KINDS, NAMESPACE, POD, Conflict, KubeAPI, NotFound, kind_of
+from . import status as kube_status
+from .api import KINDS, NAMESPACE, POD, Conflict, KubeAPI, NotFound, kind_of
+from .manifests import (
+    LABEL_JOB,
+    LABEL_ROLE,
+    LABEL_WORKLOAD,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    cpu_millis,
+    memory_bytes,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,8 @@ from django.views.decorators.http import require_POST
 
 from clusters.backends import BackendError
 from courses import access
-from jobs import endpoints
+
+from . import endpoints
 
 
 def _int(value, default: int) -> int:

@@ -1,7 +1,7 @@
 """The Kubernetes API as the portal uses it: the official client's configuration, TLS and connection pool,
 requests that send and return plain dicts, and API errors turned into BackendErrors a person can act on.
 
-Objects stay data end to end (built by jobs.manifests, validated, sent as JSON), so this module needs no
+Objects stay data end to end (built by manifests.py, validated, sent as JSON), so this module needs no
 per-kind client classes: it knows where each kind lives and nothing else. The credential (a bearer token
 or a kubeconfig) is decrypted only here, into the client's configuration, and never into a message.
 """
@@ -23,7 +23,7 @@ from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import load_kube_config_from_dict
 
-from .base import AuthenticationFailed, BackendError, ClusterUnreachable, PermissionDenied, SubmitRejected
+from ..base import AuthenticationFailed, BackendError, ClusterUnreachable, PermissionDenied, SubmitRejected
 
 if TYPE_CHECKING:
     from clusters.models import Cluster, ClusterAccount

@@ -21,8 +21,8 @@ from typing import Any
 import kubernetes_validate
 import yaml
 
-from .params import Param
-from .rendering import PLACEHOLDER
+from jobs.params import Param
+from jobs.rendering import PLACEHOLDER
 
 KUBERNETES_VERSION = "1.34.0"
 MANAGED_BY = "gpulab-portal"

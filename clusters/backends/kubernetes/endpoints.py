@@ -18,14 +18,15 @@ import yaml
 from django.db import transaction
 from django.utils import timezone
 
-from clusters.backends import BackendError, get_backend
+from clusters.backends import BackendError
+from clusters.kinds import get_backend
 from core.choices import EventKind, JobState
+from jobs.launch import QuotaExceeded, check_quota
+from jobs.models import EndpointAPI, Job
+from jobs.states import record
 
-from .k8s_launch import first_service
-from .launch import QuotaExceeded, check_quota
+from .launch import first_service
 from .manifests import LABEL_ROLE, ManifestContext, check_object, requested_resources
-from .models import EndpointAPI, Job
-from .states import record
 
 LOADTEST_ROLE = "loadtest"
 LOADGEN_IMAGE = "gpulab/tinylm-server:0.1.0-cpu"  # the bundled server image carries the load generator

@@ -1,0 +1,75 @@
+"""The registry of cluster kinds: `Cluster.kind` → the Kind that knows that sort of cluster.
+
+Each kind lives in its own package under clusters/backends/<kind>/ and is named here once, by dotted path, so a
+kind's code is imported only when a cluster of that kind is used. Nothing outside this module and the kind
+packages names a kind. To add one, see docs/adding-a-backend.md.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+from .backends.base import BackendError, ClusterBackend
+from .backends.kind import Kind
+
+if TYPE_CHECKING:
+    from .models import Cluster, ClusterAccount
+
+KINDS: dict[str, str] = {
+    "slurm": "clusters.backends.slurm.kind.SlurmKind",
+    "slurm-rest": "clusters.backends.slurm_rest.kind.SlurmRestKind",
+    "kubernetes": "clusters.backends.kubernetes.kind.KubernetesKind",
+}
+_loaded: dict[str, Kind] = {}
+
+
+def register(name: str, path: str) -> None:
+    """Name a kind by the dotted path of its Kind class (a site plug-in, or a test's fake kind)."""
+    KINDS[name] = path
+    _loaded.pop(name, None)
+
+
+def unregister(name: str) -> None:
+    KINDS.pop(name, None)
+    _loaded.pop(name, None)
+
+
+def kind_of(name: str) -> Kind:
+    """The Kind registered as `name`, or BackendError naming the kind this portal cannot run."""
+    if name not in _loaded:
+        try:
+            module_name, _, class_name = KINDS[name].rpartition(".")
+        except KeyError:
+            raise BackendError(f"This portal has no backend for {name} clusters yet.") from None
+        _loaded[name] = getattr(import_module(module_name), class_name)()
+    return _loaded[name]
+
+
+def names() -> list[str]:
+    return list(KINDS)
+
+
+def template_backend(name: str) -> str:
+    """What templates a cluster of this kind runs (a JobTemplate.backend value)."""
+    return kind_of(name).templates if name in KINDS else name
+
+
+def kinds_running(template_backend_name: str) -> list[str]:
+    """The cluster kinds that run templates written for `template_backend_name`."""
+    wanted = template_backend(template_backend_name)
+    return [name for name in KINDS if template_backend(name) == wanted]
+
+
+def backend_class(name: str) -> type[ClusterBackend]:
+    return kind_of(name).backend_class
+
+
+def get_backend(cluster: Cluster, account: ClusterAccount | None = None) -> ClusterBackend:
+    """The backend for a cluster, acting as `account` (default: the cluster's service account)."""
+    account = account or cluster.service_account()
+    if account is None:
+        raise BackendError(
+            f"The cluster “{cluster.display_name}” has no service account. An admin must add one before jobs can run."
+        )
+    return backend_class(cluster.kind)(cluster, account)
