@@ -52,5 +52,18 @@ def test_dockerfile_is_slim_pinned_non_root_with_cpu_and_cuda_variants(path: Pat
     assert re.search(r"^ARG VARIANT=cpu$", text, re.M) and '"$VARIANT" = "cuda"' in text
     assert re.search(r"^USER 10001$", text, re.M)
     assert "torch==${TORCH_VERSION}" in text and re.search(r"^ARG TORCH_VERSION=2\.13\.0$", text, re.M)
-    for source in re.findall(r"^COPY (\S+)", text, re.M):
+    for source in copied(text):
         assert (WORKLOADS / source).exists(), f"{path.name} copies {source}, which does not exist"
+
+
+def test_the_server_image_holds_every_module_the_server_imports():
+    sources = set(copied((WORKLOADS / "inference" / "Dockerfile").read_text()))
+    modules = {p.relative_to(WORKLOADS).as_posix() for p in (WORKLOADS / "inference").glob("*.py")}
+    assert modules - sources == set(), "add these to inference/Dockerfile's COPY lines"
+    assert "inference/routers" in sources and "trainer/model.py" in sources
+
+
+def copied(dockerfile: str) -> list[str]:
+    """The sources of every COPY instruction (all its words but the last), continuation lines joined."""
+    text = dockerfile.replace("\\\n", " ")
+    return [source for words in re.findall(r"^COPY (.+)$", text, re.M) for source in words.split()[:-1]]
