@@ -17,6 +17,8 @@ from django.db.models import Max, Q
 from django.shortcuts import render
 from django.utils import timezone
 
+from signon.views import sign_in_context
+
 
 def minutes_left(request, username: str) -> int:
     """Whole minutes until the lockout of `username` or of the client's address ends (at least 1)."""
@@ -48,4 +50,5 @@ def lockout_response(request, original_response=None, credentials=None):
     username = request.POST.get("username", "") if request.method == "POST" else ""
     form = AuthenticationForm(request, initial={"username": username})
     context = {"form": form, "lockout": lockout_message(request, username), "next": request.POST.get("next", "")}
+    context.update(sign_in_context())
     return render(request, "registration/login.html", context, status=429)

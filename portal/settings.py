@@ -6,6 +6,7 @@ from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import database_from_url, env_bool, env_float, env_int, env_list, env_str
+from .sign_on import sign_on_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "var")))
@@ -65,6 +66,7 @@ INSTALLED_APPS = [
     "telemetry",
     "ops",
     "axes",  # sign-in lockout (see "Sign-in throttling" below)
+    "signon",  # campus sign-in (OIDC, LDAP) and course rosters kept in step with campus groups
 ]
 
 MIDDLEWARE = [
@@ -143,6 +145,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Sign-in: local passwords, campus OIDC, campus LDAP, any combination (portal/sign_on.py; docs/operations.md
+# "Single sign-on"). Sets AUTHENTICATION_BACKENDS (django-axes' lockout first) and each method's settings.
+globals().update(sign_on_settings())
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "jobs:catalog"
 LOGOUT_REDIRECT_URL = "login"
@@ -259,7 +264,6 @@ METRICS_PUBLIC = env_bool("METRICS_PUBLIC", DEBUG)
 # Sign-in lockout (django-axes): LOGIN_FAILURE_LIMIT failed sign-ins for one username, or from one client
 # address, lock that username or address for LOGIN_LOCKOUT_MINUTES; an admin unlocks earlier (Access attempts
 # in /admin/, or `manage.py axes_reset_username NAME`). The page and /api/v1/token/ both count.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = env_float("LOGIN_LOCKOUT_MINUTES", 15.0) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]

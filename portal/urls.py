@@ -1,11 +1,12 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
 from clusters import views as cluster_views
 from ops import views as ops_views
+from signon import views as signon_views
+from signon.oidc import LogoutView
 
 admin.site.site_header = "GPU Lab Portal administration"
 admin.site.site_title = "GPU Lab Portal admin"
@@ -28,8 +29,9 @@ urlpatterns = [
     path("profile/token/", cluster_views.new_token, name="new_token"),
     path("profile/token/reveal/", cluster_views.reveal_token, name="reveal_token"),
     path("profile/accounts/<int:account_id>/remove/", cluster_views.remove_account, name="remove_account"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", signon_views.LoginView.as_view(), name="login"),
+    path("logout/", LogoutView.as_view(), name="logout"),  # and at the campus provider, after an OIDC sign-in
+    path("oidc/", include("signon.urls")),
     path("api/v1/", include("portal.api_urls")),
     path("admin/operations/", admin.site.admin_view(ops_views.operations), name="operations"),
     path("admin/", admin.site.urls),

@@ -12,6 +12,10 @@ command -v iostat >/dev/null || need+=(sysstat)  # the telemetry collector's dis
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v curl >/dev/null || need+=(curl)
+# python-ldap (LDAP sign-in, requirements.txt) ships no wheel: the venv builds it against libldap and libsasl.
+[ -f /usr/include/ldap.h ] || need+=(libldap2-dev)
+[ -f /usr/include/sasl/sasl.h ] || need+=(libsasl2-dev)
+command -v gcc >/dev/null || need+=(gcc)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 /usr/bin/python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)  # the lab's venv (make demo)
 if [ "${1:-}" = "--test" ]; then

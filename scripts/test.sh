@@ -7,6 +7,7 @@ export GPULAB_LOCAL_DIR=${GPULAB_LOCAL_DIR:-/var/lib/gpulab-local}
 if [ "$(id -u)" != 0 ]; then echo "make test runs as root (it installs packages and starts daemons)." >&2; exit 1; fi
 
 bash scripts/ensure_packages.sh --test
+bash scripts/sign_on.sh install  # slapd and oidc-provider: the sign-on tests start their own
 
 make -s venv workloads-venv
 

@@ -1,0 +1,90 @@
+"""Course rosters kept in step with campus groups (LDAP groups, values of an OIDC groups claim).
+
+`sync_memberships(user, source, groups)` is the one place that applies a person's current groups to every course
+that names a group of that source: members are enrolled with the group's role (the highest when several groups of
+one course match), people who left every such group are unenrolled — but only from enrollments group sync made,
+never from ones an instructor or the roster import made. Each change is a `GroupSyncChange` row.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterable
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from courses.models import Enrollment, Role
+
+from .models import CourseGroup, GroupEnrollment, GroupSyncChange, Source, SyncAction
+
+# "sign-in" unless the sync_course_groups command is running the sync.
+current_via: contextvars.ContextVar[str] = contextvars.ContextVar("signon_sync_via", default="sign-in")
+
+
+def _rank(role: str) -> int:
+    return {Role.STUDENT: 0, Role.INSTRUCTOR: 2}.get(role, 1)  # any other role (a TA) sits between
+
+
+def wanted_roles(source: str, groups: Iterable[str]) -> tuple[dict[int, str], dict[int, list[str]], set[int]]:
+    """For each course naming a group of this source: the role the groups give (if any), the matching groups."""
+    groups = set(groups)
+    roles: dict[int, str] = {}
+    matched: dict[int, list[str]] = {}
+    linked: set[int] = set()
+    for link in CourseGroup.objects.filter(source=source):
+        linked.add(link.course_id)
+        if link.group in groups:
+            matched.setdefault(link.course_id, []).append(link.group)
+            if link.course_id not in roles or _rank(link.role) > _rank(roles[link.course_id]):
+                roles[link.course_id] = link.role
+    return roles, matched, linked
+
+
+def sync_memberships(user, source: Source | str, groups: Iterable[str]) -> list[GroupSyncChange]:
+    """Apply the user's current campus groups of `source` to the linked courses; returns the audit rows written."""
+    roles, matched, linked = wanted_roles(source, groups)
+    if not linked:
+        return []
+    changes: list[GroupSyncChange] = []
+    with transaction.atomic():
+        # One sync per person at a time: two sign-ins at once must not enroll twice.
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        enrollments = {e.course_id: e for e in Enrollment.objects.filter(user=user, course_id__in=linked)}
+        made_by_sync = set(
+            GroupEnrollment.objects.filter(user=user, course_id__in=linked, source=source).values_list(
+                "course_id", flat=True
+            )
+        )
+
+        def audit(course_id: int, action: str, old: str = "", new: str = "") -> None:
+            change = GroupSyncChange(
+                course_id=course_id,
+                user=user,
+                username=user.get_username(),
+                action=action,
+                source=source,
+                groups=", ".join(sorted(matched.get(course_id, []))),
+                old_role=old,
+                new_role=new,
+                via=current_via.get(),
+            )
+            changes.append(change)
+
+        for course_id in sorted(linked):
+            role, enrollment = roles.get(course_id), enrollments.get(course_id)
+            if role and enrollment is None:
+                Enrollment.objects.create(course_id=course_id, user=user, role=role)
+                GroupEnrollment.objects.get_or_create(course_id=course_id, user=user, defaults={"source": source})
+                audit(course_id, SyncAction.ENROLLED, new=role)
+            elif role and course_id in made_by_sync and enrollment.role != role:
+                audit(course_id, SyncAction.ROLE_CHANGED, old=enrollment.role, new=role)
+                enrollment.role = role
+                enrollment.save(update_fields=["role"])
+            elif role is None and course_id in made_by_sync:
+                GroupEnrollment.objects.filter(course_id=course_id, user=user).delete()
+                if enrollment is not None:
+                    enrollment.delete()
+                    audit(course_id, SyncAction.REMOVED, old=enrollment.role)
+        GroupSyncChange.objects.bulk_create(changes)
+    return changes

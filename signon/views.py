@@ -1,0 +1,21 @@
+"""The login page: the campus button first when OIDC is on, then the password form (LDAP and/or local passwords)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import views as auth_views
+
+
+def sign_in_context() -> dict:
+    ldap, local = settings.SIGNON_LDAP, settings.SIGNON_LOCAL_PASSWORDS
+    return {
+        "campus_button": settings.SIGNON_OIDC and settings.SIGNON_OIDC_BUTTON,
+        "password_form": ldap or local,
+        # With LDAP the password is the campus one; a portal-only password is for admins and invited people.
+        "password_heading": "Campus username and password" if ldap else "Username and password",
+    }
+
+
+class LoginView(auth_views.LoginView):
+    def get_context_data(self, **kwargs):
+        return {**super().get_context_data(**kwargs), **sign_in_context()}

@@ -1,0 +1,104 @@
+"""Sign-in configuration from the environment, and the login page it gives (no campus services needed)."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from portal.sign_on import AXES_BACKEND, LDAP_BACKEND, LOCAL_BACKEND, OIDC_BACKEND, sign_on_settings
+
+OIDC_ENV = {
+    "OIDC_ISSUER": "https://idp.campus.example",
+    "OIDC_AUTHORIZATION_ENDPOINT": "https://idp.campus.example/auth",
+    "OIDC_TOKEN_ENDPOINT": "https://idp.campus.example/token",
+    "OIDC_USERINFO_ENDPOINT": "https://idp.campus.example/me",
+    "OIDC_JWKS_ENDPOINT": "https://idp.campus.example/jwks",
+    "OIDC_CLIENT_ID": "portal",
+    "OIDC_CLIENT_SECRET": "s3cret",
+}
+
+
+@pytest.fixture
+def env(monkeypatch):
+    import os
+
+    for name in list(os.environ):
+        if name.startswith(("LOCAL_PASSWORDS", "OIDC_", "LDAP_")):
+            monkeypatch.delenv(name)
+
+    def set_env(**values):
+        for name, value in values.items():
+            monkeypatch.setenv(name, value)
+
+    return set_env
+
+
+def test_default_is_local_passwords_behind_the_lockout(env):
+    assert sign_on_settings()["AUTHENTICATION_BACKENDS"] == [AXES_BACKEND, LOCAL_BACKEND]
+
+
+def test_every_way_in_can_be_on_with_the_lockout_first(env):
+    env(LDAP_SERVER_URI="ldap://127.0.0.1:1", LDAP_USER_SEARCH_BASE="ou=people,dc=x", **OIDC_ENV)
+    settings = sign_on_settings()
+    assert settings["AUTHENTICATION_BACKENDS"] == [AXES_BACKEND, LDAP_BACKEND, LOCAL_BACKEND, OIDC_BACKEND]
+    assert settings["OIDC_USE_PKCE"] and settings["OIDC_PKCE_CODE_CHALLENGE_METHOD"] == "S256"
+    assert settings["OIDC_USE_NONCE"]
+    assert settings["AUTH_LDAP_PERMIT_EMPTY_PASSWORD"] is False
+
+
+def test_local_passwords_can_be_turned_off(env):
+    env(LOCAL_PASSWORDS="0", **OIDC_ENV)
+    assert LOCAL_BACKEND not in sign_on_settings()["AUTHENTICATION_BACKENDS"]
+
+
+def test_turning_everything_off_is_refused_at_start(env):
+    env(LOCAL_PASSWORDS="0")
+    with pytest.raises(ImproperlyConfigured, match="nobody could sign in"):
+        sign_on_settings()
+
+
+def test_half_configured_oidc_names_the_missing_variable(env):
+    env(**{**OIDC_ENV, "OIDC_CLIENT_SECRET": ""})
+    with pytest.raises(ImproperlyConfigured, match="OIDC_CLIENT_SECRET"):
+        sign_on_settings()
+
+
+def test_oidc_secret_may_come_from_a_file(env, tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("from-a-file\n")
+    env(**{**OIDC_ENV, "OIDC_CLIENT_SECRET": "", "OIDC_CLIENT_SECRET_FILE": str(secret)})
+    assert sign_on_settings()["OIDC_RP_CLIENT_SECRET"] == "from-a-file"
+
+
+def test_ldap_staff_group_needs_a_group_base(env):
+    env(LDAP_SERVER_URI="ldap://127.0.0.1:1", LDAP_USER_SEARCH_BASE="ou=people,dc=x", LDAP_STAFF_GROUP="cn=a,dc=x")
+    with pytest.raises(ImproperlyConfigured, match="LDAP_GROUP_SEARCH_BASE"):
+        sign_on_settings()
+
+
+@pytest.mark.django_db
+def test_login_page_shows_the_campus_button_before_the_password_form(client, settings, env):
+    env(**OIDC_ENV)
+    for name, value in sign_on_settings().items():
+        setattr(settings, name, value)
+    page = client.get("/login/").content.decode()
+    assert "Sign in with your campus account" in page
+    assert page.index('id="campus-sign-in"') < page.index('name="password"')
+
+
+@pytest.mark.django_db
+def test_login_page_without_passwords_shows_only_the_campus_button(client, settings, env):
+    env(LOCAL_PASSWORDS="0", OIDC_BUTTON_LABEL="Sign in with UniID", **OIDC_ENV)
+    for name, value in sign_on_settings().items():
+        setattr(settings, name, value)
+    page = client.get("/login/").content.decode()
+    assert "Sign in with UniID" in page
+    assert 'name="password"' not in page
+
+
+@pytest.mark.django_db
+def test_login_page_without_sso_is_the_password_form(client, settings, env):
+    for name, value in sign_on_settings().items():
+        setattr(settings, name, value)
+    page = client.get("/login/").content.decode()
+    assert 'name="password"' in page and "campus-sign-in" not in page
