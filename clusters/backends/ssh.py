@@ -35,6 +35,7 @@ class CommandResult:
     exit_status: int
     stdout: str
     stderr: str
+    raw_stdout: bytes = b""  # as the command wrote it, for byte offsets into files
 
     @property
     def ok(self) -> bool:
@@ -212,17 +213,21 @@ def connect(cluster, account) -> paramiko.SSHClient:
     return client
 
 
-def run(cluster, account, argv: list[str], *, timeout: float | None = None) -> CommandResult:
-    """Run one command from the vocabulary on the login node. Retries once on a dropped pooled connection."""
+def run(cluster, account, argv: list[str], *, timeout: float | None = None, stdin: str = "") -> CommandResult:
+    """Run one command from the vocabulary on the login node, with `stdin` as its standard input. Retries once on a
+    dropped pooled connection."""
     command = shlex.join(argv)
     timeout = timeout or settings.GPULAB_SSH_COMMAND_TIMEOUT
     for attempt in (1, 2):
         client = pool.client(cluster, account)
         try:
-            _stdin, stdout, stderr = client.exec_command(command, timeout=timeout)
-            out = stdout.read().decode(errors="replace")
+            given, stdout, stderr = client.exec_command(command, timeout=timeout)
+            if stdin:
+                given.write(stdin)
+            given.channel.shutdown_write()  # end of input: a command reading it does not wait for more
+            raw = stdout.read()
             err = stderr.read().decode(errors="replace")
-            return CommandResult(stdout.channel.recv_exit_status(), out, err)
+            return CommandResult(stdout.channel.recv_exit_status(), raw.decode(errors="replace"), err, raw)
         except (paramiko.SSHException, OSError, EOFError) as exc:
             pool.discard(cluster, account)
             if attempt == 2:

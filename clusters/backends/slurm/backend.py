@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from core.choices import JobState
 
-from .. import ssh
+from .. import as_student, ssh, sudo_rule
 from ..base import (
     BackendError,
     ClusterBackend,
@@ -42,6 +42,8 @@ SCRIPT_NAME = "job.sh"
 LOG_NAME = "output.log"
 SCHEDULER_ID = re.compile(r"^\d+$")
 SKIP_STAGING = {"__pycache__", "runs", "tests"}
+# What a job's own account runs; with run_as "sudo" these go through the sudo rule as the student.
+STUDENT_COMMANDS = {"sbatch", "scancel", "squeue"}
 
 
 # What slurm clients print when slurmctld does not answer: the job is fine, the controller is away.
@@ -200,11 +202,21 @@ class SlurmBackend(ClusterBackend):
             base = base[2:]
         return posixpath.join(base, *parts)
 
+    def __init__(self, cluster, account):
+        super().__init__(cluster, account)
+        # A student's cluster user reached through the service account (run_as "sudo"): the job's own commands and
+        # files go through sudo as the student; the rest (sinfo, sacct, scontrol show node) as the service account.
+        self.student = as_student.for_account(cluster, account)
+        self.login = self.student.login if self.student else account
+
     def job_dir(self, job_id: uuid.UUID) -> str:
         return self.lab_path("jobs", str(job_id))
 
-    def _run(self, argv: list[str]) -> ssh.CommandResult:
-        result = ssh.run(self.cluster, self.account, argv)
+    def _run(self, argv: list[str], *, stdin: str = "") -> ssh.CommandResult:
+        if self.student and argv[0] in STUDENT_COMMANDS:
+            result = self.student.run(argv, stdin=stdin)
+        else:
+            result = ssh.run(self.cluster, self.login, argv, stdin=stdin)
         if not result.ok and CONTROLLER_DOWN.search(result.stderr):
             raise SchedulerUnavailable(
                 f"The SLURM controller of “{self.cluster.display_name}” is not answering; jobs keep their last known "
@@ -214,31 +226,35 @@ class SlurmBackend(ClusterBackend):
 
     # -- submit -----------------------------------------------------------------------------------------------
     def submit(self, request: SubmitRequest) -> str:
+        if self.student:  # the student's user makes its private directory; sbatch reads the script from stdin
+            job_dir = self.student.path(self.cluster.lab_dir, "jobs", str(request.job_id))
+            self.student.make_private_dir(job_dir)
+            script, stdin = [], request.script
+        else:
+            job_dir = self._write_script(request)
+            script, stdin = [posixpath.join(job_dir, SCRIPT_NAME)], ""
+        argv = ["sbatch", "--parsable", f"--comment={COMMENT_PREFIX}{request.job_id}", f"--chdir={job_dir}"]
+        result = self._run([*argv, f"--output={posixpath.join(job_dir, LOG_NAME)}", *script], stdin=stdin)
+        scheduler_id = result.stdout.strip().split(";")[0] if result.ok else ""
+        if not SCHEDULER_ID.match(scheduler_id):
+            raise SubmitRejected(f"sbatch refused the job: {result.message()}")
+        return scheduler_id
+
+    def _write_script(self, request: SubmitRequest) -> str:
+        """The job's directory (private to the account, 0700) with its script in it, over SFTP; its absolute path."""
         job_dir = self.job_dir(request.job_id)
         with ssh.sftp(self.cluster, self.account) as sftp:
             try:
-                sftp.mkdir(job_dir, mode=0o750)  # the usual case: lab_dir/jobs exists, one round trip
+                sftp.mkdir(job_dir, mode=0o700)  # the usual case: lab_dir/jobs exists, one round trip
             except OSError:
                 ssh.makedirs(sftp, job_dir)  # first job on this cluster, or a retry that finds the directory
+                sftp.chmod(job_dir, 0o700)
             job_dir = sftp.normalize(job_dir)  # absolute, so --output does not resolve against --chdir
             script_path = posixpath.join(job_dir, SCRIPT_NAME)
             with sftp.open(script_path, "w") as fh:
                 fh.write(request.script)
             sftp.chmod(script_path, 0o700)
-        result = self._run(
-            [
-                "sbatch",
-                "--parsable",
-                f"--comment={COMMENT_PREFIX}{request.job_id}",
-                f"--chdir={job_dir}",
-                f"--output={posixpath.join(job_dir, LOG_NAME)}",
-                script_path,
-            ]
-        )
-        scheduler_id = result.stdout.strip().split(";")[0] if result.ok else ""
-        if not SCHEDULER_ID.match(scheduler_id):
-            raise SubmitRejected(f"sbatch refused the job: {result.message()}")
-        return scheduler_id
+        return job_dir
 
     def find_submitted(self, request: SubmitRequest) -> str | None:
         comment = f"{COMMENT_PREFIX}{request.job_id}"
@@ -358,6 +374,9 @@ class SlurmBackend(ClusterBackend):
     def read_log(
         self, job_id: uuid.UUID, offset: int, limit: int, *, scheduler_id: str = "", stream: str = ""
     ) -> LogChunk:
+        if self.student:
+            path = self.student.path(self.cluster.lab_dir, "jobs", str(job_id), LOG_NAME)
+            return self.student.read(path, offset, limit)
         path = posixpath.join(self.job_dir(job_id), LOG_NAME)
         with ssh.sftp(self.cluster, self.account) as sftp:
             try:
@@ -382,15 +401,20 @@ class SlurmBackend(ClusterBackend):
         limits = parse_partitions(partitions.stdout) if partitions.ok else {}
         accounting = self._run(["sacct", "--noheader", "-X", "--jobs=1", "--format=JobID"])
         has_accounting = accounting.ok and "disabled" not in accounting.stderr.lower()
-        lines = [f"Logged in as {self.account.username}; {version.stdout.strip()}."]
+        lines = [f"Logged in as {self.login.username}; {version.stdout.strip()}."]
         lines += [p.describe() for p in limits.values()] or [f"sinfo failed: {partitions.message()}"]
         lines.append("SLURM accounting: " + ("available (sacct)" if has_accounting else "off (using scontrol)"))
         facts = {"partition_limits": {name: p.as_dict() for name, p in limits.items()}} if partitions.ok else {}
-        return ConnectionReport(ok=True, lines=lines, has_accounting=has_accounting, facts=facts)
+        rule_ok = True
+        if self.cluster.run_as == "sudo":  # jobs run as each student: the service account's sudo rule, judged
+            verdict = sudo_rule.judge(sudo_rule.parse(ssh.run(self.cluster, self.login, ["sudo", "-n", "-l"]).stdout))
+            lines += verdict.lines(self.login.username)
+            rule_ok = verdict.ok
+        return ConnectionReport(ok=rule_ok, lines=lines, has_accounting=has_accounting, facts=facts)
 
     def stage_lab_files(self, source: Path) -> int:
         copied = 0
-        with ssh.sftp(self.cluster, self.account) as sftp:
+        with ssh.sftp(self.cluster, self.login) as sftp:
             ssh.makedirs(sftp, self.lab_path())
             for local in sorted(source.rglob("*")):
                 relative = local.relative_to(source)

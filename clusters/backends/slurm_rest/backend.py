@@ -20,7 +20,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .. import ssh
+from .. import as_student, ssh
 from ..base import (
     BackendError,
     ClusterBackend,
@@ -65,6 +65,12 @@ class SlurmRestBackend(ClusterBackend):
         ("SLURM: job environment", {"fields": ["lab_dir", "preamble"]}),
     )
 
+    def __init__(self, cluster, account):
+        super().__init__(cluster, account)
+        # run_as "rest-user": the student's cluster username, named in X-SLURM-USER-NAME with the service account's
+        # token; their run directory is made and their output read as them through the sudo rule over SSH.
+        self.student = as_student.for_account(cluster, account)
+
     # -- identity -------------------------------------------------------------------------------------------------
     def _token(self) -> str:
         holder = self.account if self.account.has_api_token else self.cluster.service_account()
@@ -89,12 +95,13 @@ class SlurmRestBackend(ClusterBackend):
 
     @property
     def has_ssh(self) -> bool:
-        return bool(self.cluster.host and self.cluster.host_key and self.account.has_secret)
+        login = self.student.login if self.student else self.account
+        return bool(self.cluster.host and self.cluster.host_key and login.has_secret)
 
     def _prove_own_account(self) -> None:
         """A student's own cluster user is named only after their SSH login as that user worked."""
-        if self.account.user_id is None:
-            return
+        if self.account.user_id is None or self.student:
+            return  # the service account, or a cluster username an admin or the directory set (never the student)
         if self.account.has_api_token and tokens.user_of(self.account.api_token()) == self.account.username:
             return  # their own token: slurmctld checks it
         if not self.has_ssh:
@@ -160,10 +167,16 @@ class SlurmRestBackend(ClusterBackend):
         if not self.has_ssh:
             home = f"/home/{self.account.username}"
             return home, posixpath.join(home, f"gpulab-{job_id}.log"), home
+        if self.student:
+            home = self.student.home()
+            job_dir = self._lab_path(home, "jobs", str(job_id))
+            self.student.make_private_dir(job_dir)
+            return job_dir, posixpath.join(job_dir, LOG_NAME), home
         with ssh.sftp(self.cluster, self.account) as sftp:
             home = sftp.normalize(".")
             job_dir = self._lab_path(home, "jobs", str(job_id))
             ssh.makedirs(sftp, job_dir)
+            sftp.chmod(job_dir, 0o700)  # private to the account the job runs as
         return job_dir, posixpath.join(job_dir, LOG_NAME), home
 
     def _lab_path(self, home: str, *parts: str) -> str:
@@ -218,6 +231,10 @@ class SlurmRestBackend(ClusterBackend):
                 f"The output of jobs on “{self.cluster.display_name}” is read over SSH, and the account this job ran "
                 f"as ({self.account.username}) has no SSH login in the portal. The output is in "
                 f"gpulab-{job_id}.log in that account's home directory on the cluster."
+            )
+        if self.student:
+            return self.student.read(
+                self.student.path(self.cluster.lab_dir, "jobs", str(job_id), LOG_NAME), offset, limit
             )
         with ssh.sftp(self.cluster, self.account) as sftp:
             path = self._lab_path(sftp.normalize("."), "jobs", str(job_id), LOG_NAME)

@@ -1,0 +1,87 @@
+"""Commands and files as a student's own cluster user, through the service account's SSH login and its sudo rule.
+
+Invariant: only the commands of the rule in docs/cluster-identity.md (sudo_rule.REQUIRED) run as the student, each
+as `sudo -n -u <student> -- <argv>` joined with shlex.join; the student's name comes from a ClusterAccount made by
+clusters.identity (a validated cluster username, never typed by the student). Run directories are made by the
+student's user with mode 0700, so no other student (and not the service account) can read them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from .base import AuthenticationFailed, BackendError, LogChunk, complete_utf8
+from .ssh import CommandResult, run
+
+SUDO_REFUSED = re.compile(r"sudo: (a password is required|a terminal is required|.*not allowed)", re.IGNORECASE)
+
+
+class SudoRefused(AuthenticationFailed):
+    """The login node's sudo rule does not let the service account run the command as the student."""
+
+
+class StudentShell:
+    """One student's user on one cluster, reached as the cluster's service account (`login`)."""
+
+    def __init__(self, cluster, login, student: str):
+        if login is None:
+            raise BackendError(
+                f"The cluster “{cluster.display_name}” has no service account. An admin must add one before jobs "
+                "can run."
+            )
+        self.cluster, self.login, self.student = cluster, login, student
+
+    def run(self, argv: list[str], *, stdin: str = "") -> CommandResult:
+        result = run(self.cluster, self.login, ["sudo", "-n", "-u", self.student, "--", *argv], stdin=stdin)
+        if not result.ok and SUDO_REFUSED.search(result.stderr):
+            raise SudoRefused(
+                f"The login node of “{self.cluster.display_name}” does not let {self.login.username} run {argv[0]} as "
+                f"{self.student}: an admin must install the sudo rule in docs/cluster-identity.md and put "
+                f"{self.student} in the students' group."
+            )
+        return result
+
+    def home(self) -> str:
+        """The student's home directory, from the login node's user database (no sudo needed)."""
+        result = run(self.cluster, self.login, ["getent", "passwd", self.student])
+        fields = result.stdout.strip().split(":")
+        if not result.ok or len(fields) < 7 or not fields[5].startswith("/"):
+            raise BackendError(
+                f"The cluster “{self.cluster.display_name}” has no user {self.student}: an admin must create it "
+                "there, or correct the cluster username in the portal."
+            )
+        return fields[5]
+
+    def path(self, lab_dir: str, *parts: str) -> str:
+        """An absolute path under the lab directory; "~" is the student's home."""
+        base = lab_dir.strip() or "~/gpulab"
+        if base == "~" or base.startswith("~/"):
+            base = posixpath.join(self.home(), base[2:])
+        return posixpath.join(base, *parts)
+
+    def make_private_dir(self, path: str) -> None:
+        """`path` and its missing parents, made by the student; `path` itself mode 0700 (parents by their umask)."""
+        result = self.run(["mkdir", "-p", "-m", "0700", path])
+        if not result.ok:
+            raise BackendError(f"Could not make the job's directory {path} as {self.student}: {result.message()}")
+
+    def read(self, path: str, offset: int, limit: int) -> LogChunk:
+        """Up to `limit` bytes of `path` from `offset`, read by the student's user."""
+        argv = ["dd", f"if={path}", "iflag=skip_bytes,count_bytes", f"skip={offset}", f"count={limit}", "status=none"]
+        result = self.run(argv)
+        if not result.ok:
+            if "No such file" in result.stderr:
+                return LogChunk(offset=0, data="", eof=True, exists=False)
+            raise BackendError(f"Could not read {path} as {self.student}: {result.message()}")
+        raw = complete_utf8(result.raw_stdout)
+        text = raw.decode("utf-8", errors="replace")
+        # Fewer bytes than asked (before dropping a cut character) means the end of the file for now.
+        return LogChunk(offset=offset + len(raw), data=text, eof=len(result.raw_stdout) < limit)
+
+
+def for_account(cluster, account) -> StudentShell | None:
+    """The student's shell when `account` is a cluster username reached through the service account, else None."""
+    if account.auth_method != "via-service":  # clusters.models.AuthMethod.VIA_SERVICE
+        return None
+    return StudentShell(cluster, cluster.service_account(), account.username)
