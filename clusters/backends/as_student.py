@@ -82,6 +82,6 @@ class StudentShell:
 
 def for_account(cluster, account) -> StudentShell | None:
     """The student's shell when `account` is a cluster username reached through the service account, else None."""
-    if account.auth_method != "via-service":  # clusters.models.AuthMethod.VIA_SERVICE
+    if getattr(account, "auth_method", "") != "via-service":  # clusters.models.AuthMethod.VIA_SERVICE
         return None
     return StudentShell(cluster, cluster.service_account(), account.username)
