@@ -17,7 +17,9 @@ Printed per page:
   long a click on the page's heading took to be handled right after the page loaded;
 - live: script time per live frame, p50/p95 (the frame's WebSocket handler plus the animation-frame and timer
   callbacks that ran before the next frame), measured while frames arrive at 1 Hz for --minutes with every page open;
-- JS heap used (after a forced GC) when opened and after --minutes open.
+- JS heap used (after a forced GC) when opened, every 5 minutes, and after --minutes open.
+--profile prints where the script time went (CPU profiles on open and live); --screenshots DIR saves each page
+at 1280 and 390 px wide, once opened and at the end.
 Uses its own database (test_<DATABASE_URL name>_bench) and the Redis database of REDIS_URL (default 2).
 """
 
@@ -35,10 +37,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, load_env, percentile, start, stop, wait_for
+from cpu_profile import CpuProfile, summarize
 
 GPUS_PER_NODE, STUDENTS = 8, 60
 HISTORY_MINUTES, FINISHED_FROM, FINISHED_TO = 60, 75, 62  # minutes before now
 TRAINER_EVERY = 10  # seconds between trainer points
+HEAP_EVERY = 300.0  # seconds between the heap figures printed while the pages stay open
 QUIET_SECONDS = 5.0  # a page is interactive once no long task has started for this long
 OPEN_TIMEOUT = 240.0
 CHROMIUM = "/usr/bin/chromium"
@@ -274,9 +278,10 @@ async def publish_at(collector, publisher, t: float) -> None:
 
 
 # -- the browser ----------------------------------------------------------------------------------------------------
-def open_page(context, url: str) -> tuple[object, dict]:
+def open_page(context, url: str, profile: Path | None = None) -> tuple[object, dict]:
     page = context.new_page()
     page.add_init_script(PROBE)
+    profiler = CpuProfile(page) if profile else None
     started = time.monotonic()
     page.goto(url, wait_until="load", timeout=OPEN_TIMEOUT * 1000)
     # A click right after load: Playwright returns once the page has handled it, after any task already running.
@@ -290,6 +295,8 @@ def open_page(context, url: str) -> tuple[object, dict]:
         if probe["now"] - last_end > QUIET_SECONDS * 1000 and probe["now"] > QUIET_SECONDS * 1000:
             break
     nav = page.evaluate("performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
+    if profiler:
+        print(f"{profile.stem}:\n{summarize(profiler.stop(profile))}", flush=True)
     tasks = probe["longtasks"]
     return page, {
         "tti_ms": max([nav, *(s + d for s, d in tasks)]),
@@ -298,6 +305,19 @@ def open_page(context, url: str) -> tuple[object, dict]:
         "click_ms": click_ms,
         "heap_open_mib": heap_mib(page),
     }
+
+
+def shoot(opened: dict, folder: str | None, when: str) -> None:
+    """Full-page screenshots of every open page at a laptop's width and a phone's (390 px), to look at."""
+    if not folder:
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    for name, page in opened.items():
+        for width, height in ((1280, 900), (390, 844)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_timeout(1500)  # the charts take the new width
+            page.screenshot(path=f"{folder}/{name}-{when}-{width}.png", full_page=True)
+        page.set_viewport_size({"width": 1280, "height": 900})
 
 
 def heap_mib(page) -> float:
@@ -332,6 +352,9 @@ def main() -> None:
     parser.add_argument("--students", type=int, default=STUDENTS, help="fewer for a quick look (the class page)")
     parser.add_argument("--role", choices=["main", "producer"], default="main")
     parser.add_argument("--plan")
+    parser.add_argument("--screenshots", help="a folder: each page at 1280 px and 390 px once opened, and at the end")
+    parser.add_argument("--profile", action="store_true", help="print where script time goes (CPU profiles, saved "
+                        "to bench/results/*.cpuprofile) on open and live")  # fmt: skip
     args = parser.parse_args()
     if args.role == "producer":
         return produce(json.loads(Path(args.plan).read_text()))
@@ -387,12 +410,27 @@ def main() -> None:
                 path, who = pages[name]
                 context = browser.new_context(viewport={"width": 1280, "height": 900})
                 context.add_cookies([{"name": "sessionid", "value": plan["cookies"][who], "url": url}])
-                opened[name], figures[name] = open_page(context, url + path)
+                profile = results / f"open-{name}.cpuprofile" if args.profile else None
+                opened[name], figures[name] = open_page(context, url + path, profile)
                 print(f"{name}: opened {json.dumps({k: round(v, 1) for k, v in figures[name].items()})}", flush=True)
+            shoot(opened, args.screenshots, "open")
             marks = {name: page.evaluate("performance.now()") for name, page in opened.items()}
+            profilers = {name: CpuProfile(page) for name, page in opened.items()} if args.profile else {}
             producer.stdin.write("go\n")
             producer.stdin.flush()
-            time.sleep(args.minutes * 60)
+            heaps = {name: [figures[name]["heap_open_mib"]] for name in opened}
+            ends = time.monotonic() + args.minutes * 60
+            while (left := ends - time.monotonic()) > 0:
+                time.sleep(min(left, HEAP_EVERY))
+                for name, page in opened.items():
+                    heaps[name].append(heap_mib(page))
+                print(
+                    "heap (MiB, after a GC) since open: "
+                    + "; ".join(f"{name} {' '.join(f'{h:.1f}' for h in values)}" for name, values in heaps.items()),
+                    flush=True,
+                )
+            for name, profiler in profilers.items():
+                print(f"live-{name}:\n{summarize(profiler.stop(results / f'live-{name}.cpuprofile'))}", flush=True)
             for name, page in opened.items():
                 costs, by_kind = live_costs(page, marks[name])
                 split = ", ".join(f"{k} {total / max(1, len(costs)):.1f} ms" for k, total in sorted(by_kind.items()))
@@ -401,8 +439,9 @@ def main() -> None:
                     frames=len(costs),
                     frame_p50_ms=percentile(costs, 50),
                     frame_p95_ms=percentile(costs, 95),
-                    heap_after_mib=heap_mib(page),
+                    heap_after_mib=heaps[name][-1],
                 )
+            shoot(opened, args.screenshots, "end")
             browser.close()
         print(f"\n{len(chosen)} pages; history {HISTORY_MINUTES} min, {len(plan['nodes']) - 1} nodes x "
               f"{GPUS_PER_NODE} GPUs, {args.students} students; live {args.minutes:g} min at 1 Hz with every page "

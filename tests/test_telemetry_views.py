@@ -65,5 +65,5 @@ def test_job_page_has_live_charts_and_the_summary_when_it_ended(login, alice, co
     job = finished_job(alice, course, cluster, sleep_template, util=61.5)
     page = login(alice).get(f"/jobs/{job.pk}/").content.decode()
     assert f'data-socket="/ws/jobs/{job.pk}/"' in page and 'data-chart="gpu-util"' in page
-    assert "vendor/plotly-cartesian.min.js" in page and "cdn" not in page.lower()
+    assert "vendor/uplot.min.js" in page and "cdn" not in page.lower()
     assert "61.5 %" in page and "GPU-hours" in page

@@ -1,7 +1,8 @@
 // Live telemetry: one WebSocket per page. Job and node pages open with a "series" message: every chart's history,
-// downsampled on the server and columnar, drawn once per chart (Plotly.newPlot). Live frames are queued and
-// drawn once per animation frame (one extendTraces per chart); charts off-screen or in a hidden tab keep their
-// queue and catch up when shown. Which number of a frame feeds which chart comes with the series message
+// downsampled on the server and columnar, drawn once per chart (one uPlot canvas each: a redraw costs about a
+// millisecond where an SVG chart cost tens). Live frames are queued, appended to each chart's columns and drawn
+// when they move its line by about a pixel, a few charts per animation frame; charts off-screen or in a hidden
+// tab keep their queue and catch up when shown. The frames' keys: docs/telemetry-wire.md. Which number of a frame feeds which chart comes with the series message
 // (static/js/telemetry-charts.json, read by telemetry/series.py too). The server numbers frames per group (seq);
 // a jump means frames were lost, and the page asks for the ring from the time of the last frame it holds.
 // Stale samples arrive as null and show as gaps, never as zeros.
@@ -12,10 +13,8 @@ const COMPACT_AT = 1800; // a trace this long is thinned back to HISTORY_POINTS:
 const QUEUE_LIMIT = 20000; // points a hidden chart holds before dropping its oldest
 const REDRAW_MS = [1000, 10000]; // a live chart redraws when new points move its line by about a pixel, within these
 const REDRAWS_PER_FRAME = 2; // charts redrawn in one animation frame; the others wait for the next
-const MARKERS_BELOW = 50; // short traces show their points, so a single sample is visible
 const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
 const DASHES = ["solid", "dash", "dot", "dashdot"];
-const TZ_OFFSET_MS = new Date().getTimezoneOffset() * 60000; // Plotly draws epoch ms as UTC: shift to local time
 
 class TelemetrySocket {
   constructor(path, handlers) {
@@ -125,7 +124,25 @@ function thin(x, y, limit) {
   return [outX, outY];
 }
 
-// -- one chart -------------------------------------------------------------------------------------------------
+// Traces on one x axis (uPlot's aligned columns): where a trace has no point, undefined (the line goes on),
+// where it has a gap, null (the line breaks).
+function align(traces) {
+  if (traces.length === 1) return [traces[0].x.slice(), [traces[0].y.slice()]];
+  const xs = [...new Set(traces.flatMap((t) => t.x))].sort((a, b) => a - b);
+  const at = new Map(xs.map((x, i) => [x, i]));
+  const ys = traces.map((t) => {
+    const column = new Array(xs.length).fill(undefined);
+    t.x.forEach((x, i) => { column[at.get(x)] = t.y[i]; });
+    return column;
+  });
+  return [xs, ys];
+}
+
+const DASH_PATTERNS = { solid: [], dash: [6, 4], dot: [2, 3], dashdot: [6, 3, 2, 3] };
+const HEIGHT = 200; // the plot; its legend (one entry per line) goes below
+
+// -- one chart: a uPlot canvas, its data kept as aligned columns --------------------------------------------------
+// el.data lists the chart's traces ({key, name, x, y, line}) for its table view, its accessible name and tests.
 class Chart {
   constructor(box, spec) {
     this.box = box;
@@ -133,50 +150,82 @@ class Chart {
     this.empty = box.querySelector("[data-chart-empty]");
     this.spec = spec;
     this.byStep = Boolean(spec.x);
-    this.keys = new Map(); // trace key → index in el.data
+    this.keys = []; // trace keys, in series order
+    this.names = [];
+    this.xs = [];
+    this.ys = [];
     this.queue = [];
     this.visible = true;
     this.drawn = false;
     this.labelledAt = 0;
     this.drawnAt = 0;
+    this.compactAt = COMPACT_AT;
+    Object.defineProperty(this.el, "data", { configurable: true, get: () => this.traces() });
     const table = box.querySelector("details[data-chart-table]");
     if (table) table.addEventListener("toggle", () => { if (table.open) this.fillTable(table); });
   }
 
-  x(value) {
-    return this.byStep ? value : value - TZ_OFFSET_MS;
+  traces() {
+    return this.keys.map((key, s) => {
+      const x = [], y = [];
+      this.ys[s].forEach((v, i) => { if (v !== undefined) { x.push(this.xs[i]); y.push(v); } });
+      return { key, name: this.names[s], x, y, line: this.lineStyle(s) };
+    });
   }
 
-  traceStyle(index, length) {
+  lineStyle(index) {
+    return { color: PALETTE[index % PALETTE.length], dash: DASHES[Math.floor(index / PALETTE.length) % DASHES.length] };
+  }
+
+  seriesOptions(index) {
+    const line = this.lineStyle(index);
+    return { label: this.names[index], stroke: line.color, dash: DASH_PATTERNS[line.dash], width: 1.5, spanGaps: false };
+  }
+
+  options(width) {
+    const range = this.spec.range;
     return {
-      mode: length < MARKERS_BELOW ? "lines+markers" : "lines",
-      marker: { size: 5 },
-      connectgaps: false,
-      line: { width: 1.5, color: PALETTE[index % PALETTE.length], dash: DASHES[Math.floor(index / PALETTE.length) % DASHES.length] },
+      width,
+      height: HEIGHT,
+      ms: 1, // x: epoch milliseconds, shown in the viewer's time zone
+      scales: {
+        x: { time: !this.byStep },
+        y: { range: range ? [range[0], range[1]] : (u, low, high) => uPlot.rangeNum(Math.min(0, low ?? 0), high ?? 1, 0.1, true) },
+      },
+      axes: [{ label: this.byStep ? "step" : undefined, size: this.byStep ? 44 : 50, space: 70 }, { label: this.spec.unit, size: 56 }],
+      legend: { live: true },
+      cursor: { drag: { x: false, y: false } },
+      series: [{ label: this.byStep ? "step" : "time" }, ...this.keys.map((_, i) => this.seriesOptions(i))],
     };
   }
 
-  // History: every trace at once, one newPlot. traces: [{key, name, x, y}]
+  // History: every trace at once, one uPlot. traces: [{key, name, x, y}]
   draw(traces) {
-    this.keys = new Map(traces.map((t, i) => [t.key, i]));
-    const data = traces.map((t, i) => ({ x: t.x.map((v) => this.x(v)), y: t.y, name: t.name, ...this.traceStyle(i, t.x.length) }));
-    const legendRows = Math.ceil(traces.length / 2); // about two legend entries fit a row of a 300 px chart
-    const layout = {
-      margin: { l: 48, r: 10, t: 8, b: 30 },
-      height: 190 + 18 * legendRows,
-      showlegend: true,
-      legend: { orientation: "h", y: -0.25, font: { size: 10 } },
-      xaxis: this.byStep ? { title: { text: "step" } } : { type: "date" },
-      yaxis: { title: { text: this.spec.unit }, rangemode: "tozero", range: this.spec.range },
-    };
+    this.keys = traces.map((t) => t.key);
+    this.names = traces.map((t) => t.name);
+    [this.xs, this.ys] = align(traces);
+    this.compactAt = Math.max(COMPACT_AT, 2 * this.xs.length);
     this.el.dataset.points = String(Number(this.el.dataset.points || 0) + traces.reduce((n, t) => n + t.x.length, 0));
-    this.showEmpty(""); // shown before drawing, so Plotly measures its width
+    this.showEmpty(""); // shown before drawing, so the chart takes its width
     const table = this.box.querySelector("details[data-chart-table]");
     if (table) table.hidden = false;
-    Plotly.newPlot(this.el, data, layout, { displayModeBar: false, responsive: true });
+    if (this.plot) this.plot.destroy();
+    this.plot = new uPlot(this.options(this.width()), [this.xs, ...this.ys], this.el);
+    this.el.chart = this.plot;
+    if (!this.resizer && "ResizeObserver" in window) {
+      this.resizer = new ResizeObserver(() => {
+        const width = this.width();
+        if (this.plot && width !== this.plot.width) this.plot.setSize({ width, height: HEIGHT });
+      });
+      this.resizer.observe(this.box);
+    }
     this.drawn = true;
     this.drawnAt = performance.now();
     this.label(true);
+  }
+
+  width() {
+    return Math.max(200, Math.floor(this.box.clientWidth));
   }
 
   showEmpty(text) {
@@ -195,11 +244,9 @@ class Chart {
   // Milliseconds between live redraws: an hour on 300 px moves 12 s a pixel, so redrawing every second shows
   // nothing new and costs the whole chart each time. Trainer charts (by step) follow their points.
   redrawEvery() {
-    const trace = this.drawn && !this.byStep ? this.el.data[0] : null;
-    if (!trace || trace.x.length < 2) return REDRAW_MS[0];
-    const size = this.el._fullLayout && this.el._fullLayout._size;
-    const span = trace.x[trace.x.length - 1] - trace.x[0];
-    return Math.min(REDRAW_MS[1], Math.max(REDRAW_MS[0], span / ((size && size.w) || 300)));
+    if (!this.drawn || this.byStep || this.xs.length < 2) return REDRAW_MS[0];
+    const span = this.xs[this.xs.length - 1] - this.xs[0];
+    return Math.min(REDRAW_MS[1], Math.max(REDRAW_MS[0], span / (this.plot.bbox.width / devicePixelRatio || 300)));
   }
 
   // When this chart wants a redraw: never (0), or a performance.now() time.
@@ -210,61 +257,76 @@ class Chart {
     return this.drawnAt + this.redrawEvery();
   }
 
-  // Live: the queued points in one extendTraces (each trace once: Plotly refuses repeated indices).
+  // Live: the queued points appended to the columns, then one setData.
   flush() {
     if (!this.queue.length || this.waiting || document.hidden || (this.drawn && !this.visible)) return;
     this.drawnAt = performance.now();
     const points = this.queue;
     this.queue = [];
-    const grouped = new Map();
-    for (const p of points) {
-      if (this.byStep && p.y === null) continue;
-      if (!grouped.has(p.key)) grouped.set(p.key, { name: p.name, x: [], y: [] });
-      const g = grouped.get(p.key);
-      g.x.push(p.x);
-      g.y.push(p.y);
-    }
     if (!this.drawn) {
-      if (grouped.size) this.draw([...grouped].map(([key, g]) => ({ key, ...g })));
+      const grouped = new Map();
+      for (const p of points) {
+        if (this.byStep && p.y === null) continue;
+        if (!grouped.has(p.key)) grouped.set(p.key, { key: p.key, name: p.name, x: [], y: [] });
+        grouped.get(p.key).x.push(p.x);
+        grouped.get(p.key).y.push(p.y);
+      }
+      if (grouped.size) this.draw([...grouped.values()]);
       return;
     }
-    for (const g of grouped.values()) g.x = g.x.map((v) => this.x(v));
-    const fresh = [...grouped.keys()].filter((k) => !this.keys.has(k));
-    if (fresh.length) {
-      Plotly.addTraces(this.el, fresh.map((k) => {
-        this.keys.set(k, this.keys.size);
-        return { x: [], y: [], name: grouped.get(k).name, ...this.traceStyle(this.keys.size - 1, 0) };
-      }));
-    }
-    if (!grouped.size) return;
-    const update = { x: [], y: [] }, indexes = [];
-    for (const [key, g] of grouped) {
-      update.x.push(g.x);
-      update.y.push(g.y);
-      indexes.push(this.keys.get(key));
-    }
-    Plotly.extendTraces(this.el, update, indexes);
+    const fresh = this.append(points);
     this.el.dataset.points = String(Number(this.el.dataset.points || 0) + points.length);
-    this.afterGrowth(grouped);
+    if (fresh || this.xs.length > this.compactAt) {
+      this.compact();
+      return;
+    }
+    this.plot.setData([this.xs, ...this.ys]);
     this.label(false);
   }
 
-  afterGrowth(grouped) {
-    const data = this.el.data;
-    let restyle = false;
-    for (const [key, g] of grouped) {
-      const trace = data[this.keys.get(key)];
-      if (trace.name !== g.name) { trace.name = g.name; restyle = true; } // a GPU's job changed
-      if (trace.mode !== "lines" && trace.x.length >= MARKERS_BELOW) { trace.mode = "lines"; restyle = true; }
-      if (trace.x.length > COMPACT_AT) {
-        [trace.x, trace.y] = thin(trace.x, trace.y, HISTORY_POINTS);
-        restyle = true;
+  // Points into the columns: one x per distinct x (a frame's time, or a step). True when the series changed
+  // (a trace came, a GPU's job changed its name, or an x arrived out of order): the chart is then built anew.
+  append(points) {
+    let changed = false;
+    for (const p of points) {
+      if (this.byStep && p.y === null) continue;
+      let s = this.keys.indexOf(p.key);
+      if (s < 0) {
+        s = this.keys.push(p.key) - 1;
+        this.names.push(p.name);
+        this.ys.push(new Array(this.xs.length).fill(undefined));
+        changed = true;
+      } else if (this.names[s] !== p.name) {
+        this.names[s] = p.name;
+        changed = true;
       }
+      const end = this.xs.length - 1;
+      if (end >= 0 && p.x < this.xs[end]) changed = true; // out of order: compact() sorts the traces again
+      if (end < 0 || this.xs[end] !== p.x || this.ys[s][end] !== undefined) {
+        this.xs.push(p.x);
+        for (const column of this.ys) column.push(undefined);
+      }
+      this.ys[s][this.xs.length - 1] = p.y;
     }
-    if (!restyle) return;
-    const layout = this.el.layout;
-    layout.datarevision = (layout.datarevision || 0) + 1; // the arrays changed in place: tell Plotly.react
-    Plotly.react(this.el, data, layout);
+    return changed;
+  }
+
+  // Each trace thinned back to HISTORY_POINTS (and put in x order), the chart drawn anew: memory stays flat.
+  compact() {
+    const traces = this.traces().map((t) => {
+      const order = t.x.map((_, i) => i).sort((a, b) => t.x[a] - t.x[b] || a - b);
+      let x = order.map((i) => t.x[i]), y = order.map((i) => t.y[i]);
+      if (this.byStep) { // the last value for a step wins
+        const by = new Map(x.map((v, i) => [v, y[i]]));
+        x = [...by.keys()];
+        y = [...by.values()];
+      }
+      [x, y] = thin(x, y, HISTORY_POINTS);
+      return { key: t.key, name: t.name, x, y };
+    });
+    const points = this.el.dataset.points;
+    this.draw(traces);
+    this.el.dataset.points = points;
   }
 
   // Charts are images to a screen reader: their name says what they show and the newest values.
@@ -272,18 +334,20 @@ class Chart {
     const now = Date.now();
     if (!force && now - this.labelledAt < 5000) return;
     this.labelledAt = now;
-    const data = this.el.data || [];
-    const newest = data.map((t) => {
-      let i = t.y.length - 1;
-      while (i >= 0 && t.y[i] === null) i--;
-      return i < 0 ? `${t.name}: no value` : `${t.name}: ${round(t.y[i])} ${this.spec.unit}`;
+    const newest = this.keys.map((_, s) => {
+      const column = this.ys[s];
+      let i = column.length - 1;
+      while (i >= 0 && (column[i] === null || column[i] === undefined)) i--;
+      return i < 0 ? `${this.names[s]}: no value` : `${this.names[s]}: ${round(column[i])} ${this.spec.unit}`;
     });
-    const what = `${this.spec.title} (${this.spec.unit}), ${data.length} line${data.length === 1 ? "" : "s"}`;
+    const n = this.keys.length;
+    const what = `${this.spec.title} (${this.spec.unit}), ${n} line${n === 1 ? "" : "s"}`;
+    this.el.setAttribute("role", "img");
     this.el.setAttribute("aria-label", newest.length ? `${what}; newest: ${newest.join("; ")}` : `${what}; no data`);
   }
 
   fillTable(details) {
-    const data = this.el.data || [];
+    const data = this.traces();
     const table = document.createElement("table");
     table.className = "small";
     const head = table.createTHead().insertRow();
@@ -292,13 +356,12 @@ class Chart {
       th.textContent = text;
       head.append(th);
     }
-    const xs = [...new Set(data.flatMap((t) => t.x.map(String)))];
-    xs.sort((a, b) => a - b);
-    const lookup = data.map((t) => new Map(t.x.map((x, i) => [String(x), t.y[i]])));
+    const xs = [...new Set(data.flatMap((t) => t.x))].sort((a, b) => a - b);
+    const lookup = data.map((t) => new Map(t.x.map((x, i) => [x, t.y[i]])));
     const body = table.createTBody();
     for (const x of xs.slice(-120).reverse()) { // newest first
       const row = body.insertRow();
-      row.insertCell().textContent = this.byStep ? x : new Date(Number(x) + TZ_OFFSET_MS).toLocaleString();
+      row.insertCell().textContent = this.byStep ? x : new Date(x).toLocaleString();
       for (const values of lookup) row.insertCell().textContent = values.has(x) ? round(values.get(x)) : "–";
     }
     const holder = details.querySelector("[data-table]");
@@ -523,7 +586,7 @@ function nodePage(root) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  if (typeof Plotly === "undefined") return;
+  if (typeof uPlot === "undefined") return;
   for (const root of document.querySelectorAll("[data-telemetry]")) {
     ({ job: jobPage, node: nodePage })[root.dataset.telemetry](root);
   }
