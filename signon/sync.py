@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 
 from courses.models import Enrollment, Role
 
@@ -32,7 +33,8 @@ def wanted_roles(source: str, groups: Iterable[str]) -> tuple[dict[int, str], di
     roles: dict[int, str] = {}
     matched: dict[int, list[str]] = {}
     linked: set[int] = set()
-    for link in CourseGroup.objects.filter(source=source):
+    # A course whose term has ended keeps its roster as it was: leaving a group must not take a student's history.
+    for link in CourseGroup.objects.filter(source=source).exclude(course__term_ends_at__lte=timezone.now()):
         linked.add(link.course_id)
         if link.group in groups:
             matched.setdefault(link.course_id, []).append(link.group)

@@ -228,6 +228,17 @@ def test_students_with_unfinished_jobs_are_warned_once_with_the_time(alice, bob,
     assert message.to == ["alice@example.edu"] and terms.when(course.term_ends_at) in message.body
 
 
+def test_unfinished_jobs_page_warns_of_the_end_within_a_day_and_not_before(login, alice, course, make_job):
+    job = make_job(alice)
+    client = login(alice)
+    now = timezone.now()
+    set_term(course, now - 60 * DAY, now + 2 * DAY)
+    assert "term-warning" not in client.get(job.get_absolute_url()).content.decode()
+    set_term(course, now - 60 * DAY, now + 3 * HOUR)
+    page = client.get(job.get_absolute_url()).content.decode()
+    assert "term-warning" in page and terms.when(course.term_ends_at) in page
+
+
 def test_failed_mail_is_sent_again_on_the_next_run(instructor, course, settings):
     with_emails(instructor)
     now = timezone.now()
@@ -372,3 +383,13 @@ def test_copy_page_with_bad_dates_answers_400_and_creates_nothing(login, instruc
     )
     assert response.status_code == 400 and "already past" in response.content.decode()
     assert Course.objects.count() == 1
+
+
+def test_group_sync_leaves_the_roster_of_an_ended_course_as_it_was(alice, ended, course):
+    from signon.models import CourseGroup, GroupEnrollment, Source
+    from signon.sync import sync_memberships
+
+    CourseGroup.objects.create(course=ended, source=Source.LDAP, group="hpc-students")
+    GroupEnrollment.objects.create(course=ended, user=alice, source=Source.LDAP)
+    assert sync_memberships(alice, Source.LDAP, groups=[]) == []
+    assert Enrollment.objects.filter(course=ended, user=alice).exists()

@@ -35,3 +35,12 @@ def term_notice(course, teaches: bool = False):
 @register.filter
 def term_date(moment) -> str:
     return terms.when(moment) if moment else ""
+
+
+@register.inclusion_tag("courses/_term_warning.html")
+def term_warning(course):
+    """On an unfinished job's page: the warning that the course's term ends soon and the job will be stopped."""
+    if not terms.ends_within(course, terms.STUDENT_WARNING):
+        return {"ends": None}
+    ends_in = timeuntil(course.term_ends_at, depth=1)
+    return {"course": course, "ends": terms.when(course.term_ends_at), "ends_in": ends_in}
