@@ -9,8 +9,9 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from clusters import kinds
 from clusters.backends import BackendError
-from clusters.backends.kubernetes import endpoints
+from clusters.backends.kind import ActionRefused
 from core.choices import JobState
 from courses import access
 from courses.models import Course
@@ -201,8 +202,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
         data = ScaleSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            message = endpoints.scale(request.user, job, data.validated_data["replicas"])
-        except endpoints.ActionRefused as exc:
+            message = kinds.kind_of(job.cluster.kind).scale(request.user, job, data.validated_data["replicas"])
+        except ActionRefused as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         except BackendError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)

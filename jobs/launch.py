@@ -10,7 +10,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, Sum
 
-from clusters.backends.kubernetes import launch as k8s_launch
+from clusters import kinds
+from clusters.backends.kind import Rendered, RenderRefused, RenderRequest
 from clusters.identity import IdentityMissing
 from core.choices import ACTIVE_STATES, EventKind
 from courses import access, quotas
@@ -18,7 +19,6 @@ from courses.models import Role
 
 from .models import Job, JobTemplate
 from .params import requested_gpus, validate_values
-from .rendering import RenderContext, RenderError, render_script
 from .states import record
 
 
@@ -107,15 +107,13 @@ def partition_fit_errors(template: JobTemplate, cluster, values: Mapping[str, An
     return errors
 
 
-def render_for(template: JobTemplate, cluster, values: Mapping[str, Any], job_id: uuid.UUID) -> str:
-    ctx = RenderContext(
-        job_id=str(job_id),
-        job_name=f"gpulab-{template.slug}"[:64],
-        lab_dir=cluster.lab_dir,
-        preamble=cluster.preamble,
-        gpu_types=tuple(cluster.gpu_types or ()),
-    )
-    return render_script(template.body, template.schema(), values, ctx)
+def render(template: JobTemplate, course, user, cluster, values: Mapping[str, Any], job_id: uuid.UUID) -> Rendered:
+    """What the cluster's kind will submit for these values, and the GPUs it holds; LaunchRefused says why not."""
+    request = RenderRequest(job_id=job_id, values=values, template=template, course=course, user=user, cluster=cluster)
+    try:
+        return kinds.kind_of(cluster.kind).render(request)
+    except RenderRefused as exc:
+        raise access.LaunchRefused(str(exc)) from None
 
 
 def launch(user, *, course, template: JobTemplate, cluster, raw_params: Mapping[str, Any], cloned_from=None) -> Job:
@@ -131,15 +129,8 @@ def launch(user, *, course, template: JobTemplate, cluster, raw_params: Mapping[
             f"The cluster “{cluster.display_name}” has no account to run jobs as yet; ask an admin to add one."
         )
     job_id = uuid.uuid4()
-    if cluster.is_kubernetes:
-        rendered = k8s_launch.render(template, course, user, values, job_id)
-        script, gpus = rendered.script, rendered.resources.gpus
-    else:
-        try:
-            script = render_for(template, cluster, values, job_id)
-        except RenderError as exc:
-            raise access.LaunchRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
-        gpus = requested_gpus(values)
+    rendered = render(template, course, user, cluster, values, job_id)
+    script, gpus = rendered.script, rendered.gpus
     with transaction.atomic():
         check_quota(user, course, gpus)
         job = Job.objects.create(

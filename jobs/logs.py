@@ -8,6 +8,7 @@ import re
 
 from django.conf import settings
 
+from clusters import kinds
 from clusters.backends.base import LogChunk
 from clusters.kinds import get_backend
 
@@ -36,6 +37,5 @@ def read_log(job: Job, offset: int = 0, stream: str = "") -> LogChunk:
 
 
 def log_streams(job: Job) -> list[str]:
-    if not job.scheduler_id or not job.cluster.is_kubernetes:
-        return []
-    return get_backend(job.cluster, job.account).log_streams(job.scheduler_id)
+    """The job's separate logs, as its cluster's kind names them (Kubernetes: pod/container); [] when it has one."""
+    return kinds.kind_of(job.cluster.kind).log_streams(job)

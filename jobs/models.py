@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import timedelta
 
@@ -8,12 +7,11 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
+from clusters import kinds
 from clusters.models import TEMPLATE_BACKENDS, ClusterKind
 from core.choices import ACTIVE_STATES, TERMINAL_STATES, EventKind, JobState
 
 from .params import Param, parse_schema
-
-MPIJOB_KIND = re.compile(r"^\s*kind:\s*MPIJob\s*$", re.MULTILINE)
 
 
 class EndpointAPI(models.TextChoices):
@@ -62,7 +60,7 @@ class JobTemplate(models.Model):
     @property
     def needs_mpi_operator(self) -> bool:
         """An MPIJob template runs only where the MPI Operator's CRD is installed."""
-        return self.backend == ClusterKind.KUBERNETES and bool(MPIJOB_KIND.search(self.body))
+        return kinds.kind_of(self.backend).needs_mpi_operator(self.body)
 
 
 class JobQuerySet(models.QuerySet):

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from clusters import kinds
+
 from .models import Job
 
 RECENT_POINTS = 5  # the ETA follows the last few log lines, so a slow start or a compile step weighs nothing later
@@ -39,12 +41,10 @@ class Progress:
 
 
 def time_limit(job: Job) -> timedelta | None:
-    """The limit the scheduler holds the job to: the job's own time_minutes, else the template's where the portal
-    enforces that itself (Kubernetes Jobs' activeDeadlineSeconds, servers stopped by jobs/time_limits.py)."""
-    minutes = job.params.get("time_minutes")
-    if not minutes and job.cluster.is_kubernetes:
-        minutes = job.template.max_minutes
-    return timedelta(minutes=int(minutes)) if minutes else None
+    """The limit the job is held to, by its cluster's kind: the job's own time_minutes, else the template's where
+    the kind enforces that (Kubernetes Jobs' activeDeadlineSeconds, servers stopped by jobs/time_limits.py)."""
+    minutes = kinds.kind_of(job.cluster.kind).time_limit_minutes(job)
+    return timedelta(minutes=minutes) if minutes else None
 
 
 def job_progress(job: Job, points: Sequence[dict], now: datetime) -> Progress:

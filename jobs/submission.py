@@ -21,9 +21,9 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from clusters import kinds
 from clusters.backends import BackendError
 from clusters.backends.base import SubmitRequest
-from clusters.backends.kubernetes import namespaces
 from clusters.kinds import get_backend
 from core.choices import EventKind, JobState
 from courses import access
@@ -194,8 +194,9 @@ def _failed(job: Job, exc: BackendError) -> Outcome:
 
 
 def submit_request(job: Job) -> SubmitRequest:
-    """What the backend needs: the script or objects, and on Kubernetes the namespace with the course's quota."""
-    plan = namespaces.plan_for(job.course, job.owner) if job.cluster.is_kubernetes else None
+    """What the backend needs: the script or objects, and what the kind prepares first (Kubernetes: the
+    namespace with the course's quota)."""
+    plan = kinds.kind_of(job.cluster.kind).namespace_plan(job.course, job.owner)
     return SubmitRequest(job_id=job.pk, script=job.script, namespace=plan)
 
 

@@ -2,7 +2,8 @@
 
 Batch work carries its limit to the scheduler (SLURM's --time, a Kubernetes Job's activeDeadlineSeconds), which
 ends it as timed out. A Kubernetes Deployment has no such field and would hold its GPUs until someone cancels
-it, so the beat task finds running servers past the limit and the portal stops them, as timed out.
+it, so on the kinds that say so (Kind.portal_stops_at_time_limit) the beat task finds running jobs past the
+limit and the portal stops them, as timed out.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from clusters import kinds
 from clusters.kinds import get_backend
-from clusters.models import ClusterKind
 from core.choices import EventKind, JobState
 
 from .models import Job
@@ -22,7 +23,7 @@ from .states import record, transition
 def overdue_servers() -> list[Job]:
     now = timezone.now()
     running = Job.objects.filter(
-        cluster__kind=ClusterKind.KUBERNETES,
+        cluster__kind__in=[name for name in kinds.names() if kinds.kind_of(name).portal_stops_at_time_limit],
         state=JobState.RUNNING,
         started_at__isnull=False,
         cancel_requested_at__isnull=True,

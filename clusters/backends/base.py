@@ -233,6 +233,10 @@ class ClusterBackend(ABC):
     def pod_usage(self, namespaces: list[str]) -> list[PodUsage]:
         raise NotSupported(f"{self.cluster.display_name} has no metrics API.")
 
+    def node_usage(self) -> list[NodeUsage]:
+        """Every node's CPU and memory in use, in one call, where the cluster measures it."""
+        raise NotSupported(f"{self.cluster.display_name} has no metrics API.")
+
     # Telemetry: what the collector asks once per cycle per cluster.
     def nodes(self) -> list[NodeInfo]:
         raise NotSupported(f"{self.cluster.display_name} does not list its nodes.")

@@ -1,21 +1,70 @@
 """What a cluster kind is, as the rest of the portal sees it: one object per kind, found by `Cluster.kind`.
 
-A kind bundles everything the portal must know about one sort of cluster: its scheduler backend, which templates
-it runs and the admin fields it needs. `jobs`, `courses` and `telemetry` hold a Kind and call it; they never ask
-which kind it is. Each kind's package under clusters/backends/<kind>/ defines a subclass; clusters/kinds.py lists
-them.
+A kind bundles everything the portal must know about one sort of cluster: its scheduler backend, how a template
+becomes what is submitted (and its preview), what is prepared before a submit, what a student can do with a
+running job beyond cancelling it, the time-limit policy, the telemetry source and the admin fields. `jobs`,
+`courses` and `telemetry` hold a Kind and call it; they never ask which kind it is. Each kind's package under
+clusters/backends/<kind>/ defines a subclass; clusters/kinds.py lists them.
+
+Inputs and outputs are the dataclasses below. A kind refuses with its own errors, subclasses of KindRefusal;
+`jobs` shows their message to the user as it is, so it must say what to do.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from .base import ClusterBackend
+    from .base import ClusterBackend, NamespacePlan
+
+
+class KindRefusal(Exception):
+    """The kind will not do this (render a template, act on a server); the message says why and what to do."""
+
+
+class RenderRefused(KindRefusal):
+    """The template cannot become what this kind submits, or it asks for more than the template or course allow."""
+
+
+class ActionRefused(KindRefusal):
+    """A job-page action (scale, try it, load test) cannot be done on this job now."""
+
+
+@dataclass(frozen=True)
+class RenderRequest:
+    """A launch to render: the job's id, its typed values, and the template, course, user and cluster rows."""
+
+    job_id: uuid.UUID
+    values: Mapping[str, Any]
+    template: Any
+    course: Any
+    user: Any
+    cluster: Any
+
+
+@dataclass(frozen=True)
+class Rendered:
+    script: str  # exactly what will be submitted: a batch script, or objects as YAML documents
+    gpus: int  # what the job holds against the course's GPU quota
+
+
+@dataclass
+class Preview:
+    """A template body rendered with its defaults, or the reasons it cannot be published."""
+
+    script: str = ""
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
 
 
 class Kind:
-    """The defaults are a SLURM-like batch kind's: override what differs."""
+    """One sort of cluster. The defaults are those of a kind with nothing beyond submit, poll and cancel."""
 
     name: ClassVar[str] = ""
     # The JobTemplate.backend this kind runs: kinds that run the same templates share one name.
@@ -23,6 +72,52 @@ class Kind:
     backend_class: type[ClusterBackend]
     # Cluster fields the admin shows for this kind: ((title, {"fields": [...]}), ...).
     admin_fieldsets: ClassVar[tuple] = ()
+    # Dotted path of the telemetry collector's source for clusters of this kind ("" = none: no live charts).
+    telemetry_source: ClassVar[str] = ""
+    # Running jobs past their template's limit are stopped by the portal (the scheduler has no limit to hold).
+    portal_stops_at_time_limit: ClassVar[bool] = False
+
+    # -- launch ---------------------------------------------------------------------------------------------------
+    def render(self, request: RenderRequest) -> Rendered:
+        """The template and values as what will be submitted; RenderRefused names what is wrong."""
+        raise RenderRefused(f"Templates cannot be launched on {self.name} clusters yet.")
+
+    def preview(self, body: str, parameters: Any, cluster: Any = None) -> Preview:
+        """The body rendered with the schema's defaults, with every reason it could not be published."""
+        return Preview(errors=[f"Templates for {self.name} clusters have no preview yet."])
+
+    def needs_mpi_operator(self, body: str) -> bool:
+        """Whether a template body runs only on clusters with the MPI Operator."""
+        return False
+
+    def namespace_plan(self, course: Any, user: Any) -> NamespacePlan | None:
+        """What the backend must prepare before this user's job is submitted (a namespace with its quota)."""
+        return None
+
+    # -- a running job --------------------------------------------------------------------------------------------
+    def time_limit_minutes(self, job: Any) -> int | None:
+        """The limit the job is held to: its own time_minutes, where the template has one."""
+        minutes = job.params.get("time_minutes")
+        return int(minutes) if minutes else None
+
+    def log_streams(self, job: Any) -> list[str]:
+        """The job's separate outputs (e.g. pod/container); empty when it has one log."""
+        return []
+
+    def server(self, job: Any) -> Any:
+        """What the job page shows of a job that serves (endpoint, scale, try it), or None."""
+        return None
+
+    def scale(self, user: Any, job: Any, replicas: int) -> str:
+        raise ActionRefused("Only servers can be scaled; this job runs to completion.")
+
+    def telemetry_note(self, cluster: Any) -> str:
+        """A line under a job's charts saying what this cluster cannot measure, or ""."""
+        return ""
+
+    def urlpatterns(self) -> list:
+        """The kind's own job-page actions, mounted under the jobs app's URLs (names are the jobs app's)."""
+        return []
 
     def __repr__(self) -> str:
         return f"<Kind {self.name}>"

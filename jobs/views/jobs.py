@@ -6,8 +6,8 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
+from clusters import kinds
 from clusters.backends import BackendError
-from clusters.backends.kubernetes import endpoints
 from courses import access
 from jobs import job_page
 from jobs.cancellation import CancelRefused, request_cancel
@@ -35,8 +35,9 @@ def my_jobs(request):
 def detail(request, job_id):
     job = access.get_job(request.user, job_id)
     context = {**_status_context(job), "parameters": _labelled_params(job)}
-    if job.cluster.is_kubernetes:
-        context["server"] = endpoints.Server(job)
+    server = kinds.kind_of(job.cluster.kind).server(job)
+    if server is not None:  # what the kind lets a student do with a running server, and its separate logs
+        context["server"] = server
         context["stream"] = request.GET.get("stream", "")
         if job.scheduler_id and not job.is_terminal:
             try:

@@ -17,9 +17,11 @@ from datetime import UTC, datetime
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
+from django.utils.module_loading import import_string
 from redis.exceptions import RedisError
 
-from clusters.models import Cluster, ClusterKind
+from clusters import kinds
+from clusters.models import Cluster
 from ops import store as ops_store
 from telemetry import stream
 from telemetry.frames import FrameBuilder
@@ -27,7 +29,7 @@ from telemetry.models import Node
 from telemetry.recorder import SeriesRecorder
 from telemetry.summary import store_ended
 
-from .sources import KubernetesSource, LogSource, Periodic, SlurmSource
+from .sources import LogSource, Periodic
 from .state import LiveState
 
 logger = logging.getLogger(__name__)
@@ -59,8 +61,10 @@ class Collector:
         for cluster in self.clusters():
             if cluster.pk in self.sources:
                 continue
-            source_class = KubernetesSource if cluster.kind == ClusterKind.KUBERNETES else SlurmSource
-            source = self.sources[cluster.pk] = source_class(self.state, cluster, self.stop)
+            source_path = kinds.kind_of(cluster.kind).telemetry_source
+            if not source_path:  # a kind with nothing to measure: its jobs have logs but no live charts
+                continue
+            source = self.sources[cluster.pk] = import_string(source_path)(self.state, cluster, self.stop)
             source.start()
             logger.info("telemetry: following %s (%s)", cluster.name, cluster.kind)
         if self.log_source is None:

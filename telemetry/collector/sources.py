@@ -172,9 +172,11 @@ class KubernetesSource(Periodic):
         self.state.put_pods(self.cluster.pk, pods, dcgm)
 
     def _node_usage(self, backend) -> None:
-        if not hasattr(backend, "node_usage"):
+        try:
+            usages = backend.node_usage()
+        except NotSupported:
             return
-        for usage in backend.node_usage():
+        for usage in usages:
             node, _ = Node.objects.get_or_create(cluster=self.cluster, name=usage.node)
             self.state.node(node.pk, self.cluster.pk, node.name)
             self.state.put_usage(node.pk, usage.cpu_millis, usage.memory_bytes)

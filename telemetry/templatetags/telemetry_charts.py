@@ -6,6 +6,7 @@ import re
 
 from django import template
 
+from clusters import kinds
 from telemetry.series import CHARTS
 
 register = template.Library()
@@ -18,6 +19,12 @@ TRAINER_MARKS = re.compile(r"trainer/train\.py|\btrain\.py\b|loss=")
 def chart_boxes(trainer: bool) -> list[tuple[str, dict]]:
     """(name, spec) of every chart a page shows; the trainer's (by step) only where a job can fill them."""
     return [(name, spec) for name, spec in CHARTS.items() if trainer or "x" not in spec]
+
+
+@register.filter
+def measuring_note(cluster) -> str:
+    """What the cluster's kind says its charts cannot show (e.g. GPUs without Prometheus), or ""."""
+    return kinds.kind_of(cluster.kind).telemetry_note(cluster)
 
 
 @register.filter

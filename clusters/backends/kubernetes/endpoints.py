@@ -25,6 +25,7 @@ from jobs.launch import QuotaExceeded, check_quota
 from jobs.models import EndpointAPI, Job
 from jobs.states import record
 
+from .. import kind
 from .launch import first_service
 from .manifests import LABEL_ROLE, ManifestContext, check_object, requested_resources
 
@@ -35,8 +36,7 @@ MAX_PROMPT_CHARS = 4000
 MAX_REPLICAS = 8
 
 
-class ActionRefused(Exception):
-    """The action cannot be done on this job now; the message says why and what to do."""
+ActionRefused = kind.ActionRefused  # the kind's own refusal; the job page and the API show its message
 
 
 @dataclass

@@ -1,7 +1,19 @@
-"""The `kubernetes` kind as the registry hands it out."""
+"""The `kubernetes` kind as the registry hands it out: templates are objects, jobs live in a course's namespace,
+servers have job-page actions, and the portal stops servers at their time limit (a Deployment has none)."""
 
-from ..kind import Kind
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.urls import path
+
+from ..kind import ActionRefused, Kind, Preview, Rendered, RenderRequest
+from . import endpoints, launch, namespaces
 from .backend import KubernetesBackend
+from .manifests import ManifestError, dump, preview_context, render_manifests
+
+MPIJOB_KIND = re.compile(r"^\s*kind:\s*MPIJob\s*$", re.MULTILINE)
 
 
 class KubernetesKind(Kind):
@@ -9,3 +21,65 @@ class KubernetesKind(Kind):
     templates = "kubernetes"
     backend_class = KubernetesBackend
     admin_fieldsets = KubernetesBackend.admin_fieldsets
+    telemetry_source = "telemetry.collector.sources.KubernetesSource"
+    portal_stops_at_time_limit = True
+
+    def render(self, request: RenderRequest) -> Rendered:
+        rendered = launch.render(request.template, request.course, request.user, request.values, request.job_id)
+        return Rendered(script=rendered.script, gpus=rendered.resources.gpus)
+
+    def preview(self, body: str, parameters: Any, cluster: Any = None) -> Preview:
+        from jobs.params import SchemaError, parse_schema
+
+        result = Preview()
+        try:
+            schema = parse_schema(parameters)
+            values = {p.name: p.default for p in schema}
+            result.script = dump(render_manifests(body, schema, values, preview_context()))
+        except (SchemaError, ManifestError) as exc:
+            result.errors.append(str(exc))
+        return result
+
+    def needs_mpi_operator(self, body: str) -> bool:
+        return bool(MPIJOB_KIND.search(body))
+
+    def namespace_plan(self, course, user):
+        return namespaces.plan_for(course, user)
+
+    def time_limit_minutes(self, job) -> int | None:
+        """A Job's activeDeadlineSeconds, or the portal stopping a server: the template's limit either way."""
+        return super().time_limit_minutes(job) or job.template.max_minutes
+
+    def log_streams(self, job) -> list[str]:
+        if not job.scheduler_id:
+            return []
+        from clusters.kinds import get_backend
+
+        return get_backend(job.cluster, job.account).log_streams(job.scheduler_id)
+
+    def server(self, job) -> endpoints.Server:
+        return endpoints.Server(job)
+
+    def scale(self, user, job, replicas: int) -> str:
+        return endpoints.scale(user, job, replicas)
+
+    def telemetry_note(self, cluster) -> str:
+        if cluster.prometheus_url:
+            return ""
+        return (
+            "GPU charts need the cluster's Prometheus (dcgm-exporter); CPU and memory come from the metrics API "
+            "every 15 s."
+        )
+
+    def urlpatterns(self) -> list:
+        from . import views
+
+        return [
+            path("jobs/<uuid:job_id>/scale/", views.scale, name="scale"),
+            path("jobs/<uuid:job_id>/try/", views.try_it, name="try_it"),
+            path("jobs/<uuid:job_id>/load-test/", views.load_test, name="load_test"),
+            path("jobs/<uuid:job_id>/load-test/report/", views.load_test_report, name="load_test_report"),
+        ]
+
+
+__all__ = ["ActionRefused", "KubernetesKind"]

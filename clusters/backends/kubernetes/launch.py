@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from courses import access
 from jobs.models import JobTemplate
 
+from ..kind import RenderRefused
 from .manifests import (
     ManifestContext,
     ManifestError,
@@ -25,8 +25,8 @@ from .manifests import (
 from .namespaces import namespace_for
 
 
-class ResourcesRefused(access.LaunchRefused):
-    pass
+class ResourcesRefused(RenderRefused):
+    """The objects ask for more than the template or the course allows; the message names the limit."""
 
 
 @dataclass
@@ -90,7 +90,7 @@ def render(
             if ingress is not None:
                 objects.append(ingress)
     except ManifestError as exc:
-        raise access.LaunchRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
+        raise RenderRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
     for obj in objects:
         if obj["kind"] == "Job":  # the template's time limit, enforced by Kubernetes (DeadlineExceeded)
             limit = template.max_minutes * 60

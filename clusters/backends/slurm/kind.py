@@ -1,11 +1,10 @@
-"""The `slurm` kind as the registry hands it out."""
+"""The `slurm` kind as the registry hands it out: batch scripts submitted over SSH."""
 
-from ..kind import Kind
+from ..batch import BatchKind
 from .backend import SlurmBackend
 
 
-class SlurmKind(Kind):
+class SlurmKind(BatchKind):
     name = "slurm"
-    templates = "slurm"
     backend_class = SlurmBackend
     admin_fieldsets = SlurmBackend.admin_fieldsets

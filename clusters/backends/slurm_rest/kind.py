@@ -1,11 +1,10 @@
-"""The `slurm-rest` kind as the registry hands it out: it runs the same batch templates as `slurm`."""
+"""The `slurm-rest` kind as the registry hands it out: the same batch templates as `slurm`, through slurmrestd."""
 
-from ..kind import Kind
+from ..batch import BatchKind
 from .backend import SlurmRestBackend
 
 
-class SlurmRestKind(Kind):
+class SlurmRestKind(BatchKind):
     name = "slurm-rest"
-    templates = "slurm"
     backend_class = SlurmRestBackend
     admin_fieldsets = SlurmRestBackend.admin_fieldsets

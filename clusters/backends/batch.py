@@ -1,0 +1,75 @@
+"""Batch-script templates, as both SLURM kinds (over SSH and through slurmrestd) run them.
+
+The template body is a bash script after the portal's own #SBATCH header; placeholders become shell-quoted words
+(jobs/rendering.py, checked by jobs/script_safety.py). A preview is published only if every placeholder passes
+those checks and the script passes `bash -n`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from jobs.params import SchemaError, parse_schema, requested_gpus
+from jobs.rendering import (
+    RenderContext,
+    RenderError,
+    bash_syntax_error,
+    placeholder_problems,
+    render_script,
+    unix_lines,
+)
+from jobs.script_safety import PLACEHOLDER
+
+from .kind import Kind, Preview, Rendered, RenderRefused, RenderRequest
+
+PREVIEW_JOB_ID = uuid.UUID(int=0)
+
+
+class BatchKind(Kind):
+    templates = "slurm"
+    telemetry_source = "telemetry.collector.sources.SlurmSource"
+
+    def render(self, request: RenderRequest) -> Rendered:
+        template, cluster = request.template, request.cluster
+        ctx = RenderContext(
+            job_id=str(request.job_id),
+            job_name=f"gpulab-{template.slug}"[:64],
+            lab_dir=cluster.lab_dir,
+            preamble=cluster.preamble,
+            gpu_types=tuple(cluster.gpu_types or ()),
+        )
+        try:
+            script = render_script(template.body, template.schema(), request.values, ctx)
+        except RenderError as exc:
+            raise RenderRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
+        return Rendered(script=script, gpus=requested_gpus(request.values))
+
+    def preview(self, body: str, parameters: Any, cluster: Any = None) -> Preview:
+        result = Preview()
+        try:
+            schema = parse_schema(parameters)
+        except SchemaError as exc:
+            result.errors.append(str(exc))
+            return result
+        values = {p.name: p.default for p in schema}
+        refused = placeholder_problems(body, schema)
+        if refused:
+            syntax = bash_syntax_error(PLACEHOLDER.sub("x", unix_lines(body)))  # a syntax error explains them best
+            result.errors.extend([f"bash -n: {syntax}"] if syntax else refused)
+            return result
+        ctx = RenderContext(
+            job_id=str(PREVIEW_JOB_ID),
+            job_name="gpulab-preview",
+            lab_dir=cluster.lab_dir if cluster else "~/gpulab",
+            preamble=cluster.preamble if cluster else "",
+        )
+        try:
+            result.script = render_script(body, schema, values, ctx)
+        except RenderError as exc:
+            result.errors.append(str(exc))
+            return result
+        syntax = bash_syntax_error(result.script)
+        if syntax:
+            result.errors.append(f"bash -n: {syntax}")
+        return result
