@@ -393,3 +393,23 @@ def test_group_sync_leaves_the_roster_of_an_ended_course_as_it_was(alice, ended,
     GroupEnrollment.objects.create(course=ended, user=alice, source=Source.LDAP)
     assert sync_memberships(alice, Source.LDAP, groups=[]) == []
     assert Enrollment.objects.filter(course=ended, user=alice).exists()
+
+
+# -- admin and demo ---------------------------------------------------------------------------------------------
+
+
+def test_admin_lists_terms_and_edits_them(login, admin_user, ended):
+    client = login(admin_user)
+    listing = client.get(reverse("admin:courses_course_changelist")).content.decode()
+    assert "Term starts" in listing and "Term ends" in listing
+    page = client.get(reverse("admin:courses_course_change", args=[ended.pk])).content.decode()
+    assert 'name="term_starts_at_0"' in page and 'name="term_ends_at_0"' in page
+
+
+def test_demo_course_gets_a_term_around_today(tmp_path):
+    from django.core.management import call_command
+
+    call_command("demo_setup", logins=tmp_path / "logins")
+    demo = Course.objects.get(slug="demo")
+    assert terms.has_started(demo) and not terms.has_ended(demo)
+    assert terms.launch_refusal(demo, teaches=False) is None
