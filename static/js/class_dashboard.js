@@ -1,7 +1,8 @@
 // The class dashboard (telemetry/templates/telemetry/course_dashboard.html): a heatmap with one row per student,
 // their GPUs averaged every 5 s, the least busy first; a student's row opens into one row per GPU. It reads the
 // course group's frames ({gpus: [{key, job, student, util, idle_s, stale}]}) through TelemetrySocket
-// (static/js/telemetry.js, loaded before this file), and draws at most once a second, never per frame.
+// (static/js/telemetry.js, loaded before this file; the keys: docs/telemetry-wire.md), and draws at most once a
+// second, never per frame.
 "use strict";
 
 const BUCKET_MS = 5000;
