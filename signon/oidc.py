@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 FAILED = "Signing in through the campus did not work ({reason}). Try again; if it keeps failing, ask the course staff."
 
 
-STALE = "the sign-in was not started in this browser, was already used, or took too long; start again"
+STALE = "the sign-in was not started in this browser, was already used, or took too long"
 
 
 class SignInRefused(Exception):
@@ -81,6 +81,15 @@ class CampusOIDCBackend(OIDCAuthenticationBackend):
         return claims
 
     # -- who it is --------------------------------------------------------------------------------------------
+    def get_or_create_user(self, access_token, id_token, payload):
+        try:
+            user = super().get_or_create_user(access_token, id_token, payload)
+        except SuspiciousOperation as exc:  # several accounts match the claims
+            raise SignInRefused("more than one portal account matches you; ask an admin to merge them") from exc
+        if user is None:  # OIDC_CREATE_USERS=0 and nobody matched
+            raise SignInRefused("the portal has no account for you yet; ask your instructor to add you to the roster")
+        return user
+
     def verify_claims(self, claims) -> bool:
         if claims.get("sub") != self.id_claims.get("sub"):
             raise SignInRefused("the provider's user information is about someone else")

@@ -78,11 +78,11 @@ class CampusBrowser:
         self.idp = requests.Session()
         self.provider = provider
 
-    def authorize(self, login: str, password: str = PEOPLE_PASSWORD) -> str:
+    def authorize(self, login: str, password: str = PEOPLE_PASSWORD, start: str = "/oidc/login/") -> str:
         """Start at the portal's campus button, sign in and consent at the provider; the callback URL it sends back."""
-        start = self.portal.get("/oidc/login/")
-        assert start.status_code == 302, start
-        url = start["Location"]
+        begun = self.portal.get(start)
+        assert begun.status_code == 302, begun
+        url = begun["Location"]
         for _ in range(20):
             if url.startswith("http://127.0.0.1/oidc/callback/"):
                 return url
@@ -101,8 +101,8 @@ class CampusBrowser:
     def callback(self, url: str):
         return self.portal.get(url.removeprefix("http://127.0.0.1"), follow=True)
 
-    def sign_in(self, login: str):
-        return self.callback(self.authorize(login))
+    def sign_in(self, login: str, start: str = "/oidc/login/"):
+        return self.callback(self.authorize(login, start=start))
 
     def signed_in_as(self) -> str | None:
         user_id = self.portal.session.get("_auth_user_id")

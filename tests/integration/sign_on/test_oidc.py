@@ -163,6 +163,24 @@ def test_logout_ends_the_campus_session_at_the_provider(browser, oidc_on):
     assert confirm.status_code == 200  # the provider knows the token and asks to confirm the sign-out
 
 
+def test_without_account_creation_only_roster_accounts_may_sign_in(browser, oidc_on, campus_settings, course):
+    campus_settings(OIDC_CREATE_USERS="0", **oidc_on.settings_env())
+    import_roster(course, "username,email,role\nsam,,student\n")
+    page = browser.sign_in("lena")
+    assert browser.signed_in_as() is None
+    assert "ask your instructor to add you to the roster" in failure_message(page)
+    assert not User.objects.filter(username="lena").exists()
+    CampusBrowser(oidc_on).sign_in("sam")
+    assert User.objects.get(username="sam").is_staff  # the roster account, joined
+
+
+def test_next_page_after_sign_in_stays_on_the_portal(browser):
+    browser.portal.get("/oidc/login/?next=https://evil.example/steal")  # the library keeps only local targets
+    assert browser.portal.session.get("oidc_login_next") is None
+    page = browser.sign_in("lena", start="/oidc/login/?next=/jobs/")
+    assert page.redirect_chain[0][0] == "/jobs/"
+
+
 def test_campus_button_is_off_without_oidc(client, campus_settings):
     campus_settings()
     assert client.get("/oidc/login/").status_code == 404

@@ -66,3 +66,7 @@ def test_login_page_on_a_phone_puts_the_campus_button_first(chromium, live_serve
     assert button["y"] < password["y"]
     assert button["width"] > 300  # the whole width of a phone
     page.screenshot(path=f"{SHOTS}/sso-login-390.png", full_page=True)
+    page.goto(f"{portal_url(live_server)}/oidc/callback/?code=stolen&state=forged")  # a link not started here
+    expect(page.locator(".flash")).to_contain_text("Signing in through the campus did not work")
+    expect(page.locator("#campus-sign-in")).to_be_visible()
+    page.screenshot(path=f"{SHOTS}/sso-login-failed-390.png", full_page=True)
