@@ -37,6 +37,7 @@ test:
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 # Unit tests only: no services needed (SQLite, in-memory broker).
 unit: venv

@@ -69,7 +69,7 @@ def record_jobs(course, student, cluster, template, ids: list[str]) -> None:
 
 def rest_cluster(course):
     """The same SLURM through slurmrestd, with the SlurmUser's token from scripts/local_slurm.sh."""
-    from clusters.backends.slurm_rest import tokens
+    from clusters.backends import tokens
     from clusters.models import AuthMethod, Cluster, ClusterAccount
 
     cluster = Cluster.objects.create(

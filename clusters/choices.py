@@ -24,3 +24,12 @@ class IdentitySource(models.TextChoices):
     OIDC = "oidc", "OIDC claim"
     ROSTER = "roster", "Roster column"
     ADMIN = "admin", "Set by an admin"
+
+
+class AuthMethod(models.TextChoices):
+    KEY = "key", "SSH private key"
+    PASSWORD = "password", "Password"
+    TOKEN = "token", "Bearer token (Kubernetes)"
+    KUBECONFIG = "kubeconfig", "kubeconfig (Kubernetes)"
+    # The student's cluster user, reached with the service account's credentials (sudo or slurmrestd). No secret.
+    VIA_SERVICE = "via-service", "Through the service account"

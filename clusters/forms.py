@@ -42,7 +42,7 @@ class ApiTokenField(SecretField):
         value = super().clean(value).strip()
         if not value:
             return value
-        from .backends.slurm_rest import tokens
+        from .backends import tokens
 
         try:
             lapses = tokens.expires_at(value)

@@ -72,9 +72,4 @@ def backend_class(name: str) -> type[ClusterBackend]:
 
 def get_backend(cluster: Cluster, account: ClusterAccount | None = None) -> ClusterBackend:
     """The backend for a cluster, acting as `account` (default: the cluster's service account)."""
-    account = account or cluster.service_account()
-    if account is None:
-        raise BackendError(
-            f"The cluster “{cluster.display_name}” has no service account. An admin must add one before jobs can run."
-        )
-    return backend_class(cluster.kind)(cluster, account)
+    return kind_of(cluster.kind).backend(cluster, account)

@@ -4,7 +4,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from . import crypto
-from .choices import STUDENT_USER_MODES, IdentitySource, RunAs
+from .choices import STUDENT_USER_MODES, AuthMethod, IdentitySource, RunAs
 
 
 class ClusterKind(models.TextChoices):
@@ -167,15 +167,6 @@ class Cluster(models.Model):
     def runs_as_student_user(self) -> bool:
         """Jobs run as each student's cluster username, with the service account's credentials."""
         return self.run_as in STUDENT_USER_MODES
-
-
-class AuthMethod(models.TextChoices):
-    KEY = "key", "SSH private key"
-    PASSWORD = "password", "Password"
-    TOKEN = "token", "Bearer token (Kubernetes)"
-    KUBECONFIG = "kubeconfig", "kubeconfig (Kubernetes)"
-    # The student's cluster user, reached with the service account's credentials (sudo or slurmrestd). No secret.
-    VIA_SERVICE = "via-service", "Through the service account"
 
 
 SSH_METHODS = {AuthMethod.KEY, AuthMethod.PASSWORD}

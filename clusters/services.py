@@ -27,7 +27,7 @@ def save_account(account: ClusterAccount, *, secret: str | None, actor, api_toke
     if secret:
         account.set_secret(secret)
     if api_token:
-        from .backends.slurm_rest import tokens
+        from .backends import tokens
 
         account.set_api_token(api_token.strip(), tokens.expires_at(api_token))
     account.save()

@@ -29,6 +29,7 @@ export GPULAB_REQUIRE_SERVICES=1 DJANGO_SETTINGS_MODULE=tests.settings
 echo "[test] lint and checks"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/lint-imports  # the floor plan: contracts in pyproject.toml [tool.importlinter]
 .venv/bin/python manage.py check
 .venv/bin/python manage.py makemigrations --check --dry-run
 

@@ -84,7 +84,7 @@ def test_a_lapsed_or_malformed_token_is_refused_with_what_to_do(login, admin_use
 def test_admin_pages_warn_while_the_token_lapses_within_a_week(login, admin_user, rest_cluster):
     account = rest_cluster.service_account()
     token = make_token(2 * 86400)
-    from clusters.backends.slurm_rest import tokens
+    from clusters.backends import tokens
 
     account.set_api_token(token, tokens.expires_at(token))
     account.save()

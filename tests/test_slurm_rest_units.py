@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from clusters.backends.slurm_rest import directives, parsing, tokens, versions
+from clusters.backends import tokens
+from clusters.backends.slurm_rest import directives, parsing, versions
 from clusters.backends.slurm_rest.client import error_messages
 from clusters.backends.slurm_rest.errors import RestRejected
 from clusters.forms import token_expiry_text

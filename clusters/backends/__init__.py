@@ -7,12 +7,3 @@ The registry that finds a kind by `Cluster.kind` is clusters/kinds.py; to add a 
 from .base import BackendError, ClusterBackend
 
 __all__ = ["BackendError", "ClusterBackend"]
-
-
-def __getattr__(name: str):
-    # The registry moved to clusters/kinds.py; code that still imports these names from here gets the registry's.
-    if name in {"get_backend", "template_backend", "kinds_running", "backend_class"}:
-        from clusters import kinds
-
-        return getattr(kinds, name)
-    raise AttributeError(name)

@@ -77,6 +77,18 @@ class Kind:
     # Running jobs past their template's limit are stopped by the portal (the scheduler has no limit to hold).
     portal_stops_at_time_limit: ClassVar[bool] = False
 
+    def backend(self, cluster: Any, account: Any = None) -> ClusterBackend:
+        """The backend for a cluster of this kind, acting as `account` (default: the cluster's service account)."""
+        from .base import BackendError
+
+        account = account or cluster.service_account()
+        if account is None:
+            raise BackendError(
+                f"The cluster “{cluster.display_name}” has no service account. An admin must add one before jobs "
+                "can run."
+            )
+        return self.backend_class(cluster, account)
+
     # -- launch ---------------------------------------------------------------------------------------------------
     def render(self, request: RenderRequest) -> Rendered:
         """The template and values as what will be submitted; RenderRefused names what is wrong."""

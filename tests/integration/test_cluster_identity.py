@@ -104,7 +104,7 @@ def test_jobs_run_as_each_student_through_slurmrestd(
     worker, api_for, alice, bob, cluster, whoami, students, job_state, services
 ):
     """slurm-rest with the SlurmUser's token on the service account, which also logs in over SSH for the files."""
-    from clusters.backends.slurm_rest import tokens
+    from clusters.backends import tokens
 
     token = Path(services["GPULAB_SLURMREST_TOKEN_FILE"]).read_text().strip()
     Cluster.objects.filter(pk=cluster.pk).update(kind="slurm-rest", api_url=services["GPULAB_SLURMREST_URL"])

@@ -53,7 +53,7 @@ def rest_cluster(transactional_db, course, rest_env):
     )
     account = ClusterAccount(cluster=cluster, username=rest_env["GPULAB_SLURMREST_USER"], auth_method=AuthMethod.KEY)
     token = slurm_token(rest_env)
-    from clusters.backends.slurm_rest import tokens
+    from clusters.backends import tokens
 
     account.set_api_token(token, tokens.expires_at(token))
     account.save()
@@ -188,7 +188,7 @@ def test_expired_token_tells_the_admin_and_fails_no_job(
 ):
     job = job_state(launch(api_for, alice, seconds=15), "running")
     account = rest_cluster.service_account()
-    from clusters.backends.slurm_rest import tokens
+    from clusters.backends import tokens
 
     lapsed = expired_token(rest_env)
     account.set_api_token(lapsed, tokens.expires_at(lapsed))

@@ -117,7 +117,7 @@ def kubeconfig_contexts(text: str) -> list[str]:
 
 
 def configuration(cluster: Cluster, account: ClusterAccount) -> Configuration:
-    from clusters.models import AuthMethod
+    from clusters.choices import AuthMethod
 
     config = Configuration()
     secret = account.secret()

@@ -19,13 +19,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from clusters.backends import BackendError
-from clusters.kinds import get_backend
 from core.choices import EventKind, JobState
 from jobs.launch import QuotaExceeded, check_quota
 from jobs.models import EndpointAPI, Job
 from jobs.states import record
 
 from .. import kind
+from .backend import KubernetesBackend
 from .launch import first_service
 from .manifests import LABEL_ROLE, ManifestContext, check_object, requested_resources
 
@@ -37,6 +37,10 @@ MAX_REPLICAS = 8
 
 
 ActionRefused = kind.ActionRefused  # the kind's own refusal; the job page and the API show its message
+
+
+def _backend(job: Job) -> KubernetesBackend:
+    return KubernetesBackend(job.cluster, job.account)
 
 
 @dataclass
@@ -119,7 +123,7 @@ def scale(user, job: Job, replicas: int) -> str:
             check_quota(job.owner, job.course, gpus, replacing=job)
         except QuotaExceeded as exc:
             raise ActionRefused(str(exc)) from None
-        message = get_backend(job.cluster, job.account).scale(job.scheduler_id, replicas)
+        message = _backend(job).scale(job.scheduler_id, replicas)
         script = yaml.safe_dump_all(objects, sort_keys=False)
         Job.objects.filter(pk=job.pk).update(gpus=gpus, script=script, updated_at=timezone.now())
         record(job, EventKind.NOTE, message, actor=user)
@@ -180,7 +184,7 @@ def try_it(job: Job, prompt: str) -> Iterator[str]:
         raise ActionRefused(f"Write a prompt of 1 to {MAX_PROMPT_CHARS} characters.")
     path, body = prompt_request(api, server.model, prompt)
     name, port = server.service
-    chunks = get_backend(job.cluster, job.account).proxy(job.scheduler_id, name, port, path, body)
+    chunks = _backend(job).proxy(job.scheduler_id, name, port, path, body)
     return answer_text(api, chunks)
 
 
@@ -244,7 +248,7 @@ def start_load_test(user, job: Job, *, prompts: int = 64, concurrency: int = 8, 
     for labels in (obj["metadata"]["labels"], obj["spec"]["template"]["metadata"]["labels"]):
         labels[LABEL_ROLE] = LOADTEST_ROLE
     try:
-        get_backend(job.cluster, job.account).create_extra(job.scheduler_id, obj)
+        _backend(job).create_extra(job.scheduler_id, obj)
     except BackendError as exc:
         raise ActionRefused(f"The load test could not start: {exc}") from None
     record(
@@ -268,7 +272,7 @@ def load_test_report(job: Job) -> LoadTestReport | None:
     """The newest load test's state, and its figures once the load generator printed them."""
     if not job.cluster.is_kubernetes or not job.scheduler_id:
         return None
-    backend = get_backend(job.cluster, job.account)
+    backend = _backend(job)
     pods = backend.pods(job.scheduler_id, LOADTEST_ROLE)
     if not pods:
         return None

@@ -53,9 +53,7 @@ class KubernetesKind(Kind):
     def log_streams(self, job) -> list[str]:
         if not job.scheduler_id:
             return []
-        from clusters.kinds import get_backend
-
-        return get_backend(job.cluster, job.account).log_streams(job.scheduler_id)
+        return self.backend(job.cluster, job.account).log_streams(job.scheduler_id)
 
     def server(self, job) -> endpoints.Server:
         return endpoints.Server(job)

@@ -20,7 +20,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .. import as_student, ssh
+from .. import as_student, ssh, tokens
 from ..base import (
     BackendError,
     ClusterBackend,
@@ -31,7 +31,7 @@ from ..base import (
     SubmitRequest,
     complete_utf8,
 )
-from . import directives, parsing, tokens, versions
+from . import directives, parsing, versions
 from .client import IMPERSONATION_REFUSED, INVALID_JOB_ID, RestClient, error_messages
 from .errors import ImpersonationRefused, LogsUnavailable, RestRejected, TokenRejected, UnsupportedApi
 

@@ -1,4 +1,5 @@
-"""What the portal reads from a slurmrestd token (a JWT): who it is for (`sun`) and when it lapses (`exp`).
+"""What the portal reads from an API token that is a JWT (slurmrestd's): who it is for (`sun`) and when it lapses
+(`exp`). Shared by the credential forms and services (clusters/) and the slurm-rest kind.
 
 The signature is slurmctld's business; the portal only reads the claims to warn before expiry, to stop using a
 lapsed token with a clear message, and to know whose token it holds.
