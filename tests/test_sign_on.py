@@ -102,3 +102,31 @@ def test_login_page_without_sso_is_the_password_form(client, settings, env):
         setattr(settings, name, value)
     page = client.get("/login/").content.decode()
     assert 'name="password"' in page and "campus-sign-in" not in page
+
+
+@pytest.mark.django_db
+def test_only_admins_name_a_courses_campus_groups(client, admin_user, instructor, course):
+    url = "/admin/signon/coursegroup/add/"
+    assert client.get(url).status_code == 302  # anonymous: to the admin login
+    client.force_login(instructor)
+    assert client.get(url).status_code == 302  # an instructor is not staff
+    client.force_login(admin_user)
+    assert client.get(url).status_code == 200
+    answer = client.post(url, {"course": course.pk, "source": "ldap", "group": "hpc-students", "role": "student"})
+    assert answer.status_code == 302
+    assert course.campus_groups.get().group == "hpc-students"
+
+
+@pytest.mark.django_db
+def test_group_sync_audit_is_read_only_even_for_admins(client, admin_user, alice, course):
+    from signon.models import GroupSyncChange
+
+    change = GroupSyncChange.objects.create(
+        course=course, user=alice, username="alice", action="enrolled", source="oidc", via="sign-in"
+    )
+    client.force_login(admin_user)
+    assert client.get("/admin/signon/groupsyncchange/").status_code == 200
+    assert client.get("/admin/signon/groupsyncchange/add/").status_code == 403
+    client.post(f"/admin/signon/groupsyncchange/{change.pk}/change/", {"username": "mallory"})
+    assert GroupSyncChange.objects.get(pk=change.pk).username == "alice"
+    assert client.post(f"/admin/signon/groupsyncchange/{change.pk}/delete/", {"post": "yes"}).status_code == 403
