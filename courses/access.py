@@ -9,13 +9,14 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from ops import logs
 
 from . import terms
-from .models import Course, Enrollment, Role
+from .models import TEACHING_ROLES, Course, Enrollment, Role
 
 if TYPE_CHECKING:
     from clusters.models import Cluster
@@ -41,12 +42,12 @@ def courses_for(user) -> QuerySet[Course]:
 
 
 def teaching_courses(user) -> QuerySet[Course]:
-    """Courses whose every job the user may see and cancel: taught ones, or all for an admin."""
+    """Courses whose every job the user may see and cancel: taught ones (instructor or TA), or all for an admin."""
     if is_admin(user):
         return Course.objects.all()
     if not user.is_authenticated:
         return Course.objects.none()
-    return Course.objects.filter(enrollments__user=user, enrollments__role=Role.INSTRUCTOR).distinct()
+    return Course.objects.filter(enrollments__user=user, enrollments__role__in=TEACHING_ROLES).distinct()
 
 
 def role_in(user, course: Course) -> str | None:
@@ -71,6 +72,15 @@ def get_course(user, slug: str, *, teach: bool = False, write: bool = False) -> 
         raise Http404("No such course.") from None
     if write:
         terms.check_writable(course)
+    return course
+
+
+def get_roster_course(user, slug: str, *, write: bool = False) -> Course:
+    """The course whose roster the user may manage: its instructors' and admins'. A TA sees the course but may not
+    change who is in it (403); anyone else gets 404, as for the course itself. write=True: as for get_course."""
+    course = get_course(user, slug, teach=True, write=write)
+    if not is_admin(user) and role_in(user, course) != Role.INSTRUCTOR:
+        raise PermissionDenied("Only the course's instructors manage its roster. Ask one of them.")
     return course
 
 

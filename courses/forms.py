@@ -8,8 +8,9 @@ from django import forms
 from django.utils import timezone
 
 from . import terms
-from .models import Course, QuotaField
+from .models import Course, QuotaField, Role
 from .quotas import FIELDS, MAX_VALUE
+from .roster import username_problem
 
 ASCII_COUNT = re.compile(r"^[0-9]+$")
 
@@ -90,3 +91,34 @@ class CopyTermForm(forms.Form):
         for field, message in errors.items():
             self.add_error(field, message)
         return data
+
+
+class RosterUploadForm(forms.Form):
+    roster = forms.FileField(help_text="CSV with lines username,email,role (role: student, ta or instructor).")
+
+    def clean_roster(self):
+        upload = self.cleaned_data["roster"]
+        if upload.size > 1024 * 1024:
+            raise forms.ValidationError("The file is larger than 1 MB; split it.")
+        try:
+            return upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise forms.ValidationError("The file is not UTF-8 text; save it as CSV (UTF-8).") from None
+
+
+class AddPersonForm(forms.Form):
+    """One person: an existing account is enrolled as it is; a new one is created and invited by email."""
+
+    username = forms.CharField(max_length=150, widget=forms.TextInput(attrs={"autocomplete": "off"}))
+    email = forms.EmailField(required=False, help_text="Needed for a new account: the invitation goes there.")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.STUDENT)
+
+    def clean_username(self):
+        username = self.cleaned_data["username"].strip()
+        if problem := username_problem(username):
+            raise forms.ValidationError(problem[0].upper() + problem[1:] + ".")
+        return username
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices)

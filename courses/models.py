@@ -6,7 +6,12 @@ from django.db.models import F, Q
 
 class Role(models.TextChoices):
     STUDENT = "student", "Student"
+    TA = "ta", "Teaching assistant"
     INSTRUCTOR = "instructor", "Instructor"
+
+
+# Roles that see and cancel every job of the course; only instructors manage its roster.
+TEACHING_ROLES = (Role.INSTRUCTOR, Role.TA)
 
 
 class NamespaceMode(models.TextChoices):
@@ -166,3 +171,53 @@ class TermNotice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} to {self.user} ({self.course})"
+
+
+class RosterAction(models.TextChoices):
+    ENROLLED = "enrolled", "Enrolled"
+    ROLE_CHANGED = "role", "Role changed"
+    REMOVED = "removed", "Removed"
+
+
+class RosterChange(models.Model):
+    """The audit of a course's roster: who enrolled, removed or changed the role of whom, from what to what, when."""
+
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="roster_changes")
+    person = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    person_username = models.CharField("person", max_length=150)  # kept if the account is deleted
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_username = models.CharField("changed by", max_length=150)
+    action = models.CharField(max_length=16, choices=RosterAction.choices)
+    old_role = models.CharField(max_length=16, choices=Role.choices, blank=True)
+    new_role = models.CharField(max_length=16, choices=Role.choices, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        indexes = [models.Index(fields=["course", "-at"], name="rosterchange_course_at")]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} {self.person_username} by {self.actor_username}"
+
+
+class Invitation(models.Model):
+    """One invitation mail to set a password: queued by the roster, marked sent by the mail task."""
+
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="invitations")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="invitations")
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField("queued at", auto_now_add=True)
+    sent_at = models.DateTimeField("sent at", null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["course", "user", "-created_at"], name="invitation_course_user_at")]
+
+    def __str__(self) -> str:
+        return f"Invitation of {self.user} to {self.course}"

@@ -11,12 +11,10 @@ from django.views.decorators.http import require_POST
 from core.choices import ACTIVE_STATES
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
-from jobs.forms import RosterUploadForm
 from jobs.models import Job
 
-from . import access, terms
+from . import access
 from .models import Role
-from .roster import import_roster
 
 
 @login_required
@@ -74,19 +72,3 @@ def cancel_jobs(request, slug: str):
     if url_has_allowed_host_and_scheme(back, {request.get_host()}, require_https=request.is_secure()):
         return redirect(back)
     return redirect("courses:jobs", slug=course.slug)
-
-
-@login_required
-def roster_upload(request, slug: str):
-    course = access.get_course(request.user, slug, teach=True, write=request.method == "POST")
-    form = RosterUploadForm(request.POST or None, request.FILES or None)
-    result = None
-    if request.method == "POST" and form.is_valid():
-        result = import_roster(course, form.cleaned_data["roster"])
-        if result.ok:
-            messages.success(request, result.summary())
-            return redirect("courses:roster", slug=course.slug)
-    enrollments = course.enrollments.select_related("user").order_by("role", "user__username")
-    context = {"course": course, "form": form, "result": result, "enrollments": enrollments}
-    context["read_only"] = terms.has_ended(course)
-    return render(request, "courses/roster.html", context, status=400 if result and not result.ok else 200)

@@ -176,16 +176,3 @@ class TemplateForm(forms.ModelForm):
         if not courses:
             raise forms.ValidationError("Choose at least one of your courses.")
         return courses
-
-
-class RosterUploadForm(forms.Form):
-    roster = forms.FileField(help_text="CSV with lines username,email,role (role: student, instructor or ta).")
-
-    def clean_roster(self):
-        upload = self.cleaned_data["roster"]
-        if upload.size > 1024 * 1024:
-            raise forms.ValidationError("The file is larger than 1 MB; split it.")
-        try:
-            return upload.read().decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise forms.ValidationError("The file is not UTF-8 text; save it as CSV (UTF-8).") from None

@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "jobs",
     "telemetry",
     "ops",
+    "passwords",
     "axes",  # sign-in lockout (see "Sign-in throttling" below)
     "signon",  # campus sign-in (OIDC, LDAP) and course rosters kept in step with campus groups
 ]
@@ -221,6 +222,7 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 600)}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING too (JSON with the ids)
+CELERY_IMPORTS = ["workers.mail"]  # the mail tasks, queued by name from courses/ and passwords/
 
 # How the portal follows jobs.
 GPULAB_POLL_INTERVAL = env_float("POLL_INTERVAL_SECONDS", 5.0)
@@ -276,6 +278,31 @@ AXES_VERBOSE = False  # no banner on every manage.py command; lockouts are still
 # sender's X-Forwarded-For is ignored, so a client cannot pick the address its failures count against.
 # DRF's token throttle reads the same address (REST_FRAMEWORK["NUM_PROXIES"] = 0).
 AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
+
+# --- Mail: invitations and password resets (README "Configuration", docs/operations.md "Mail") ---------------
+# Sent by Celery tasks through the site's SMTP relay, never inside a request; a relay that is down is retried.
+EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)  # STARTTLS, usually port 587
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)  # TLS from the first byte, usually port 465
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT_SECONDS", 30)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "GPU Lab Portal <gpulab@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL are both set; pick one (587: TLS, 465: SSL).")
+# The address people use to reach the portal, for the links in mails (a task has no request to read it from).
+PORTAL_URL = env_str("PORTAL_URL", "http://localhost:8000").rstrip("/")
+# How long an invitation's and a reset's link works. Django checks every link against PASSWORD_RESET_TIMEOUT,
+# so it is the longer of the two; passwords.tokens checks each kind against its own.
+INVITATION_EXPIRY_SECONDS = int(env_float("INVITATION_EXPIRY_DAYS", 7.0) * 86400)
+PASSWORD_RESET_EXPIRY_SECONDS = int(env_float("PASSWORD_RESET_EXPIRY_HOURS", 2.0) * 3600)
+PASSWORD_RESET_TIMEOUT = max(INVITATION_EXPIRY_SECONDS, PASSWORD_RESET_EXPIRY_SECONDS)
+# Reset requests: at most this many per hour for one email address, and from one client address.
+PASSWORD_RESET_PER_ADDRESS = env_int("PASSWORD_RESET_PER_ADDRESS_PER_HOUR", 3)
+PASSWORD_RESET_PER_CLIENT = env_int("PASSWORD_RESET_PER_CLIENT_PER_HOUR", 20)
 
 # LOG_FORMAT=json (the container images and the chart): one object per line with request_id and job_id.
 LOG_FORMAT = env_str("LOG_FORMAT", "plain")

@@ -32,6 +32,7 @@ urlpatterns = [
     path("login/", signon_views.LoginView.as_view(), name="login"),
     path("logout/", LogoutView.as_view(), name="logout"),  # and at the campus provider, after an OIDC sign-in
     path("oidc/", include("signon.urls")),
+    path("password/", include("passwords.urls")),
     path("api/v1/", include("portal.api_urls")),
     path("admin/operations/", admin.site.admin_view(ops_views.operations), name="operations"),
     path("admin/", admin.site.urls),

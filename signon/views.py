@@ -11,6 +11,7 @@ def sign_in_context() -> dict:
     return {
         "campus_button": settings.SIGNON_OIDC and settings.SIGNON_OIDC_BUTTON,
         "password_form": ldap or local,
+        "password_reset": local,  # portal passwords only: a campus password is reset at the campus
         # With LDAP the password is the campus one; a portal-only password is for admins and invited people.
         "password_heading": "Campus username and password" if ldap else "Username and password",
     }

@@ -158,3 +158,23 @@ def make_job(db, cluster, sleep_template, course):
         return launch(owner, course=course, template=sleep_template, cluster=cluster, raw_params=params)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def smtp_server():
+    """A real SMTP server on 127.0.0.1 for the session; tests read its inbox (tests/smtp.py)."""
+    from tests.smtp import SMTPServer
+
+    server = SMTPServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def inbox(smtp_server, settings):
+    """The portal's mail goes to the test SMTP server; the inbox starts empty."""
+    # pytest-django swaps in the in-memory backend; these tests talk SMTP as production does.
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", smtp_server.port
+    smtp_server.inbox.clear()
+    return smtp_server.inbox

@@ -1,18 +1,23 @@
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
-from courses import terms
+from courses import invitations, terms
 from courses.models import Course
 from courses.roster import import_roster
 
 
 class Command(BaseCommand):
-    help = "Enroll the people in a CSV (username,email,role) in a course; all rows or none."
+    help = (
+        "Enroll the people in a CSV (username,email,role) in a course, all rows or none; each new account is "
+        "emailed an invitation to set its password (--no-invite: none)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("course", help="the course's slug")
-        parser.add_argument("roster", type=Path, help="CSV file: username,email,role (student, instructor or ta)")
+        parser.add_argument("roster", type=Path, help="CSV file: username,email,role (student, ta or instructor)")
+        parser.add_argument("--no-invite", action="store_true", help="create the accounts without mailing anyone")
 
     def handle(self, *args, course: str, roster: Path, **options):
         try:
@@ -25,9 +30,12 @@ class Command(BaseCommand):
             text = roster.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             raise CommandError(f"Cannot read {roster}: {exc}") from None
-        result = import_roster(target, text)
+        with transaction.atomic():  # the invitations are queued once the enrollments are committed
+            result = import_roster(target, text)
+            invited = 0 if options["no_invite"] else invitations.invite_all(target, result.new_accounts)
         for error in result.errors:
             self.stderr.write(error)
         if not result.ok:
             raise CommandError(result.summary())
-        self.stdout.write(self.style.SUCCESS(result.summary()))
+        note = f" {invited} invitation(s) to set a password queued." if invited else ""
+        self.stdout.write(self.style.SUCCESS(result.summary() + note))
