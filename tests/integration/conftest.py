@@ -116,13 +116,16 @@ class Worker:
 
 
 @pytest.fixture(scope="session")
-def portal_env(services, django_db_setup):
-    """The environment of portal processes (worker, collector, web) started against the test database."""
+def portal_env(services, django_db_setup, smtp_server):
+    """The environment of portal processes (worker, collector, web) started against the test database; their mail
+    goes to the session's SMTP server (tests/smtp.py)."""
     db = settings.DATABASES["default"]
     url = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     return {
         **os.environ,
         "DATABASE_URL": url,
+        "EMAIL_HOST": "127.0.0.1",
+        "EMAIL_PORT": str(smtp_server.port),
         "DJANGO_SETTINGS_MODULE": "tests.settings",
         "POLL_INTERVAL_SECONDS": "1",
         "SUBMIT_RETRIES": "1",
