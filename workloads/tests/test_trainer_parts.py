@@ -1,0 +1,102 @@
+"""The trainer's parts in-process on a very small model: the step loop, its log line, stopping and resuming.
+
+tests/test_trainer.py runs the whole script (torchrun, real SIGTERM to the process group); these call the
+parts the script is made of, so a failure names the part.
+"""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+import torch
+from checkpoints import CHECKPOINT
+from conftest import LOG_LINE
+from distributed import Dist, StopSignal
+from logline import ending_line, step_line
+from loop import train_steps
+from prepare import prepare
+from train import parse_args, save_at_end
+
+SMALL = ["--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--seq_len", "32", "--batch_size", "8"]
+SMALL += ["--num_workers", "0", "--lr", "3e-3", "--warmup_steps", "2", "--log_every", "5"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread_and_sigterm_restored():
+    """StopSignal installs a SIGTERM handler in this process; pytest gets its own back afterwards."""
+    threads, handler = torch.get_num_threads(), signal.getsignal(signal.SIGTERM)
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+    signal.signal(signal.SIGTERM, handler)
+
+
+class StopAfter(StopSignal):
+    """SIGTERM as if it arrived during step `steps` (the loop asks once before the first step, then after each)."""
+
+    def __init__(self, steps: int):
+        super().__init__()
+        self.asked, self.steps = 0, steps
+
+    def agreed(self, env: Dist) -> bool:
+        self.received = self.received or self.asked > self.steps - 1
+        self.asked += 1
+        return super().agreed(env)
+
+
+def small_run(run_dir, *extra: str):
+    return prepare(parse_args([*SMALL, "--run_dir", str(run_dir), *extra]), Dist("cpu"))
+
+
+def weights(run) -> dict[str, torch.Tensor]:
+    return {name: tensor.detach().clone() for name, tensor in run.model.state_dict().items()}
+
+
+def test_the_step_loop_lowers_the_loss_and_prints_the_portals_line_every_k_steps(tmp_path, capsys):
+    run = small_run(tmp_path, "--max_steps", "20")
+    outcome = train_steps(run, StopSignal())
+    lines = [LOG_LINE.match(line) for line in capsys.readouterr().out.splitlines()]
+    assert all(lines) and [int(m["step"]) for m in lines] == [5, 10, 15, 20]
+    assert (outcome.step, outcome.epoch, outcome.stopped) == (20, 0, False)
+    assert float(lines[-1]["loss"]) == round(outcome.loss, 4) < float(lines[0]["loss"])
+    assert all(m["mfu"] is None for m in lines)  # no MFU without a GPU
+
+
+def test_a_sigterm_stops_the_loop_after_the_current_step(tmp_path):
+    run = small_run(tmp_path, "--max_steps", "20")
+    outcome = train_steps(run, StopAfter(7))
+    assert (outcome.step, outcome.stopped) == (7, True)
+
+
+def test_a_stopped_run_resumed_ends_with_the_weights_of_a_run_never_stopped(tmp_path, capsys):
+    straight = small_run(tmp_path / "straight", "--max_steps", "16")
+    train_steps(straight, StopSignal())
+
+    first = small_run(tmp_path / "stopped", "--max_steps", "16")
+    stopped = train_steps(first, StopAfter(9))
+    save_at_end(first, stopped)
+    assert not (tmp_path / "stopped" / "model.pt").exists()
+    assert "stopped by SIGTERM at step 9 of 16" in capsys.readouterr().out
+
+    again = small_run(tmp_path / "stopped", "--max_steps", "16")
+    assert (again.start_step, again.start_epoch) == (9, 0)
+    finished = train_steps(again, StopSignal())
+    save_at_end(again, finished)
+    assert finished.step == 16 and (tmp_path / "stopped" / "model.pt").exists()
+    resumed, uninterrupted = weights(again), weights(straight)
+    assert all(torch.equal(resumed[name], uninterrupted[name]) for name in uninterrupted)
+    assert sorted(p.name for p in (tmp_path / "stopped").iterdir()) == [CHECKPOINT, "config.json", "model.pt"]
+
+
+def test_the_step_line_keeps_the_contract_with_and_without_mfu():
+    plain = step_line(1, 200, 2.34567, 12345.67, 10.42)
+    assert plain == "epoch=1 step=200 loss=2.3457 tok/s=12345.7 step_ms=10.4"
+    with_mfu = LOG_LINE.match(step_line(0, 5, 1.0, 2.0, 3.0, mfu=41.23))
+    assert with_mfu and with_mfu["mfu"] == "41.2"
+
+
+def test_the_ending_line_says_how_to_resume_only_when_stopped(tmp_path):
+    checkpoint = tmp_path / CHECKPOINT
+    assert ending_line(False, 30, 30, checkpoint) == f"done at step 30; checkpoint saved to {checkpoint}"
+    assert "launch again with the same run directory to resume" in ending_line(True, 7, 30, checkpoint)
