@@ -122,3 +122,38 @@ class ClusterAccountForm(forms.ModelForm):
         except BackendError as exc:
             self.add_error("secret", str(exc))
         return data
+
+
+class OwnAccountForm(forms.Form):
+    """A student registers their own cluster login: the portal makes its SSH key (nobody pastes a private key), or,
+    where the cluster takes passwords, the student gives theirs (stored encrypted, write-only)."""
+
+    GENERATED_KEY = "key"
+    CHOICES = [(GENERATED_KEY, "An SSH key the portal makes for me (recommended)"), ("password", "My password there")]
+
+    cluster = forms.ModelChoiceField(queryset=None, empty_label=None)
+    username = forms.CharField(label="Your username on the cluster", max_length=32)
+    auth_method = forms.ChoiceField(label="Log in with", choices=CHOICES, initial=GENERATED_KEY)
+    secret = SecretField(
+        label="Password",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Only with “My password there”. Stored encrypted and never shown again.",
+    )
+
+    def __init__(self, *args, clusters, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["cluster"].queryset = clusters
+        self.user = user
+
+    def clean_username(self):
+        from .identity import validate_cluster_username
+
+        return validate_cluster_username(self.cleaned_data["username"].strip(), self.user)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("auth_method") == "password" and not data.get("secret"):
+            self.add_error("secret", "Give your password on the cluster, or let the portal make a key.")
+        if data.get("auth_method") == self.GENERATED_KEY:
+            data["secret"] = ""  # a key is made, never pasted
+        return data

@@ -189,6 +189,8 @@ class ClusterAccount(models.Model):
     auth_method = models.CharField(max_length=16, choices=AuthMethod.choices, default=AuthMethod.KEY)
     # Fernet token (see clusters/crypto.py); never shown, never logged, never serialized.
     secret_encrypted = models.TextField(editable=False, default="")
+    # The public half of a key the portal generated (clusters/keys.py); empty for a pasted key or a password.
+    public_key = models.TextField("public key", blank=True, editable=False)
     # SLURM REST: the slurmrestd token (a JWT), encrypted like the secret; its `exp`, read when it is stored.
     api_token_encrypted = models.TextField(editable=False, default="")
     api_token_expires_at = models.DateTimeField("API token expires", null=True, blank=True, editable=False)

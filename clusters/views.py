@@ -1,4 +1,5 @@
-"""The user's profile: their API token and their own cluster accounts (write-only credentials)."""
+"""The user's profile: their API token, their cluster username and their own cluster accounts, whose SSH keys the
+portal generates (the private key stored encrypted, never shown; the public key shown to install on the cluster)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -10,26 +11,34 @@ from rest_framework.authtoken.models import Token
 from courses import access
 
 from . import services
+from .backends import BackendError, ssh
 from .choices import STUDENT_USER_MODES
-from .forms import ClusterAccountForm
+from .forms import OwnAccountForm
 from .identity import cluster_username
-from .models import AuthMethod, ClusterKind
+from .models import AuthMethod, ClusterAccount, ClusterKind
 
 
 @login_required
 def profile(request):
     clusters = access.visible_clusters(request.user).filter(kind__in=[ClusterKind.SLURM, ClusterKind.SLURM_REST])
     clusters = clusters.exclude(run_as__in=STUDENT_USER_MODES)  # there jobs run as the admin-set cluster username
-    form = ClusterAccountForm(request.POST or None, clusters=clusters)
+    form = OwnAccountForm(request.POST or None, clusters=clusters, user=request.user)
     if request.method == "POST" and form.is_valid():
-        account = form.save(commit=False)
-        account.user = request.user
-        existing = _registered(request.user).filter(cluster=account.cluster).first()
-        if existing is not None:
-            existing.username, existing.auth_method = account.username, account.auth_method
-            account = existing
-        services.save_account(account, secret=form.cleaned_data["secret"], actor=request.user)
-        messages.success(request, f"Your jobs on {account.cluster.display_name} now run as {account.username}.")
+        data = form.cleaned_data
+        account = _registered(request.user).filter(cluster=data["cluster"]).first()
+        account = account or ClusterAccount(cluster=data["cluster"], user=request.user)
+        account.username = data["username"]
+        if data["auth_method"] == OwnAccountForm.GENERATED_KEY:
+            services.generate_key(account, actor=request.user)
+            messages.success(
+                request,
+                f"A key was made for {account.username} on {account.cluster.display_name}. Add its public key "
+                "(below) to ~/.ssh/authorized_keys there, then press Test login.",
+            )
+        else:
+            account.auth_method = AuthMethod.PASSWORD
+            services.save_account(account, secret=data["secret"], actor=request.user)
+            messages.success(request, f"Your jobs on {account.cluster.display_name} now run as {account.username}.")
         return redirect("profile")
     context = {
         "form": form,
@@ -40,6 +49,44 @@ def profile(request):
     return render(request, "clusters/profile.html", context, status=400 if form.errors else 200)
 
 
+@login_required
+@require_POST
+def new_key(request, account_id: int):
+    account = _own_account(request.user, account_id)
+    services.generate_key(account, actor=request.user)
+    messages.success(
+        request,
+        f"A new key was made for {account.username}; the old one is no longer used. Replace it in "
+        "~/.ssh/authorized_keys on the cluster, then press Test login.",
+    )
+    return redirect("profile")
+
+
+@login_required
+@require_POST
+def test_login(request, account_id: int):
+    """Log in as the account once, so the student knows the key is in place before a job needs it."""
+    account = _own_account(request.user, account_id)
+    if not account.cluster.host:
+        messages.error(request, f"{account.cluster.display_name} has no SSH login node; ask an admin.")
+        return redirect("profile")
+    try:
+        ssh.pool.discard(account.cluster, account)  # a fresh login: the key may have just been installed
+        ssh.run(account.cluster, account, ["true"])
+    except BackendError as exc:
+        messages.error(request, f"Login as {account.username} failed: {exc}")
+    else:
+        messages.success(request, f"Logged in as {account.username} on {account.cluster.display_name}: it works.")
+    return redirect("profile")
+
+
+def _own_account(user, account_id: int) -> ClusterAccount:
+    account = _registered(user).filter(pk=account_id).select_related("cluster").first()
+    if account is None:
+        raise Http404("No such account.")
+    return account
+
+
 def _registered(user):
     """The accounts a user registered (identities through the service account are the portal's, not theirs)."""
     return user.cluster_accounts.exclude(auth_method=AuthMethod.VIA_SERVICE)
@@ -48,9 +95,7 @@ def _registered(user):
 @login_required
 @require_POST
 def remove_account(request, account_id: int):
-    account = _registered(request.user).filter(pk=account_id).select_related("cluster").first()
-    if account is None:
-        raise Http404("No such account.")
+    account = _own_account(request.user, account_id)
     services.remove_account(account, actor=request.user)
     messages.info(request, f"Removed; your jobs on {account.cluster.display_name} use the course's account again.")
     return redirect("profile")

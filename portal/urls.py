@@ -29,6 +29,8 @@ urlpatterns = [
     path("profile/token/", cluster_views.new_token, name="new_token"),
     path("profile/token/reveal/", cluster_views.reveal_token, name="reveal_token"),
     path("profile/accounts/<int:account_id>/remove/", cluster_views.remove_account, name="remove_account"),
+    path("profile/accounts/<int:account_id>/new-key/", cluster_views.new_key, name="new_account_key"),
+    path("profile/accounts/<int:account_id>/test/", cluster_views.test_login, name="test_account_login"),
     path("login/", signon_views.LoginView.as_view(), name="login"),
     path("logout/", LogoutView.as_view(), name="logout"),  # and at the campus provider, after an OIDC sign-in
     path("oidc/", include("signon.urls")),

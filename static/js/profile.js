@@ -1,5 +1,29 @@
 // The profile's API token: shown masked; "Show" and "Copy" fetch it (POST, CSRF) so it is never in the page's HTML.
+// Public keys of the student's cluster accounts are in the page (not secrets); their "Copy" buttons copy them.
 "use strict";
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const box of document.querySelectorAll("[data-copy-box]")) {
+    const source = box.querySelector("[data-copy-source]");
+    const status = box.querySelector("[data-copy-status]");
+    box.querySelector("[data-copy]").addEventListener("click", async () => {
+      try {
+        if (navigator.clipboard && window.isSecureContext) {
+          await navigator.clipboard.writeText(source.textContent.trim());
+        } else {
+          const range = document.createRange(); // plain HTTP: copy the selected key
+          range.selectNodeContents(source);
+          getSelection().removeAllRanges();
+          getSelection().addRange(range);
+          if (!document.execCommand("copy")) throw new Error("copy it by hand: it is selected");
+        }
+        status.textContent = "Copied.";
+      } catch (error) {
+        status.textContent = `Could not copy the key: ${error.message}.`;
+      }
+    });
+  }
+});
 
 document.addEventListener("DOMContentLoaded", () => {
   const box = document.querySelector("[data-token-box]");

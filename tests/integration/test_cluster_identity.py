@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from clusters.choices import RunAs
 from clusters.identity import set_cluster_username
-from clusters.models import AuthMethod, Cluster
+from clusters.models import AuthMethod, Cluster, ClusterAccount
 from jobs.models import JobTemplate
 from tests.integration.jobs_api import read_whole_log
 
@@ -134,3 +134,35 @@ def test_test_connection_flags_a_sudo_rule_that_allows_every_command(login, admi
     text = login(admin_user).get(reverse("admin:cluster_test", args=[cluster.pk])).content.decode()
     assert "the sudo rule must change" in text
     assert "TOO BROAD: ALL: every command (ALL)" in text and "Write the rule as" in text
+
+
+def test_a_portal_generated_key_logs_in_once_installed_and_runs_jobs(
+    worker, api_for, login, alice, cluster, sleep_template, job_state, services
+):
+    from jobs.models import Job
+    from tests.integration.jobs_api import launch
+
+    user = services["GPULAB_PERSONAL_USER"]
+    student = login(alice)
+    student.post(reverse("profile"), {"cluster": cluster.pk, "username": user, "auth_method": "key"})
+    account = ClusterAccount.objects.get(user=alice)
+    test_url = reverse("test_account_login", args=[account.pk])
+    page = student.post(test_url, follow=True).content.decode()
+    assert f"Login as {user} failed" in page  # not installed yet
+
+    authorized = Path(pwd.getpwnam(user).pw_dir) / ".ssh" / "authorized_keys"
+    before = authorized.read_text()
+    authorized.write_text(before + account.public_key + "\n")  # what the student does on the cluster
+    try:
+        page = student.post(test_url, follow=True).content.decode()
+        assert f"Logged in as {user} on Local SLURM: it works." in page
+        job = job_state(launch(api_for, alice, seconds=0, message="with-my-key"), "completed")
+        assert Job.objects.get(pk=job.pk).account == account
+        owner = subprocess.run(
+            ["squeue", "--states=all", "--noheader", f"--jobs={job.scheduler_id}", "--format=%u"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        assert owner == user and "with-my-key" in read_whole_log(api_for, alice, job)
+    finally:
+        authorized.write_text(before)
