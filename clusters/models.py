@@ -142,17 +142,15 @@ class Cluster(models.Model):
         return PartitionLimits.from_dict(entry) if entry else None
 
     def clean(self):
-        from .kinds import KINDS as BACKENDS
-        from .kinds import backend_class
+        from . import kinds
 
         self.run_as = self.run_as or RunAs.SERVICE
-        if self.kind in BACKENDS and self.run_as not in backend_class(self.kind).run_as_modes:
-            offered = "; ".join(str(RunAs(m).label) for m in backend_class(self.kind).run_as_modes)
+        if self.kind in kinds.KINDS and self.run_as not in kinds.backend_class(self.kind).run_as_modes:
+            offered = "; ".join(str(RunAs(m).label) for m in kinds.backend_class(self.kind).run_as_modes)
             raise ValidationError({"run_as": f"{self.get_kind_display()} clusters can run jobs as: {offered}."})
-        if self.kind == ClusterKind.SLURM and not self.host:
-            raise ValidationError({"host": "A SLURM cluster needs its login host."})
-        if self.kind == ClusterKind.SLURM_REST and not self.api_url:
-            raise ValidationError({"api_url": "A SLURM REST cluster needs slurmrestd's URL."})
+        missing = kinds.kind_of(self.kind).missing_fields(self) if self.kind in kinds.KINDS else {}
+        if missing:
+            raise ValidationError(missing)
 
     def account_for(self, user) -> "ClusterAccount | None":
         """The identity a user's jobs run as, by the cluster's run_as mode (clusters.identity.account_for)."""

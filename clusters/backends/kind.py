@@ -89,6 +89,10 @@ class Kind:
             )
         return self.backend_class(cluster, account)
 
+    def missing_fields(self, cluster: Any) -> dict[str, str]:
+        """Cluster fields this kind cannot work without, each with what to fill in (the admin form shows them)."""
+        return {}
+
     # -- launch ---------------------------------------------------------------------------------------------------
     def render(self, request: RenderRequest) -> Rendered:
         """The template and values as what will be submitted; RenderRefused names what is wrong."""

@@ -8,3 +8,6 @@ class SlurmKind(BatchKind):
     name = "slurm"
     backend_class = SlurmBackend
     admin_fieldsets = SlurmBackend.admin_fieldsets
+
+    def missing_fields(self, cluster) -> dict[str, str]:
+        return {} if cluster.host else {"host": "A SLURM cluster needs its login host."}

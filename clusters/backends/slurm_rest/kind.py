@@ -8,3 +8,6 @@ class SlurmRestKind(BatchKind):
     name = "slurm-rest"
     backend_class = SlurmRestBackend
     admin_fieldsets = SlurmRestBackend.admin_fieldsets
+
+    def missing_fields(self, cluster) -> dict[str, str]:
+        return {} if cluster.api_url else {"api_url": "A SLURM REST cluster needs slurmrestd's URL."}

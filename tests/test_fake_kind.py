@@ -1,0 +1,148 @@
+"""A fourth cluster kind registered from the test tree alone (tests/fake_kind/) is launched, polled, cancelled and
+previewed through the pages and the API: the plug-in seam of docs/adding-a-backend.md, with nothing under jobs/
+knowing the kind. The tasks' bodies (submit, poll, cancel on the cluster) run here as a worker would run them."""
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from clusters import kinds
+from clusters.backends import BackendError
+from clusters.models import AuthMethod, Cluster, ClusterAccount
+from core.choices import JobState
+from jobs import polling, submission
+from jobs.cancellation import cancel_on_cluster
+from jobs.models import Job, JobTemplate
+from tests.fake_kind.backend import MemoryBackend
+
+pytestmark = pytest.mark.django_db
+
+BODY = json.dumps({"run": "count to {steps}", "gpus": "{gpus}", "job": "{job}"})
+PARAMETERS = [
+    {"name": "steps", "type": "int", "label": "Steps", "default": 3, "min": 1, "max": 100},
+    {"name": "gpus", "type": "int", "label": "GPUs", "default": 0, "min": 0, "max": 8},
+]
+
+
+@pytest.fixture
+def fake_kind():
+    kinds.register("fake", "tests.fake_kind.kind.FakeKind")
+    MemoryBackend.reset()
+    yield kinds.kind_of("fake")
+    kinds.unregister("fake")
+
+
+@pytest.fixture
+def memory_cluster(fake_kind, course):
+    cluster = Cluster.objects.create(name="memory", title="Memory cluster", kind="fake")
+    account = ClusterAccount(cluster=cluster, username="memsvc", auth_method=AuthMethod.PASSWORD)
+    account.set_secret("unused")
+    account.save()
+    course.clusters.add(cluster)
+    return cluster
+
+
+@pytest.fixture
+def fake_template(fake_kind, course):
+    template = JobTemplate.objects.create(
+        name="Count",
+        slug="count",
+        description="Counts in memory.",
+        backend="fake",
+        body=BODY,
+        parameters=PARAMETERS,
+        status=JobTemplate.Status.PUBLISHED,
+        max_gpus=4,
+        max_minutes=10,
+    )
+    template.courses.add(course)
+    return template
+
+
+def test_fake_kind_template_is_offered_in_the_catalog_with_its_cluster(
+    login, alice, course, memory_cluster, fake_template
+):
+    html = login(alice).get(reverse("jobs:catalog")).content.decode()
+    assert reverse("jobs:launch", args=[course.slug, fake_template.slug]) in html
+
+
+def test_launch_from_the_form_renders_with_the_kind_then_submit_poll_and_finish(
+    login, alice, course, memory_cluster, fake_template
+):
+    url = reverse("jobs:launch", args=[course.slug, fake_template.slug])
+    response = login(alice).post(url, {"cluster": memory_cluster.pk, "param_steps": 7, "param_gpus": 1})
+    assert response.status_code == 302
+    job = Job.objects.get()
+    assert json.loads(job.script) == {"run": "count to 7", "gpus": "1", "job": str(job.pk)} and job.gpus == 1
+
+    assert submission.submit(job.pk) is submission.Outcome.SUBMITTED
+    job.refresh_from_db()
+    assert job.state == JobState.PENDING and job.scheduler_id in MemoryBackend.jobs
+
+    MemoryBackend.move(job.scheduler_id, JobState.RUNNING, raw_state="BUSY")
+    polling.poll_cluster(memory_cluster.pk)
+    MemoryBackend.move(job.scheduler_id, JobState.COMPLETED, raw_state="DONE", exit_code=0)
+    polling.poll_cluster(memory_cluster.pk)
+    job.refresh_from_db()
+    assert job.state == JobState.COMPLETED and job.exit_code == 0
+    assert MemoryBackend.poll_calls == [[job.scheduler_id], [job.scheduler_id]]  # one call per cycle
+
+    page = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+    assert "Completed" in page
+
+
+def test_the_kinds_own_refusal_reaches_the_student_as_it_is(login, alice, course, memory_cluster, fake_template):
+    url = reverse("jobs:launch", args=[course.slug, fake_template.slug])
+    response = login(alice).post(url, {"cluster": memory_cluster.pk, "param_steps": 7, "param_gpus": 3})
+    assert "The memory cluster holds at most 2 GPUs a job; ask for 2 or fewer." in response.content.decode()
+    assert not Job.objects.exists()
+
+
+def test_launch_log_and_cancel_through_the_api(api_for, alice, memory_cluster, fake_template):
+    api = api_for(alice)
+    created = api.post("/api/v1/jobs/", {"template": "count", "cluster": "memory", "params": {"steps": 5}}, "json")
+    assert created.status_code == 201, created.content
+    job_id = created.json()["id"]
+    assert submission.submit(job_id) is submission.Outcome.SUBMITTED
+    job = Job.objects.get(pk=job_id)
+    MemoryBackend.move(job.scheduler_id, JobState.RUNNING, raw_state="BUSY")
+    polling.poll_cluster(memory_cluster.pk)
+
+    log = api.get(f"/api/v1/jobs/{job_id}/log/?offset=0")
+    assert log.status_code == 200 and "count to 5" in log.json()["data"]
+
+    assert api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 202
+    cancel_on_cluster(job_id)
+    job.refresh_from_db()
+    assert job.state == JobState.CANCELLED
+    assert MemoryBackend.jobs[job.scheduler_id]["status"].raw_state == "STOPPED"
+
+
+def test_other_students_cannot_see_or_cancel_a_fake_kind_job(
+    client, api_for, alice, carol, memory_cluster, fake_template
+):
+    created = api_for(alice).post("/api/v1/jobs/", {"template": "count", "cluster": "memory"}, "json")
+    job_id = created.json()["id"]
+    assert client.post(f"/api/v1/jobs/{job_id}/cancel/").status_code in (401, 403)  # anonymous
+    assert api_for(carol).get(f"/api/v1/jobs/{job_id}/").status_code == 404
+    assert api_for(carol).post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 404
+    assert Job.objects.get(pk=job_id).cancel_requested_at is None
+
+
+def test_instructor_previews_and_publishes_with_the_kinds_own_checks(login, instructor, course, fake_template):
+    client = login(instructor)
+    edit = reverse("jobs:template_edit", args=[course.slug, fake_template.slug])
+    html = client.get(edit).content.decode()
+    assert "count to 3" in html  # the kind's preview, with the defaults
+
+    JobTemplate.objects.filter(pk=fake_template.pk).update(body='{"run": "{missing}"}', status="draft")
+    client.post(reverse("jobs:template_publish", args=[course.slug, fake_template.slug]))
+    fake_template.refresh_from_db()
+    assert fake_template.status == JobTemplate.Status.DRAFT
+    assert "whose {fields} are parameters" in client.get(edit).content.decode()
+
+
+def test_a_kind_nobody_registered_is_named_in_the_refusal(alice, course):
+    with pytest.raises(BackendError, match=r"This portal has no backend for fake clusters yet\."):
+        kinds.kind_of("fake")
