@@ -16,6 +16,7 @@ from clusters.kinds import get_backend
 from core.choices import TERMINAL_STATES, EventKind, JobState
 from portal import failpoints
 
+from . import enqueue
 from .models import Job
 from .polling import apply_status
 from .states import record, transition
@@ -37,17 +38,15 @@ def request_cancel(user, job: Job, *, why: str = DEFAULT_WHY) -> str:
         job, JobState.CANCELLED, actor=user, message=before if why == DEFAULT_WHY else f"{why} {before}"
     ):
         return "Cancelled before it reached the cluster."
-    from workers.tasks import cancel_job
-
     with transaction.atomic():
         if not Job.objects.select_for_update(skip_locked=True).filter(pk=job.pk).exists():
             # A worker holds the row while its sbatch runs: the worker records the request once that is done
             # (the job then has its scheduler id), so this request never waits on SSH.
-            cancel_job.delay_on_commit(str(job.pk), user.pk if user else None, why)
+            enqueue.cancel(job.pk, user.pk if user else None, why)
             return CANCELLING
         if not _record_request(job.pk, user, why):
             return "Cancellation is already under way."
-        cancel_job.delay_on_commit(str(job.pk))
+        enqueue.cancel(job.pk)
         failpoints.pause("cancel.before_commit")  # tests: hold the row lock while a submit looks at the row
     return CANCELLING
 
@@ -75,11 +74,25 @@ def cancel_on_cluster(job_id, actor_id=None, why: str = "") -> None:
         return
     if not job.scheduler_id:
         # The submit task honours the request under its row lock; wake one in case none is waiting to run.
-        from workers.tasks import submit_job
-
-        submit_job.delay(str(job.pk))
+        enqueue.submit(job.pk)
         return
     backend = get_backend(job.cluster, job.account)
     status = backend.cancel(job.scheduler_id) or backend.poll([job.scheduler_id]).get(job.scheduler_id)
     if status is not None and status.state in TERMINAL_STATES:
         apply_status(job, status)
+
+
+def cancel_never_starting(job: Job) -> bool:
+    """Cancel a job flagged as never starting (jobs/never_starts.py) past its grace period, once, saying why."""
+    with transaction.atomic():
+        locked = (
+            Job.objects.select_for_update(skip_locked=True)
+            .filter(
+                pk=job.pk, state=JobState.PENDING, never_starts_since__isnull=False, cancel_requested_at__isnull=True
+            )
+            .first()
+        )
+        if locked is None:
+            return False
+        request_cancel(None, locked, why=f"Cancelled by the portal: {locked.never_starts_reason}")
+    return True

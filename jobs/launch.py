@@ -17,6 +17,7 @@ from core.choices import ACTIVE_STATES, EventKind
 from courses import access, quotas
 from courses.models import Role
 
+from . import enqueue
 from .models import Job, JobTemplate
 from .params import requested_gpus, validate_values
 from .states import record
@@ -147,9 +148,7 @@ def launch(user, *, course, template: JobTemplate, cluster, raw_params: Mapping[
         )
         origin = f" (a clone of job {cloned_from.short_id})" if cloned_from else ""
         record(job, EventKind.LAUNCH, f"Launched {template.name} on {cluster.display_name}{origin}.", actor=user)
-        from workers.tasks import submit_job
-
-        submit_job.delay_on_commit(str(job.pk))
+        enqueue.submit(job.pk)
     return job
 
 

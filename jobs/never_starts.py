@@ -3,7 +3,8 @@
 A backend says so on the SchedulerStatus of a pending job (`never_starts`, its words for the student). While a job
 carries `never_starts_since` it does not count against its owner's quota (jobs/launch.py check_quota); if the reason
 clears (an admin raised the limit) the flag goes and the job counts again. After GPULAB_NEVER_STARTS_GRACE seconds
-the portal cancels it, with an event saying why. Every write is a conditional update: a repeated poll changes nothing.
+the portal cancels it, with an event saying why (`cancellation.cancel_never_starting`). Every write is a conditional
+update: a repeated poll changes nothing.
 """
 
 from __future__ import annotations
@@ -71,21 +72,3 @@ def past_grace() -> list[Job]:
             state=JobState.PENDING, never_starts_since__lt=cutoff, cancel_requested_at__isnull=True
         ).order_by("never_starts_since")[:200]
     )
-
-
-def cancel(job: Job) -> bool:
-    """Cancel a job flagged longer than the grace period, once, with an event saying why."""
-    with transaction.atomic():
-        locked = (
-            Job.objects.select_for_update(skip_locked=True)
-            .filter(
-                pk=job.pk, state=JobState.PENDING, never_starts_since__isnull=False, cancel_requested_at__isnull=True
-            )
-            .first()
-        )
-        if locked is None:
-            return False
-        from .cancellation import request_cancel  # cancellation → polling → this module: imported when used
-
-        request_cancel(None, locked, why=f"Cancelled by the portal: {locked.never_starts_reason}")
-    return True

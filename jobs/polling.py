@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Q
 from django.utils import timezone
 
 from clusters.backends import BackendError
@@ -120,13 +119,3 @@ def _ending_message(job: Job, status: SchedulerStatus) -> str:
     if status.exit_code is not None:
         return f"The job ended with exit code {status.exit_code} ({status.raw_state}). The log shows why."
     return f"The job ended as {status.raw_state}. The log shows why."
-
-
-def stale_submissions() -> list[Job]:
-    """Jobs whose submit message was lost or whose worker died: queued or submitting for too long."""
-    stale_before = timezone.now() - timedelta(seconds=settings.GPULAB_SUBMIT_STALE_AFTER)
-    return list(
-        Job.objects.filter(
-            Q(state=JobState.QUEUED) | Q(state=JobState.SUBMITTING), updated_at__lt=stale_before
-        ).order_by("created_at")[:200]
-    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -30,6 +31,7 @@ from courses import access
 from ops import store as ops_store
 from portal import failpoints
 
+from . import enqueue
 from .models import Job
 from .states import record, transition
 
@@ -141,16 +143,10 @@ def _cancel_on_scheduler(job: Job, backend, scheduler_id: str) -> bool:
         backend.cancel(scheduler_id)
     except BackendError as exc:
         logger.warning("job %s: cancel right after submission failed: %s", job.pk, exc)
-        transaction.on_commit(lambda: _cancel_after_submit(job.pk))
+        enqueue.cancel(job.pk)
         return False
     _cancelled(job, scheduler_id, f"Cancelled on the cluster right after its submission (job {scheduler_id}).")
     return True
-
-
-def _cancel_after_submit(job_id) -> None:
-    from workers.tasks import cancel_job
-
-    cancel_job.delay(str(job_id))
 
 
 def _cancel_unsubmitted(job: Job) -> Outcome:
@@ -200,6 +196,17 @@ def submit_request(job: Job) -> SubmitRequest:
     return SubmitRequest(job_id=job.pk, script=job.script, namespace=plan)
 
 
+def resume_waiting() -> int:
+    """At a worker's start: submit again what a dead worker held (its messages come back only after the broker's
+    visibility timeout). Duplicates are harmless: submission is idempotent by the job's UUID."""
+    waiting = waiting_for_submission()
+    for job_id in waiting:
+        enqueue.submit(job_id)
+    if waiting:
+        logger.info("resumed %d submissions no worker held", len(waiting))
+    return len(waiting)
+
+
 def waiting_for_submission() -> list:
     """Jobs not yet on a scheduler. After a worker died, some of their messages died with it; submitting each
     again is safe (see above): a job another worker holds answers BUSY until that worker is done or gone."""
@@ -218,3 +225,24 @@ def give_up_on_stale(job: Job) -> bool:
         error="The portal could not submit this job after several attempts. Try launching it again.",
         message=f"Gave up after {job.submit_attempts} attempts.",
     )
+
+
+def stale_submissions() -> list[Job]:
+    """Jobs whose submit message was lost or whose worker died: queued or submitting for too long."""
+    stale_before = timezone.now() - timedelta(seconds=settings.GPULAB_SUBMIT_STALE_AFTER)
+    return list(
+        Job.objects.filter(
+            Q(state=JobState.QUEUED) | Q(state=JobState.SUBMITTING), updated_at__lt=stale_before
+        ).order_by("created_at")[:200]
+    )
+
+
+def sweep_stale() -> None:
+    """The beat's last resort: a submission silent for SUBMIT_STALE_AFTER is sent again, and one whose attempts
+    are used up (its workers kept dying) fails with a message saying what to do."""
+    for job in stale_submissions():
+        if job.state == JobState.SUBMITTING and job.submit_attempts > settings.GPULAB_SUBMIT_RETRIES + 1:
+            give_up_on_stale(job)
+        else:
+            logger.info("resubmitting stale job %s (%s)", job.pk, job.state)
+            enqueue.submit(job.pk)

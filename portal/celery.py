@@ -22,9 +22,9 @@ app.autodiscover_tasks(["workers"])
 def resume_submissions(**_kwargs) -> None:
     from django.db import connection
 
-    from workers.tasks import resume_orphaned_submissions
+    from jobs.submission import resume_waiting
 
     try:
-        resume_orphaned_submissions()
+        resume_waiting()
     finally:
         connection.close()  # the main process does no other database work

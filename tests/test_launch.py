@@ -12,7 +12,7 @@ def test_launch_form_creates_a_queued_job_and_queues_submit_on_commit(
     login, alice, cluster, sleep_template, course, django_capture_on_commit_callbacks, monkeypatch
 ):
     sent = []
-    monkeypatch.setattr("workers.tasks.submit_job.delay", lambda job_id: sent.append(job_id))
+    monkeypatch.setattr("jobs.enqueue._send", lambda name, args: sent.append((name, args)))
     url = reverse("jobs:launch", args=[course.slug, sleep_template.slug])
     form = login(alice).get(url).content.decode()
     assert 'name="param_seconds"' in form and 'max="600"' in form
@@ -31,7 +31,7 @@ def test_launch_form_creates_a_queued_job_and_queues_submit_on_commit(
     assert response.status_code == 302 and response.url == job.get_absolute_url()
     assert job.state == "queued" and job.owner == alice and job.params["seconds"] == 3
     assert "printf '%s\\n' hi-there" in job.script and "#SBATCH --time=2" in job.script
-    assert sent == [str(job.pk)]
+    assert sent == [("workers.tasks.submit_job", (str(job.pk),))]
     assert job.events.get().kind == "launch"
 
 

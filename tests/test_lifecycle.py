@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from clusters.backends.base import SchedulerStatus
 from core.choices import JobState
-from jobs import polling, submission
+from jobs import enqueue, polling, submission
 from jobs.cancellation import cancel_on_cluster, request_cancel
 from jobs.models import Job
 from jobs.states import can_move, transition
@@ -138,9 +138,37 @@ def test_cancel_submitted_job_goes_through_the_scheduler(fake_backend, make_job,
 def test_stale_submissions_are_found(make_job, alice, settings):
     settings.GPULAB_SUBMIT_STALE_AFTER = 60
     job = make_job(alice)
-    assert polling.stale_submissions() == []
+    assert submission.stale_submissions() == []
     Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
-    assert [j.pk for j in polling.stale_submissions()] == [job.pk]
+    assert [j.pk for j in submission.stale_submissions()] == [job.pk]
+
+
+def test_the_stale_sweep_sends_a_silent_submission_again_and_fails_one_out_of_attempts(
+    make_job, alice, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    sent = []
+    monkeypatch.setattr(enqueue, "_send", lambda name, args: sent.append((name, args)))
+    settings.GPULAB_SUBMIT_STALE_AFTER, settings.GPULAB_SUBMIT_RETRIES = 60, 2
+    silent, crashing = make_job(alice), make_job(alice)
+    Job.objects.filter(pk=crashing.pk).update(state=JobState.SUBMITTING, submit_attempts=4)
+    Job.objects.update(updated_at=timezone.now() - timedelta(minutes=5))
+    with django_capture_on_commit_callbacks(execute=True):
+        submission.sweep_stale()
+    assert sent == [(enqueue.SUBMIT_JOB, (str(silent.pk),))]
+    crashing.refresh_from_db()
+    assert crashing.state == JobState.SUBMIT_FAILED and "Try launching it again" in crashing.error
+
+
+def test_a_worker_that_starts_sends_every_waiting_submission_again(
+    make_job, alice, monkeypatch, django_capture_on_commit_callbacks
+):
+    sent = []
+    monkeypatch.setattr(enqueue, "_send", lambda name, args: sent.append((name, args)))
+    first, second = make_job(alice), make_job(alice)
+    Job.objects.filter(pk=second.pk).update(state=JobState.SUBMITTING)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert submission.resume_waiting() == 2
+    assert sent == [(enqueue.SUBMIT_JOB, (str(first.pk),)), (enqueue.SUBMIT_JOB, (str(second.pk),))]
 
 
 def test_submit_of_missing_job_is_quiet():

@@ -14,6 +14,7 @@ from clusters.backends.ssh import CommandResult
 from clusters.models import Cluster
 from jobs import never_starts as never_starts_jobs
 from jobs import polling
+from jobs.cancellation import cancel_never_starting
 from jobs.models import Job, JobTemplate
 
 # Recorded on the local cluster (scripts/local_slurm.sh, SLURM 22.05):
@@ -200,7 +201,7 @@ def test_after_the_grace_period_the_portal_cancels_with_an_event(pending_job, fa
     Job.objects.filter(pk=pending_job.pk).update(never_starts_since=timezone.now() - timedelta(seconds=901))
     due = never_starts_jobs.past_grace()
     assert [j.pk for j in due] == [pending_job.pk]
-    assert never_starts_jobs.cancel(due[0]) and not never_starts_jobs.cancel(due[0])  # once
+    assert cancel_never_starting(due[0]) and not cancel_never_starting(due[0])  # once
     job = Job.objects.get(pk=pending_job.pk)
     assert job.cancel_requested_at is not None
     note = job.events.get(kind="cancel")

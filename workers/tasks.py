@@ -1,4 +1,8 @@
-"""Celery tasks. Thin: they take ids and call the apps' services, which re-read the rows."""
+"""Celery tasks. Thin: they take ids and call the apps' services, which re-read the rows.
+
+`jobs` never imports this module: it sends the tasks it needs by the names in jobs/enqueue.py, which these tasks
+are registered under.
+"""
 
 import logging
 import time
@@ -10,14 +14,13 @@ from django.core.cache import cache
 from clusters import services as cluster_services
 from clusters.backends import BackendError
 from clusters.models import Cluster
-from core.choices import JobState
-from jobs import cancellation, never_starts, polling, submission, term_end, time_limits
+from jobs import cancellation, enqueue, never_starts, polling, submission, term_end, time_limits
 from ops import store as ops_store
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(bind=True, max_retries=None, acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=enqueue.SUBMIT_JOB, bind=True, max_retries=None, acks_late=True, reject_on_worker_lost=True)
 def submit_job(self, job_id: str) -> str:
     outcome = submission.submit(job_id)
     if outcome is submission.Outcome.RETRY:
@@ -28,18 +31,7 @@ def submit_job(self, job_id: str) -> str:
     return outcome.value
 
 
-def resume_orphaned_submissions() -> int:
-    """At worker start: submit again what a dead worker held (its messages come back only after the broker's
-    visibility timeout). Duplicates are harmless: submission is idempotent by the job's UUID."""
-    orphans = submission.waiting_for_submission()
-    for job_id in orphans:
-        submit_job.delay(str(job_id))
-    if orphans:
-        logger.info("resumed %d submissions no worker held", len(orphans))
-    return len(orphans)
-
-
-@shared_task(autoretry_for=(BackendError,), retry_backoff=5, max_retries=5)
+@shared_task(name=enqueue.CANCEL_JOB, autoretry_for=(BackendError,), retry_backoff=5, max_retries=5)
 def cancel_job(job_id: str, actor_id: int | None = None, why: str = "") -> None:
     cancellation.cancel_on_cluster(job_id, actor_id, why)
 
@@ -72,16 +64,11 @@ def poll_clusters() -> None:
     for cluster_id in polling.clusters_with_active_jobs():
         poll_cluster.delay(cluster_id)
     for job in never_starts.past_grace():
-        never_starts.cancel(job)
+        cancellation.cancel_never_starting(job)
     for job in time_limits.overdue_servers():
         if time_limits.claim(job):
             stop_overdue_job.delay(str(job.pk))
-    for job in polling.stale_submissions():
-        if job.state == JobState.SUBMITTING and job.submit_attempts > settings.GPULAB_SUBMIT_RETRIES + 1:
-            submission.give_up_on_stale(job)
-        else:
-            logger.info("resubmitting stale job %s (%s)", job.pk, job.state)
-            submit_job.delay(str(job.pk))
+    submission.sweep_stale()
 
 
 @shared_task

@@ -1,0 +1,36 @@
+"""Work this app hands to the Celery workers: every enqueue from `jobs` goes through here, by task name.
+
+The tasks (workers/tasks.py) call this app's services; were the services to import the tasks back, the two would
+import each other. So `jobs` sends a task by the name it is registered under (Celery's `app.signature(name)`), and
+the tasks take their names from the constants below: one home for each name, and no import upward.
+
+A task is sent once the caller's transaction commits, so a worker never looks for a row that is not there yet (the
+Django half of `delay_on_commit`); outside a transaction it is sent at once. Sending twice is harmless: the tasks are
+idempotent (jobs/submission.py, jobs/cancellation.py).
+"""
+
+from __future__ import annotations
+
+from celery import current_app
+from django.db import transaction
+
+SUBMIT_JOB = "workers.tasks.submit_job"
+CANCEL_JOB = "workers.tasks.cancel_job"
+
+
+def submit(job_id) -> None:
+    """Submit the job to its cluster (or honour a cancel request recorded on it)."""
+    _send_on_commit(SUBMIT_JOB, str(job_id))
+
+
+def cancel(job_id, actor_id: int | None = None, why: str = "") -> None:
+    """Stop the job on its cluster; `why` (with `actor_id`) is a request still to be recorded on the row."""
+    _send_on_commit(CANCEL_JOB, str(job_id), actor_id, why)
+
+
+def _send_on_commit(name: str, *args) -> None:
+    transaction.on_commit(lambda: _send(name, args))
+
+
+def _send(name: str, args: tuple) -> None:
+    current_app.signature(name, args=args).delay()

@@ -1,0 +1,42 @@
+"""`jobs` hands work to the workers by task name, and never imports them: the names it sends are the ones the
+workers register, and a sent task reaches the worker's own code."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from jobs import enqueue
+from portal.celery import app
+
+JOBS = Path(__file__).resolve().parent.parent / "jobs"
+
+
+def test_the_tasks_jobs_sends_are_registered_by_the_workers_under_those_names():
+    app.loader.import_default_modules()
+    for name in (enqueue.SUBMIT_JOB, enqueue.CANCEL_JOB):
+        assert app.tasks[name].run.__module__ == "workers.tasks", name
+
+
+@pytest.mark.django_db
+def test_a_task_sent_by_name_runs_the_workers_task_once_the_transaction_commits(
+    monkeypatch, django_capture_on_commit_callbacks
+):
+    from workers import tasks
+
+    ran = []
+    monkeypatch.setattr(tasks.cancellation, "cancel_on_cluster", lambda *args: ran.append(args))
+    monkeypatch.setattr(app.conf, "task_always_eager", True)
+    with django_capture_on_commit_callbacks(execute=True):
+        enqueue.cancel("7e57", 3, "Cancel requested.")
+        assert ran == []
+    assert ran == [("7e57", 3, "Cancel requested.")]
+
+
+def test_jobs_never_imports_the_workers():
+    for path in JOBS.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            assert not any(name.split(".")[0] == "workers" for name in names), path
