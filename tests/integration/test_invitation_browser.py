@@ -95,3 +95,26 @@ def test_reset_pages_on_a_laptop_and_a_phone(page, live_server, width):
     expect(page.locator("#reset-sent h1")).to_have_text("Check your mail")
     fits(page, width)
     page.screenshot(path=f"{SHOTS}/gpulab-reset-sent-{width}.png", full_page=True)
+
+
+@pytest.mark.timeout(120)
+def test_instructor_changes_a_role_and_removes_a_student_on_a_phone(page, live_server, instructor, alice, bob, course):
+    page.set_viewport_size({"width": 390, "height": 800})
+    log_in(page, live_server, "ines")
+    page.goto(f"{live_server.url}/courses/{course.slug}/roster/")
+    page.select_option(f"#role-{alice.pk}", "ta")
+    page.locator("#person-alice").get_by_role("button", name="Change").click()
+    expect(page.locator(".flash.success")).to_have_text("alice is now teaching assistant of HPC Lab.")
+    page.locator("#person-bob").get_by_role("link", name="Remove…").click()
+    expect(page.locator("#remove-person")).to_contain_text("Jobs of theirs that are still running are not stopped")
+    fits(page, 390)
+    page.screenshot(path=f"{SHOTS}/gpulab-roster-remove-390.png", full_page=True)
+    page.click("#confirm-remove")
+    expect(page.locator(".flash.success")).to_have_text("bob was removed from HPC Lab.")
+    expect(page.locator("#person-bob")).to_have_count(0)
+    expect(page.locator("#roster-changes")).to_contain_text("Removed bob")
+    expect(page.locator("#roster-changes")).to_contain_text("Role changed alice")
+    page.screenshot(path=f"{SHOTS}/gpulab-roster-after-390.png", full_page=True)
+    fits(page, 390)
+    assert Enrollment.objects.get(user=alice).role == "ta"
+    page.screenshot(path=f"{SHOTS}/gpulab-roster-after-390.png", full_page=True)

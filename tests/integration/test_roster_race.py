@@ -2,6 +2,7 @@
 row locks, real threads)."""
 
 import threading
+from functools import partial
 
 from django.db import connection
 
@@ -39,8 +40,8 @@ def test_two_instructors_stepping_each_other_down_at_once_leave_one(services, co
             Enrollment.objects.update_or_create(course=course, user=user, defaults={"role": Role.INSTRUCTOR})
         mine, theirs = (Enrollment.objects.get(course=course, user=u) for u in (instructor, other))
         outcomes = _at_once(
-            lambda: roster_changes.set_role(course, theirs, Role.STUDENT, actor=instructor),
-            lambda: roster_changes.remove(course, mine, actor=other),
+            partial(roster_changes.set_role, course, theirs, Role.STUDENT, actor=instructor),
+            partial(roster_changes.remove, course, mine, actor=other),
         )
         assert outcomes == ["done", "refused"]
         assert Enrollment.objects.filter(course=course, role=Role.INSTRUCTOR).count() == 1
