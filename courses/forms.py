@@ -94,7 +94,9 @@ class CopyTermForm(forms.Form):
 
 
 class RosterUploadForm(forms.Form):
-    roster = forms.FileField(help_text="CSV with lines username,email,role (role: student, ta or instructor).")
+    roster = forms.FileField(
+        help_text="CSV with lines username,email,role[,cluster_username] (role: student, ta or instructor)."
+    )
 
     def clean_roster(self):
         upload = self.cleaned_data["roster"]

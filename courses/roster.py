@@ -1,4 +1,4 @@
-"""Roster import: a CSV of username,email,role enrolls people in a course, all rows or none.
+"""Roster import: a CSV of username,email,role[,cluster_username] enrolls people in a course, all rows or none.
 
 Every problem of every line is reported at once, so an instructor fixes the file in one pass. Each enrollment
 and role change is written as a RosterChange; the accounts it creates are returned so they can be invited.
@@ -16,6 +16,9 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
+from clusters.choices import IdentitySource
+from clusters.identity import POSIX_NAME, set_cluster_username
+
 from . import roster_changes
 from .models import Course, Enrollment, Role
 
@@ -29,6 +32,7 @@ class RosterRow:
     username: str
     email: str
     role: str
+    cluster_username: str = ""  # optional fourth column: the person's username on the clusters
 
 
 @dataclass
@@ -65,8 +69,13 @@ def username_problem(username: str) -> str | None:
     return None
 
 
-def _line_problems(username: str, email: str, role_name: str) -> list[str]:
+def _line_problems(username: str, email: str, role_name: str, cluster_name: str = "") -> list[str]:
     problems = []
+    if cluster_name and not POSIX_NAME.match(cluster_name):
+        problems.append(
+            f"“{cluster_name[:40]}” is not a cluster username (1 to 32 lower-case letters, digits, _ or -, "
+            "starting with a letter or _)"
+        )
     if problem := username_problem(username):
         problems.append(problem)
     if email:
@@ -89,21 +98,21 @@ def parse_roster(text: str) -> tuple[list[RosterRow], list[str]]:
     for line_no, record in enumerate(csv.reader(io.StringIO(text)), start=1):
         if not record or all(not cell.strip() for cell in record):
             continue
-        cells = [cell.strip() for cell in record] + ["", ""]
+        cells = [cell.strip() for cell in record] + ["", "", ""]
         username, email, role_name = cells[0], cells[1], cells[2].lower()
         if line_no == 1 and username.lower() == "username":
             continue
         if len(rows) + len(errors) >= MAX_ROWS:
             errors.append(f"The file has more than {MAX_ROWS} rows; split it.")
             break
-        problems = _line_problems(username, email, role_name)
+        problems = _line_problems(username, email, role_name, cells[3])
         if username and username.lower() in seen:
             problems.append(f"{username} appears twice in the file")
         seen.add(username.lower())
         if problems:
             errors.append(f"Line {line_no}: {'; '.join(problems)}.")
         else:
-            rows.append(RosterRow(line_no, username, email, ROLE_NAMES[role_name]))
+            rows.append(RosterRow(line_no, username, email, ROLE_NAMES[role_name], cells[3]))
     return rows, errors
 
 
@@ -130,6 +139,7 @@ def import_roster(course: Course, text: str, *, actor=None) -> RosterResult:
             result.errors.append(
                 "The file would leave the course without an instructor. Keep at least one line with role instructor."
             )
+        if result.errors:
             transaction.set_rollback(True)
     if result.errors:
         result.created_users, result.new_accounts = [], []
@@ -146,6 +156,11 @@ def _apply_row(course: Course, row: RosterRow, user, enrollments: dict, result: 
     elif row.email and not user.email:
         user.email = row.email
         user.save(update_fields=["email"])
+    if row.cluster_username:  # checked against every other user's (clusters.identity): a taken name fails the file
+        try:
+            set_cluster_username(user, row.cluster_username, source=IdentitySource.ROSTER, actor=actor)
+        except ValidationError as exc:
+            result.errors.append(f"Line {row.line}: {exc.messages[0]}")
     enrollment = enrollments.get(user.pk)
     if enrollment is None:
         roster_changes.enroll(course, user, row.role, actor=actor)

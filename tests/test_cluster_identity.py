@@ -115,3 +115,33 @@ def test_cluster_page_offers_run_as_and_says_when_students_are_isolated(login, a
     cluster.save()
     text = login(admin_user).get(url).content.decode()
     assert "Run directories are private to their owner" in text and "can read, change and delete" not in text
+
+
+def test_a_roster_column_sets_cluster_usernames(course, alice):
+    from courses.roster import import_roster
+
+    result = import_roster(
+        course, "username,email,role,cluster_username\nalice,,student,alice01\nnew1,,student,new_1\n"
+    )
+    assert result.ok, result.errors
+    identity = ClusterIdentity.objects.get(user__username="new1")
+    assert (identity.username, identity.source) == ("new_1", IdentitySource.ROSTER)
+    assert cluster_username(alice) == "alice01"
+
+
+@pytest.mark.parametrize(("name", "why"), [("Bad Name", "not a cluster username"), ("root", "system account")])
+def test_a_roster_with_a_refused_cluster_username_imports_nobody(course, name, why):
+    from courses.roster import import_roster
+
+    result = import_roster(course, f"newa,,student,newa\nnewb,,student,{name}\n")
+    assert not result.ok and why in result.errors[0] and result.errors[0].startswith("Line 2")
+    assert not ClusterIdentity.objects.exists() and not course.enrollments.exists()
+
+
+def test_a_roster_giving_two_people_one_cluster_username_imports_nobody(course, bob):
+    from courses.roster import import_roster
+
+    set_cluster_username(bob, "shared")
+    result = import_roster(course, "newa,,student,shared\n")
+    assert not result.ok and "another portal user" in result.errors[0]
+    assert cluster_username(bob) == "shared" and not course.enrollments.filter(user__username="newa").exists()

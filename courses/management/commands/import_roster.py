@@ -16,7 +16,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("course", help="the course's slug")
-        parser.add_argument("roster", type=Path, help="CSV file: username,email,role (student, ta or instructor)")
+        parser.add_argument(
+            "roster",
+            type=Path,
+            help="CSV file: username,email,role[,cluster_username] (role: student, ta or instructor)",
+        )
         parser.add_argument("--no-invite", action="store_true", help="create the accounts without mailing anyone")
 
     def handle(self, *args, course: str, roster: Path, **options):
