@@ -1,4 +1,5 @@
-"""The collector's periodic readers: SLURM attribution and nodes, Kubernetes metrics, job logs.
+"""The collector's periodic readers: SLURM attribution and nodes, and job logs (each kind names its source:
+Kind.telemetry_source; Kubernetes' lives in clusters/backends/kubernetes/telemetry.py).
 
 Each runs in its own thread and asks its cluster once per cycle for everything (one `scontrol show job -d`,
 one pod-metrics list per namespace), then writes the answer into LiveState. A cluster that does not answer
@@ -13,20 +14,19 @@ import threading
 import time
 from collections.abc import Callable
 
-import urllib3
 from django.db import close_old_connections
 
-from clusters.backends.base import BackendError, NotSupported
+from clusters.backends.base import BackendError
 from clusters.kinds import get_backend
 from clusters.models import Cluster
 from core.choices import JobState
 from jobs.logs import read_log
 from jobs.models import Job
 from telemetry.models import Node
-from telemetry.parsers import DCGM_QUERY, DcgmGpu, parse_dcgm_vector, parse_trainer_line
+from telemetry.parsers import parse_trainer_line
 
 from .node_stream import NodeStream, NodeTarget
-from .state import JobRef, LiveState, PodLive
+from .state import JobRef, LiveState
 
 logger = logging.getLogger(__name__)
 
@@ -131,70 +131,6 @@ class SlurmSource(Periodic):
         stream = NodeStream(self.state, node.pk, target, account, self.stop_event)
         self.streams[node.pk] = stream
         stream.start()
-
-
-class KubernetesSource(Periodic):
-    """Pod and node usage from metrics.k8s.io every 15 s (its own resolution), DCGM GPUs from Prometheus."""
-
-    interval = 15.0
-
-    def __init__(self, state: LiveState, cluster: Cluster, stop: threading.Event):
-        super().__init__(f"k8s-{cluster.name}", stop)
-        self.state, self.cluster = state, cluster
-        self.http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=5, read=10), retries=False)
-
-    def cycle(self) -> None:
-        self.cluster.refresh_from_db()
-        backend = get_backend(self.cluster)
-        running = running_jobs(cluster=self.cluster)
-        refs = {job.job_id: job for job in running.values()}
-        namespaces = sorted({sid.partition("/")[0] for sid in running})
-        pods: dict[str, PodLive] = {}
-        pod_jobs: dict[tuple[str, str], str] = {}
-        now = time.time()
-        try:
-            usage = backend.pod_usage(namespaces) if namespaces else []
-        except NotSupported:
-            usage = []
-        for pod in usage:
-            if pod.job_id not in refs:
-                continue
-            pod_jobs[(pod.namespace, pod.pod)] = pod.job_id
-            live = pods.setdefault(pod.job_id, PodLive(refs[pod.job_id], 0.0, 0, now))
-            live.cpu_millis += pod.cpu_millis
-            live.memory_bytes += pod.memory_bytes
-        self._node_usage(backend)
-        dcgm: dict[str, list[DcgmGpu]] = {}
-        for gpu in self.dcgm():
-            job_id = pod_jobs.get((gpu.namespace, gpu.pod))
-            if job_id:
-                dcgm.setdefault(job_id, []).append(gpu)
-        self.state.put_pods(self.cluster.pk, pods, dcgm)
-
-    def _node_usage(self, backend) -> None:
-        try:
-            usages = backend.node_usage()
-        except NotSupported:
-            return
-        for usage in usages:
-            node, _ = Node.objects.get_or_create(cluster=self.cluster, name=usage.node)
-            self.state.node(node.pk, self.cluster.pk, node.name)
-            self.state.put_usage(node.pk, usage.cpu_millis, usage.memory_bytes)
-
-    def dcgm(self) -> list[DcgmGpu]:
-        """dcgm-exporter's fields for every GPU, one instant query; [] when the cluster has no Prometheus."""
-        url = self.cluster.prometheus_url.rstrip("/")
-        if not url:
-            return []
-        try:
-            answer = self.http.request("GET", f"{url}/api/v1/query", fields={"query": DCGM_QUERY})
-        except urllib3.exceptions.HTTPError as exc:
-            logger.warning("telemetry: Prometheus of %s did not answer: %s", self.cluster.name, exc)
-            return []
-        if answer.status != 200:
-            logger.warning("telemetry: Prometheus of %s answered %s", self.cluster.name, answer.status)
-            return []
-        return parse_dcgm_vector(answer.data.decode(errors="replace"))
 
 
 class LogSource(Periodic):

@@ -241,8 +241,8 @@ def test_kubernetes_pod_usage_and_dcgm_gpus_reach_the_job_frame(alice, course, k
     import http.server
     import threading
 
+    from clusters.backends.kubernetes.telemetry import KubernetesSource
     from jobs.launch import launch as launch_job
-    from telemetry.collector.sources import KubernetesSource
     from telemetry.collector.state import LiveState
     from telemetry.frames import FrameBuilder
 

@@ -21,7 +21,7 @@ class KubernetesKind(Kind):
     templates = "kubernetes"
     backend_class = KubernetesBackend
     admin_fieldsets = KubernetesBackend.admin_fieldsets
-    telemetry_source = "telemetry.collector.sources.KubernetesSource"
+    telemetry_source = "clusters.backends.kubernetes.telemetry.KubernetesSource"
     portal_stops_at_time_limit = True
 
     def render(self, request: RenderRequest) -> Rendered:
