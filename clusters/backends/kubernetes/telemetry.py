@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import urllib3
 
-from clusters.models import Cluster
 from telemetry.collector.sources import Periodic, running_jobs
 from telemetry.collector.state import LiveState, PodLive
 from telemetry.models import Node
@@ -18,6 +18,9 @@ from telemetry.parsers import DCGM_QUERY, DcgmGpu, parse_dcgm_vector
 
 from ..base import NotSupported
 from .kind import KubernetesKind
+
+if TYPE_CHECKING:
+    from clusters.models import Cluster
 
 logger = logging.getLogger(__name__)
 
