@@ -10,7 +10,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Max
 from django.utils import timezone
 
 from passwords.mail import queue
@@ -44,16 +43,13 @@ def invite_all(course: Course, users, *, invited_by=None) -> int:
 
 
 def not_signed_in(course: Course) -> list[Enrollment]:
-    """The course's people who have not accepted yet (never signed in), each with `.last_invited` (or None)."""
+    """The course's people who have not accepted yet (never signed in), each with `.invitation`: their latest
+    (None if never invited), whose `refused` holds the relay's answer when it refused the mail."""
     pending = list(
         course.enrollments.filter(user__last_login__isnull=True).select_related("user").order_by("user__username")
     )
-    last = dict(
-        Invitation.objects.filter(course=course, user__in=[e.user_id for e in pending])
-        .values_list("user_id")
-        .annotate(at=Max("created_at"))
-        .order_by()
-    )
+    invitations = Invitation.objects.filter(course=course, user__in=[e.user_id for e in pending])
+    latest = {i.user_id: i for i in invitations.order_by("created_at", "pk")}  # the newest of each wins
     for enrollment in pending:
-        enrollment.last_invited = last.get(enrollment.user_id)
+        enrollment.invitation = latest.get(enrollment.user_id)
     return pending

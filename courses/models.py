@@ -214,6 +214,12 @@ class Invitation(models.Model):
     )
     created_at = models.DateTimeField("queued at", auto_now_add=True)
     sent_at = models.DateTimeField("sent at", null=True, blank=True)
+    refused = models.CharField(
+        "refused by the mail relay",
+        max_length=300,
+        blank=True,
+        help_text="The relay's answer when it refused the mail.",
+    )
 
     class Meta:
         ordering = ["-created_at", "-pk"]

@@ -21,10 +21,10 @@ RECENT_CHANGES = 50
 def _page(request, course, *, upload=None, add=None, result=None, status=200):
     enrollments = list(course.enrollments.select_related("user").order_by("user__username"))
     pending = invitations.not_signed_in(course)
-    last_invited = {e.user_id: e.last_invited for e in pending}
+    invitation_of = {e.user_id: e.invitation for e in pending}
     for enrollment in enrollments:
-        enrollment.pending = enrollment.user_id in last_invited
-        enrollment.last_invited = last_invited.get(enrollment.user_id)
+        enrollment.pending = enrollment.user_id in invitation_of
+        enrollment.invitation = invitation_of.get(enrollment.user_id)
     context = {
         "course": course,
         "enrollments": enrollments,

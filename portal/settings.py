@@ -281,7 +281,10 @@ AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
 
 # --- Mail: invitations and password resets (README "Configuration", docs/operations.md "Mail") ---------------
 # Sent by Celery tasks through the site's SMTP relay, never inside a request; a relay that is down is retried.
-EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+# A developer's checkout (DEBUG=1) with no EMAIL_HOST prints the mails in the worker's log instead.
+EMAIL_BACKEND = (
+    "django.core.mail.backends." + ("console" if DEBUG and not env_str("EMAIL_HOST") else "smtp") + ".EmailBackend"
+)
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")

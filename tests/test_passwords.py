@@ -136,8 +136,16 @@ def test_a_relay_that_says_try_later_is_retried_and_a_refusal_is_not(course, zoe
     zoe.email = "zoe-refuse@example.edu"
     zoe.save()
     result = mail_tasks.send_invitation.apply(args=[Invitation.objects.get().pk])
-    assert result.state == "SUCCESS" and inbox.tries["zoe-refuse@example.edu"] == 1
+    assert result.get() == "refused" and inbox.tries["zoe-refuse@example.edu"] == 1
     assert inbox.messages() == []
+    assert Invitation.objects.get().refused == "550 5.1.1 No such user here"  # the roster page says so
+
+
+def test_the_roster_page_shows_a_refused_invitation(client, course, zoe, instructor):
+    Invitation.objects.create(course=course, user=zoe, refused="550 5.1.1 No such user here")
+    client.force_login(instructor)
+    page = client.get(reverse("courses:roster", args=[course.slug])).content.decode()
+    assert 'mail refused</span> <span class="refused">550 5.1.1 No such user here</span>: check the address' in page
 
 
 # -- Password reset -------------------------------------------------------------------------------------------------
