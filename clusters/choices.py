@@ -6,10 +6,11 @@ from django.db import models
 class RunAs(models.TextChoices):
     """Whose identity a cluster's jobs run under; each kind lists the ones it supports (ClusterBackend.run_as_modes)."""
 
-    SERVICE = "service", "The shared service account (students are not isolated)"
-    REST_USER = "rest-user", "Each student's cluster user, through slurmrestd (X-SLURM-USER-NAME)"
-    SUDO = "sudo", "Each student's cluster user, through a sudo rule for the service account"
-    OWN_ACCOUNT = "own-account", "Each student's own registered account (students without one cannot launch)"
+    # Short labels: they are the options of a select on a phone. The cluster page explains each.
+    SERVICE = "service", "Shared service account (not isolated)"
+    REST_USER = "rest-user", "Student's user, via slurmrestd"
+    SUDO = "sudo", "Student's user, via sudo"
+    OWN_ACCOUNT = "own-account", "Student's registered account"
 
 
 # The modes where the portal names the student's cluster username itself (ClusterIdentity) with the service

@@ -129,7 +129,7 @@ class OwnAccountForm(forms.Form):
     where the cluster takes passwords, the student gives theirs (stored encrypted, write-only)."""
 
     GENERATED_KEY = "key"
-    CHOICES = [(GENERATED_KEY, "An SSH key the portal makes for me (recommended)"), ("password", "My password there")]
+    CHOICES = [(GENERATED_KEY, "A key the portal makes (best)"), ("password", "My password there")]
 
     cluster = forms.ModelChoiceField(queryset=None, empty_label=None)
     username = forms.CharField(label="Your username on the cluster", max_length=32)

@@ -3,6 +3,15 @@
 "use strict";
 
 document.addEventListener("DOMContentLoaded", () => {
+  // The password field only when the student chose to log in with a password.
+  const method = document.getElementById("id_auth_method");
+  const secret = document.getElementById("id_secret");
+  if (method && secret) {
+    const row = secret.closest("p") || secret;
+    const show = () => { row.hidden = method.value !== "password"; };
+    method.addEventListener("change", show);
+    show();
+  }
   for (const box of document.querySelectorAll("[data-copy-box]")) {
     const source = box.querySelector("[data-copy-source]");
     const status = box.querySelector("[data-copy-status]");
