@@ -1,7 +1,7 @@
 """Where a page's main thread spends its time: a CDP CPU profile, summed per function (self and total).
 
 Used by bench/browser_pages.py --profile: one profile while a page opens, one over its live minutes. Minified
-functions (Plotly) are named by file:line:column, which is enough to tell Plotly's own work from telemetry.js.
+functions (uPlot, htmx) are named by file:line:column, which is enough to tell a library's work from the page's.
 """
 
 from __future__ import annotations
@@ -52,6 +52,6 @@ def summarize(profile: dict, top: int = 15) -> str:
     lines = ["  self ms  function"]
     lines += [f"  {ms:7.0f}  {name}" for name, ms in sorted(self_ms.items(), key=lambda i: -i[1])[:top]]
     lines += ["  total ms  function (telemetry.js and the page's own scripts)"]
-    ours = [(n, ms) for n, ms in total_ms.items() if ".js:" in n and "plotly" not in n]
+    ours = [(n, ms) for n, ms in total_ms.items() if ".js:" in n and ".min.js:" not in n]
     lines += [f"  {ms:8.0f}  {name}" for name, ms in sorted(ours, key=lambda i: -i[1])[:top]]
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-// The class dashboard (telemetry/templates/telemetry/course_dashboard.html): a heatmap with one row per student,
+// The class dashboard (telemetry/templates/telemetry/course_dashboard.html): a canvas heatmap with one row per student,
 // their GPUs averaged every 5 s, the least busy first; a student's row opens into one row per GPU. It reads the
 // course group's frames ({gpus: [{key, job, student, util, idle_s, stale}]}) through TelemetrySocket
 // (static/js/telemetry.js, loaded before this file; the keys: docs/telemetry-wire.md), and draws at most once a
@@ -8,17 +8,25 @@
 const BUCKET_MS = 5000;
 const COLUMNS = 60; // five minutes
 const LIVE_MS = 15000; // a GPU absent from frames this long is no longer in use (frames carry every GPU each second)
-const ROW_PX = 22;
+const ROW_PX = 22; // a row's height: its label and its cells
+const NO_SAMPLE = "#e4e7ee";
+// Viridis, the colour of 0, 10, … 100 % (the page's colour scale shows the same)
+const VIRIDIS = ["#440154", "#482475", "#414487", "#355f8d", "#2a788e", "#21918c", "#22a884", "#44bf70", "#7ad151",
+  "#bddf26", "#fde725"].map((hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)));
 
-// Plotly reads a few HTML tags in its texts: names and labels from the roster are shown as written, never as markup.
-// The width of the longest row label in Plotly's 12 px font.
-const labelWidth = (labels) => {
-  const context = (labelWidth.canvas ||= document.createElement("canvas")).getContext("2d");
-  context.font = '12px "Open Sans", verdana, arial, sans-serif';
-  return Math.ceil(Math.max(0, ...labels.map((label) => context.measureText(label).width)));
+function colour(value) {
+  const at = Math.min(100, Math.max(0, value)) / 10;
+  const low = Math.min(9, Math.floor(at)), f = at - low;
+  const [a, b] = [VIRIDIS[low], VIRIDIS[low + 1]];
+  return `rgb(${a.map((v, i) => Math.round(v + (b[i] - v) * f)).join(",")})`;
+}
+
+const element = (tag, className, text) => {
+  const el = document.createElement(tag);
+  if (className) el.className = className;
+  if (text !== undefined) el.textContent = text;
+  return el;
 };
-
-const plain = (text) => String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 class ClassHeatmap {
   constructor(root) {
@@ -37,18 +45,18 @@ class ClassHeatmap {
     this.dirty = false;
     this.offset = Infinity; // browser clock minus server clock, plus the fastest frame's delay
     this.openedAt = Date.now();
-    this.plotted = false;
+    this.el.heatmap = this; // its rows and cellText(row, column), for tests
     this.bindControls();
   }
 
   bindControls() {
     this.root.querySelector("[data-expand-all]").addEventListener("click", () => {
       for (const gpu of this.gpus.values()) this.expanded.add(gpu.student);
-      this.draw(true);
+      this.draw();
     });
     this.root.querySelector("[data-collapse-all]").addEventListener("click", () => {
       this.expanded.clear();
-      this.draw(true);
+      this.draw();
     });
   }
 
@@ -111,9 +119,10 @@ class ClassHeatmap {
         a.recent - b.recent || this.name(a.student).localeCompare(this.name(b.student)));
   }
 
-  // Frames only update numbers; the figure is drawn again when a column completes, a row comes, goes or moves,
-  // or a row opens (force): a full redraw of 60 rows costs tens of milliseconds, too much for every second.
-  draw(force = false) {
+  // The heatmap is a canvas (a repaint of 60 rows costs well under a millisecond, so the newest column fills each
+  // second) beside one label per row: a button opens a student's row, a link opens a GPU's job. The labels are
+  // built again only when a row comes, goes, moves or opens.
+  draw() {
     this.dirty = false;
     const wall = this.serverNow();
     const now = Math.floor(wall / BUCKET_MS) * BUCKET_MS;
@@ -127,78 +136,141 @@ class ClassHeatmap {
       this.showEmpty();
       return;
     }
-    const narrow = this.el.parentElement.clientWidth < 600; // a phone: shorter labels, the colour scale below
-    const shape = [now, narrow, ...students.map((s) => `${s.student}:${this.expanded.has(s.student)}:${s.gpus.length}`)];
-    if (!force && shape.join("|") === this.drawnShape) return;
-    this.drawnShape = shape.join("|");
-    const times = Array.from({ length: COLUMNS }, (_, i) => now - (COLUMNS - 1 - i) * BUCKET_MS);
-    const clock = times.map((t) => new Date(t).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" }));
-    const z = [], text = [], ticks = [];
+    this.times = Array.from({ length: COLUMNS }, (_, i) => now - (COLUMNS - 1 - i) * BUCKET_MS);
     this.rows = [];
     for (const s of students) {
-      const name = plain(this.name(s.student));
-      const jobs = plain([...new Set(s.gpus.map((g) => this.jobLabel(g.job)))].join(", "));
-      const open = this.expanded.has(s.student);
-      const count = s.gpus.length;
-      this.rows.push({ student: s.student });
-      ticks.push(`${open ? "▾" : "▸"} ${name}${narrow ? "" : ` · ${count} GPU${count === 1 ? "" : "s"}`}`);
-      const means = times.map((t) => {
+      const means = this.times.map((t) => {
         const values = s.gpus.map((g) => g.values.get(t)).filter((v) => v !== undefined && v !== null);
         return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
       });
-      z.push(means);
-      const what = count > 1 ? `mean GPU util of ${count} GPUs` : "GPU util";
-      text.push(means.map((v, i) => `${name} · ${jobs} · ${v === null ? "no sample" : `${what} ${Math.round(v)} %`} at ${clock[i]}`));
-      if (!open) continue;
+      this.rows.push({ student: s.student, gpus: s.gpus, values: means });
+      if (!this.expanded.has(s.student)) continue;
       for (const g of s.gpus) {
-        const job = plain(this.jobLabel(g.job));
-        this.rows.push({ gpu: g });
-        ticks.push(narrow ? `    GPU ${plain(g.gpu)}` : `    GPU ${plain(g.gpu)} · ${job}`);
-        const values = times.map((t) => (g.values.has(t) ? g.values.get(t) : null));
-        z.push(values);
-        text.push(values.map((v, i) => `${name} · ${job} · GPU ${plain(g.gpu)} · ${v === null ? "no sample" : `GPU util ${Math.round(v)} %`} at ${clock[i]}`));
+        this.rows.push({ student: s.student, gpu: g, values: this.times.map((t) => g.values.get(t) ?? null) });
       }
     }
-    const y = this.rows.map((_, i) => i);
-    const trace = {
-      type: "heatmap", x: times.map((t) => new Date(t)), y, z, text, zmin: 0, zmax: 100, colorscale: "Viridis",
-      hovertemplate: "%{text}<extra></extra>", hoverongaps: true, xgap: narrow ? 0 : 1, ygap: 1,
-      showscale: !narrow, // a phone has the page's own scale under the heading instead
-      colorbar: { title: { text: "GPU util %" }, thickness: 12 },
-    };
-    const layout = {
-      height: Math.max(160, this.rows.length * ROW_PX + 70),
-      margin: { l: labelWidth(ticks) + 14, r: 10, t: 10, b: 40 },
-      xaxis: narrow
-        ? { type: "date", fixedrange: true, nticks: 3, tickformat: "%H:%M", tickangle: 0 }
-        : { type: "date", fixedrange: true },
-      yaxis: { tickmode: "array", tickvals: y, ticktext: ticks, autorange: "reversed", fixedrange: true,
-        tickfont: { size: 12 } }, // a margin measured here, not automargin: that measures every label on each draw
-    };
     this.empty.hidden = true;
     this.el.hidden = false;
     this.tools.hidden = false;
-    if (!this.plotted) {
-      Plotly.newPlot(this.el, [trace], layout, { displayModeBar: false, responsive: true });
-      this.el.on("plotly_click", (event) => this.click(event));
-      this.plotted = true;
-    } else {
-      Plotly.react(this.el, [trace], layout);
+    const narrow = this.el.clientWidth < 600; // a phone: shorter labels, three times under the cells
+    const shape = [narrow, ...this.rows.map((r) => `${r.student}:${r.gpu ? r.gpu.key : this.expanded.has(r.student)}:${r.gpus ? r.gpus.length : ""}`)].join("|");
+    if (shape !== this.drawnShape) {
+      this.drawnShape = shape;
+      this.build(narrow);
     }
+    this.paint(narrow);
+    this.showTimes(narrow);
     this.el.dataset.rows = String(students.length);
   }
 
-  click(event) {
-    const point = event.points && event.points[0];
-    const row = point && this.rows[point.y];
-    if (!row) return;
+  // A row's label: "▸ Ada Lovelace · 2 GPUs" (a button), or under an open student "GPU node/0 · job" (a link).
+  label(row, narrow) {
     if (row.gpu) {
-      location.href = `/jobs/${row.gpu.job}/`;
-      return;
+      const text = narrow ? `GPU ${row.gpu.gpu}` : `GPU ${row.gpu.gpu} · ${this.jobLabel(row.gpu.job)}`;
+      const link = element("a", "heat-label heat-gpu", text);
+      link.href = `/jobs/${row.gpu.job}/`;
+      return link;
     }
-    if (this.expanded.has(row.student)) this.expanded.delete(row.student);
-    else this.expanded.add(row.student);
-    this.draw(true);
+    const open = this.expanded.has(row.student);
+    const count = row.gpus.length;
+    const text = `${open ? "▾" : "▸"} ${this.name(row.student)}${narrow ? "" : ` · ${count} GPU${count === 1 ? "" : "s"}`}`;
+    const button = element("button", "heat-label", text);
+    button.type = "button";
+    button.setAttribute("aria-expanded", String(open));
+    button.addEventListener("click", () => this.toggle(row.student));
+    return button;
+  }
+
+  build(narrow) {
+    if (!this.canvas) {
+      this.labels = element("div", "heat-labels");
+      this.canvas = element("canvas", "heat-cells");
+      this.canvas.setAttribute("aria-hidden", "true");
+      this.timeAxis = element("div", "heat-times small muted");
+      this.tip = element("div", "heat-tip small");
+      this.tip.setAttribute("role", "tooltip");
+      this.tip.hidden = true;
+      this.el.replaceChildren(this.labels, this.canvas, element("div"), this.timeAxis, this.tip);
+      this.canvas.addEventListener("mousemove", (event) => this.hover(event));
+      this.canvas.addEventListener("mouseleave", () => { this.tip.hidden = true; });
+      this.canvas.addEventListener("click", (event) => this.clickCell(event));
+    }
+    this.labels.replaceChildren(...this.rows.map((row) => this.label(row, narrow)));
+    this.el.style.setProperty("--heat-rows", String(this.rows.length));
+  }
+
+  paint(narrow) {
+    const ratio = window.devicePixelRatio || 1;
+    const width = this.canvas.clientWidth, height = this.rows.length * ROW_PX;
+    if (this.canvas.width !== Math.round(width * ratio) || this.canvas.height !== Math.round(height * ratio)) {
+      this.canvas.width = Math.round(width * ratio);
+      this.canvas.height = Math.round(height * ratio);
+    }
+    const context = this.canvas.getContext("2d");
+    context.setTransform(ratio, 0, 0, ratio, 0, 0);
+    context.clearRect(0, 0, width, height);
+    // Cells on whole pixels (no seams between them), a pixel apart where there is room.
+    const edges = Array.from({ length: COLUMNS + 1 }, (_, c) => Math.round((c * width) / COLUMNS));
+    const gap = narrow ? 0 : 1;
+    this.rows.forEach((row, r) => {
+      row.values.forEach((v, c) => {
+        context.fillStyle = v === null ? NO_SAMPLE : colour(v);
+        context.fillRect(edges[c], r * ROW_PX, edges[c + 1] - edges[c] - gap, ROW_PX - 1);
+      });
+    });
+  }
+
+  showTimes(narrow) {
+    const picks = narrow ? [0, 30, 59] : [0, 12, 24, 36, 48, 59];
+    const texts = picks.map((i) => new Date(this.times[i]).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", ...(narrow ? {} : { second: "2-digit" }) }));
+    if (this.timeAxis.dataset.texts === texts.join()) return;
+    this.timeAxis.dataset.texts = texts.join();
+    this.timeAxis.replaceChildren(...texts.map((t) => element("span", "", t)));
+  }
+
+  // What a cell says on hover: the student, their jobs, the value with its unit, and when.
+  cellText(r, c) {
+    const row = this.rows[r];
+    const v = row.values[c];
+    const at = new Date(this.times[c]).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+    if (row.gpu) {
+      return `${this.name(row.student)} · ${this.jobLabel(row.gpu.job)} · GPU ${row.gpu.gpu} · ` +
+        `${v === null ? "no sample" : `GPU util ${Math.round(v)} %`} at ${at}`;
+    }
+    const jobs = [...new Set(row.gpus.map((g) => this.jobLabel(g.job)))].join(", ");
+    const what = row.gpus.length > 1 ? `mean GPU util of ${row.gpus.length} GPUs` : "GPU util";
+    return `${this.name(row.student)} · ${jobs} · ${v === null ? "no sample" : `${what} ${Math.round(v)} %`} at ${at}`;
+  }
+
+  cellAt(event) {
+    const box = this.canvas.getBoundingClientRect();
+    const r = Math.floor((event.clientY - box.top) / ROW_PX);
+    const c = Math.floor(((event.clientX - box.left) / box.width) * COLUMNS);
+    return r >= 0 && r < this.rows.length && c >= 0 && c < COLUMNS ? [r, c] : null;
+  }
+
+  hover(event) {
+    const at = this.cellAt(event);
+    if (!at) { this.tip.hidden = true; return; }
+    this.tip.textContent = this.cellText(...at);
+    this.tip.hidden = false;
+    const box = this.el.getBoundingClientRect();
+    const x = Math.min(event.clientX - box.left + 12, box.width - this.tip.offsetWidth);
+    this.tip.style.transform = `translate(${Math.max(0, x)}px, ${event.clientY - box.top + 14}px)`;
+  }
+
+  clickCell(event) {
+    const at = this.cellAt(event);
+    const row = at && this.rows[at[0]];
+    if (!row) return;
+    if (row.gpu) location.href = `/jobs/${row.gpu.job}/`;
+    else this.toggle(row.student);
+  }
+
+  toggle(student) {
+    if (this.expanded.has(student)) this.expanded.delete(student);
+    else this.expanded.add(student);
+    this.draw();
   }
 
   showEmpty() {
@@ -249,7 +321,7 @@ class ClassHeatmap {
 
 document.addEventListener("DOMContentLoaded", () => {
   const root = document.querySelector("[data-class-dashboard]");
-  if (!root || typeof Plotly === "undefined") return;
+  if (!root) return;
   const heatmap = new ClassHeatmap(root);
   new TelemetrySocket(root.dataset.socket, { frame: (frame) => heatmap.receive(frame) });
   // Redraw once a second when frames came, and every 5 s regardless, so GPUs that stopped reporting leave.

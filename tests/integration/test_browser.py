@@ -126,7 +126,10 @@ def test_student_watches_live_gpu_charts_grow_and_instructor_sees_the_class(
     heatmap = page.locator("[data-chart=heatmap]")
     expect(heatmap).to_have_attribute("data-frames", re.compile(r"^[1-9]\d*$"), timeout=20_000)
     expect(heatmap).to_have_attribute("data-rows", "1", timeout=10_000)  # alice, her two GPUs in one row
-    rows = page.evaluate("document.querySelector('[data-chart=heatmap]').layout.yaxis.ticktext")
+    rows = page.locator("[data-chart=heatmap] .heat-label").all_text_contents()
     assert rows == ["▸ alice · 2 GPUs"]  # one row per student, their GPUs averaged
-    hover = page.evaluate("document.querySelector('[data-chart=heatmap]').data[0].text[0]")
+    hover = page.evaluate(
+        "(() => { const h = document.querySelector('[data-chart=heatmap]').heatmap;"
+        " return h.times.map((_, column) => h.cellText(0, column)); })()"
+    )
     assert any(f"alice · sleep-echo {str(job.pk)[:8]} · mean GPU util of 2 GPUs" in cell for cell in hover)

@@ -110,25 +110,21 @@ def test_sixty_students_get_one_labelled_row_each_with_the_idle_first(web, brows
     with Feed(course, full_class):
         page.goto(f"{web.url}/courses/{course.slug}/dashboard/")
         expect(heatmap).to_have_attribute("data-rows", str(STUDENTS), timeout=30_000)
-        figure = page.evaluate(
-            "(() => { const d = document.querySelector('[data-chart=heatmap]');"
-            " return {y: d.data[0].y.length, ticks: d.layout.yaxis.ticktext, text: d.data[0].text}; })()"
-        )
-        assert figure["y"] == STUDENTS
-        assert all(f"Student No. {i} · 2 GPUs" in " ".join(figure["ticks"]) for i in range(STUDENTS - 1))
-        shown = page.evaluate(
-            "[...document.querySelectorAll('[data-chart=heatmap] .ytick text')].map(t => t.textContent)"
-        )
-        assert f"{MARKUP} No. {STUDENTS - 1} · 2 GPUs" in " ".join(shown)  # the tags shown as written
+        labels = page.locator("[data-chart=heatmap] .heat-label")
+        ticks = labels.all_text_contents()
+        assert len(ticks) == STUDENTS
+        assert all(f"Student No. {i} · 2 GPUs" in " ".join(ticks) for i in range(STUDENTS - 1))
+        assert f"{MARKUP} No. {STUDENTS - 1} · 2 GPUs" in " ".join(ticks)  # the tags shown as written
         # The idle three come first, whatever their place in the roster.
-        assert {tick.split("No. ")[1].split(" ")[0] for tick in figure["ticks"][:3]} == {str(i) for i in IDLE}
-        hover = figure["text"][0][-3]  # a quarter-minute ago: the newest column may still be filling
+        assert {tick.split("No. ")[1].split(" ")[0] for tick in ticks[:3]} == {str(i) for i in IDLE}
+        # A quarter-minute ago: the newest column may still be filling.
+        hover = page.evaluate("document.querySelector('[data-chart=heatmap]').heatmap.cellText(0, 57)")
         assert hover.startswith("Student No. ") and "· sleep-echo " in hover and " % at " in hover
         assert "mean GPU util of 2 GPUs 0 %" in hover
 
         # Every row's label is drawn, none on top of another: the chart grows with the class.
         tops = page.evaluate(
-            "[...document.querySelectorAll('[data-chart=heatmap] .ytick text')]"
+            "[...document.querySelectorAll('[data-chart=heatmap] .heat-label')]"
             ".map((t) => t.getBoundingClientRect().top).sort((a, b) => a - b)"
         )
         assert len(tops) == STUDENTS
@@ -139,28 +135,26 @@ def test_sixty_students_get_one_labelled_row_each_with_the_idle_first(web, brows
         expect(idle_now.first).to_contain_text("2 of 2 GPUs idle for 7 min")
 
         # Hovering a cell names the student, the job and the unit.
-        box = heatmap.bounding_box()
-        page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 60)
-        expect(page.locator(".hoverlayer .hovertext")).to_contain_text("GPU util")
+        cells = page.locator("[data-chart=heatmap] .heat-cells").bounding_box()
+        page.mouse.move(cells["x"] + cells["width"] * 0.6, cells["y"] + 60)
+        expect(page.locator("[data-chart=heatmap] .heat-tip")).to_contain_text("GPU util")
         page.screenshot(path=f"{SHOTS}/dashboard-60-students-1280.png", full_page=True)
 
-        # A student's row opens into one row per GPU; "One row per student" closes them again.
-        page.evaluate(
-            "(() => { const d = document.querySelector('[data-chart=heatmap]');"
-            " const y = d._fullLayout.yaxis.l2p(0) + d._fullLayout._size.t;"
-            " const x = d._fullLayout._size.l + d._fullLayout._size.w / 2;"
-            " const r = d.getBoundingClientRect(); window.__firstRow = [r.left + x, r.top + y]; })()"
-        )
-        x, y = page.evaluate("window.__firstRow")
-        page.mouse.move(x, y, steps=5)  # Plotly clicks the point it last hovered: hover the row first, as a hand does
-        first = figure["ticks"][0].split(" · ")[0].lstrip("▸ ")
-        expect(page.locator(".hoverlayer .hovertext")).to_contain_text(first)
-        page.mouse.click(x, y)
-        page.wait_for_function("document.querySelector('[data-chart=heatmap]').data[0].y.length === 62")
-        ticks = page.evaluate("document.querySelector('[data-chart=heatmap]').layout.yaxis.ticktext")
+        # A click on a student's cells opens their row into one row per GPU; "One row per student" closes them
+        # again; the row's label is a button that does the same from the keyboard.
+        first = ticks[0].split(" · ")[0].lstrip("▸ ")
+        page.mouse.move(cells["x"] + cells["width"] / 2, cells["y"] + 11, steps=5)
+        expect(page.locator("[data-chart=heatmap] .heat-tip")).to_contain_text(first)
+        page.mouse.click(cells["x"] + cells["width"] / 2, cells["y"] + 11)
+        expect(labels).to_have_count(62)
+        ticks = labels.all_text_contents()
         assert "GPU node" in ticks[1] and "sleep-echo" in ticks[1]
         page.click("[data-collapse-all]")
-        page.wait_for_function(f"document.querySelector('[data-chart=heatmap]').data[0].y.length === {STUDENTS}")
+        expect(labels).to_have_count(STUDENTS)
+        labels.first.focus()
+        page.keyboard.press("Enter")
+        expect(labels).to_have_count(62)
+        expect(labels.first).to_have_attribute("aria-expanded", "true")
 
         phone = open_page(browser, 390)
         log_in(phone, web, "ines")
@@ -183,6 +177,6 @@ def test_a_class_with_no_gpus_in_use_says_so_instead_of_blank_axes(web, browser,
     page.wait_for_timeout(2000)  # the socket opened and brought no history: still the empty state, no axes
     expect(page.locator("[data-heatmap-empty]")).to_be_visible()
     expect(page.locator("[data-chart=heatmap]")).to_be_hidden()
-    assert page.locator("[data-chart=heatmap] .main-svg").count() == 0
+    assert page.locator("[data-chart=heatmap] .heat-cells").count() == 0
     expect(page.locator("[data-idle-now]")).to_contain_text("No GPU has been idle")
     page.screenshot(path=f"{SHOTS}/dashboard-empty-1280.png", full_page=True)
