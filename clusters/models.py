@@ -125,11 +125,6 @@ class Cluster(models.Model):
     def shares_gpus(self) -> bool:
         return self.is_kubernetes and self.gpu_sharing_factor > 1
 
-    def gpu_words(self, count: int) -> str:
-        """How a GPU count reads to students: time-sliced GPUs are called shared."""
-        noun = "shared GPU" if self.shares_gpus else "GPU"
-        return f"{count} {noun}{'' if count == 1 else 's'}"
-
     def limits_of(self, partition: str | None):
         """The learnt limits of `partition` (its default partition when None); None when not known."""
         from .backends.base import PartitionLimits

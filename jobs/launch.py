@@ -20,6 +20,7 @@ from courses.models import Role
 from . import enqueue
 from .models import Job, JobTemplate
 from .params import requested_gpus, validate_values
+from .resources import RESOURCES
 from .states import record
 
 
@@ -73,22 +74,26 @@ def partition_fit_errors(template: JobTemplate, cluster, values: Mapping[str, An
     limits = cluster.limits_of(values.get("partition") or None)
     if limits is None:
         return {}
-    label = {p.name: p.label for p in template.schema()}.get
+    labels = {p.name: p.label for p in template.schema()}
+
+    def label(resource: str) -> str:  # the template's own label, else the resource table's
+        return labels.get(resource) or RESOURCES[resource].label
+
     name, errors = limits.name, {}
     nodes = int(values.get("nodes", 1) or 1)
     if nodes > limits.nodes:
         errors["nodes"] = (
             f"Partition {name} has {_count(limits.nodes, 'node')}; this job asks for {nodes}. "
-            f"Lower {label('nodes', 'Nodes')} to {limits.nodes}."
+            f"Lower {label('nodes')} to {limits.nodes}."
         )
     elif limits.max_nodes_per_job and nodes > limits.max_nodes_per_job:
         errors["nodes"] = (
             f"Partition {name} lets one job use at most {_count(limits.max_nodes_per_job, 'node')}; this job asks "
-            f"for {nodes}. Lower {label('nodes', 'Nodes')} to {limits.max_nodes_per_job}."
+            f"for {nodes}. Lower {label('nodes')} to {limits.max_nodes_per_job}."
         )
     gpus = int(values.get("gpus_per_node", 0) or 0)
     if gpus > limits.gpus_per_node:
-        field = label("gpus_per_node", "GPUs per node")
+        field = label("gpus_per_node")
         if limits.gpus_per_node:
             errors["gpus_per_node"] = (
                 f"Nodes of partition {name} have at most {_count(limits.gpus_per_node, 'GPU')}; this job asks for "
@@ -103,7 +108,7 @@ def partition_fit_errors(template: JobTemplate, cluster, values: Mapping[str, An
     if limits.max_minutes and minutes > limits.max_minutes:
         errors["time_minutes"] = (
             f"Partition {name} allows at most {limits.max_minutes} minutes; this job asks for {minutes}. "
-            f"Lower {label('time_minutes', 'Time')} to {limits.max_minutes}."
+            f"Lower {label('time_minutes')} to {limits.max_minutes}."
         )
     return errors
 

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .resources import RESOURCES
+
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 TYPES = ("int", "float", "choice", "bool", "string")
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
@@ -34,27 +36,8 @@ SAFE_STRING_HELP = (
     "not starting with - or +."
 )
 
-# Parameters with these names set the job's SLURM resources; the portal writes the #SBATCH lines for them.
-RESOURCE_PARAMS = {
-    "partition": "--partition",
-    "nodes": "--nodes",
-    "ntasks_per_node": "--ntasks-per-node",
-    "gpus_per_node": "--gres",
-    "gpu_type": None,  # folded into --gres
-    "cpus_per_task": "--cpus-per-task",
-    "mem_gb": "--mem",
-    "time_minutes": "--time",
-}
-RESOURCE_TYPES = {
-    "partition": "choice",
-    "gpu_type": "choice",
-    "nodes": "int",
-    "ntasks_per_node": "int",
-    "gpus_per_node": "int",
-    "cpus_per_task": "int",
-    "mem_gb": "int",
-    "time_minutes": "int",
-}
+# Placeholders the portal fills itself (jobs/rendering.py): no parameter may take their names.
+BUILTIN_PLACEHOLDERS = ("lab_dir", "job_id")
 # Choices left empty in the schema are filled from the cluster (its partitions, its GPU types).
 CLUSTER_CHOICES = {"partition": "partitions", "gpu_type": "gpu_types"}
 
@@ -175,7 +158,7 @@ def parse_schema(data: Any) -> list[Param]:
         if not isinstance(name, str) or not NAME.match(name):
             raise SchemaError(f"{where}: name must be lower-case letters, digits and _ (starting with a letter).")
         where = f"Parameter “{name}”"
-        if name in seen or name in {"lab_dir", "job_id"}:
+        if name in seen or name in BUILTIN_PLACEHOLDERS:
             raise SchemaError(f"{where} is defined twice or uses a reserved name.")
         seen.add(name)
         unknown = set(item) - known_keys
@@ -184,8 +167,9 @@ def parse_schema(data: Any) -> list[Param]:
         kind = item.get("type")
         if kind not in TYPES:
             raise SchemaError(f"{where}: type must be one of {', '.join(TYPES)}.")
-        if name in RESOURCE_TYPES and kind != RESOURCE_TYPES[name]:
-            raise SchemaError(f"{where} sets a SLURM resource and must have type {RESOURCE_TYPES[name]}.")
+        resource = RESOURCES.get(name)
+        if resource is not None and kind != resource.type:
+            raise SchemaError(f"{where} sets a SLURM resource and must have type {resource.type}.")
         param = _build(item, name, kind, where)
         if param.cluster_choices is None:
             try:

@@ -10,8 +10,8 @@ A quoted value is inert only where bash does nothing more with the word than pas
 `script_safety` checks every placeholder's place with bash's own grammar before anything renders, and refuses
 the rest (arithmetic, [[ ]], eval, bash -c, redirections, here-documents, quotes, #SBATCH lines, …). Every value
 is also exported as GPULAB_P_<name>, for templates that need it inside text ("$GPULAB_P_name"). The portal
-writes the #SBATCH header itself from the resource parameters (partition, nodes, gpus_per_node, …), whose
-values are validated tokens.
+writes the #SBATCH header itself from the resource parameters (the table in jobs/resources.py), whose values
+are validated tokens.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import script_safety
-from .params import Param
+from .params import BUILTIN_PLACEHOLDERS, Param
+from .resources import resource_directives
 from .script_safety import ENV_PREFIX, PLACEHOLDER
 
-BUILTINS = ("lab_dir", "job_id")
+DEFAULT_LAB_DIR = "~/gpulab"
 
 
 class RenderError(ValueError):
@@ -40,7 +41,17 @@ class RenderContext:
     job_name: str
     lab_dir: str
     preamble: str = ""
-    gpu_types: tuple[str, ...] = ()
+
+    @classmethod
+    def on(cls, cluster, job_id, job_name: str) -> RenderContext:
+        """What `cluster` gives a script: its lab directory and its admin's preamble. A preview with no cluster
+        renders with the default lab directory and no preamble."""
+        return cls(
+            job_id=str(job_id),
+            job_name=job_name[:64],
+            lab_dir=cluster.lab_dir if cluster else DEFAULT_LAB_DIR,
+            preamble=cluster.preamble if cluster else "",
+        )
 
 
 def _dash_prone(param: Param) -> bool:
@@ -61,7 +72,9 @@ def placeholder_problems(body: str, schema: list[Param] | None = None) -> list[s
     """Each placeholder or $GPULAB_P_ reference bash would not keep an inert argument, as a sentence."""
     body = unix_lines(body)
     names = {p.name: p for p in schema or ()}
-    unknown = [m for m in PLACEHOLDER.finditer(body) if m.group(1) not in names and m.group(1) not in BUILTINS]
+    unknown = [
+        m for m in PLACEHOLDER.finditer(body) if m.group(1) not in names and m.group(1) not in BUILTIN_PLACEHOLDERS
+    ]
     if schema is not None and unknown:
         return [
             f"Line {body.count(chr(10), 0, m.start()) + 1}: {{{{ {m.group(1)} }}}} is not a parameter of this template."
@@ -69,7 +82,7 @@ def placeholder_problems(body: str, schema: list[Param] | None = None) -> list[s
         ]
     dash_prone = {m.group(1): False for m in unknown}  # checked for context only; rendering refuses them
     dash_prone.update({name: _dash_prone(p) for name, p in names.items()})
-    dash_prone.update(dict.fromkeys(BUILTINS, False))
+    dash_prone.update(dict.fromkeys(BUILTIN_PLACEHOLDERS, False))
     return [str(problem) for problem in script_safety.problems(body, dash_prone)]
 
 
@@ -125,23 +138,7 @@ def render_body(body: str, schema: list[Param], values: Mapping[str, Any], ctx: 
 
 
 def sbatch_header(values: Mapping[str, Any], ctx: RenderContext) -> list[str]:
-    lines = [f"#SBATCH --job-name={ctx.job_name}"]
-    if values.get("partition"):
-        lines.append(f"#SBATCH --partition={values['partition']}")
-    for name, option in (("nodes", "--nodes"), ("ntasks_per_node", "--ntasks-per-node")):
-        if values.get(name):
-            lines.append(f"#SBATCH {option}={int(values[name])}")
-    gpus = int(values.get("gpus_per_node") or 0)
-    if gpus:
-        gpu_type = values.get("gpu_type")
-        lines.append(f"#SBATCH --gres=gpu:{gpu_type}:{gpus}" if gpu_type else f"#SBATCH --gres=gpu:{gpus}")
-    if values.get("cpus_per_task"):
-        lines.append(f"#SBATCH --cpus-per-task={int(values['cpus_per_task'])}")
-    if values.get("mem_gb"):
-        lines.append(f"#SBATCH --mem={int(values['mem_gb'])}G")
-    if values.get("time_minutes"):
-        lines.append(f"#SBATCH --time={int(values['time_minutes'])}")
-    return lines
+    return [f"#SBATCH --job-name={ctx.job_name}", *resource_directives(values)]
 
 
 def value_exports(schema: list[Param], values: Mapping[str, Any]) -> list[str]:

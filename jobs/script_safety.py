@@ -24,6 +24,7 @@ import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from . import command_rules as rules
+from .resources import names_in_words
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z][a-z0-9_]*)\s*(?:\|\s*flag\s*:\s*(-{1,2}[A-Za-z0-9][A-Za-z0-9_=.+-]*)\s*)?\}\}")
 ENV_PREFIX = "GPULAB_P_"
@@ -181,8 +182,7 @@ def _judge(text: str, occ: _Occurrence, dash_prone: Mapping[str, bool], reprint:
         if leaf.text.decode().lstrip("#").lstrip().startswith("SBATCH"):
             raise _Refused(
                 "in an #SBATCH line",
-                "name the parameter partition, nodes, gpus_per_node, cpus_per_task, mem_gb or time_minutes "
-                "and the portal writes the directive",
+                f"name the parameter {names_in_words()} and the portal writes the directive",
             )
         return
     _enclosing_checks(leaf, occ)

@@ -32,13 +32,7 @@ class BatchKind(Kind):
 
     def render(self, request: RenderRequest) -> Rendered:
         template, cluster = request.template, request.cluster
-        ctx = RenderContext(
-            job_id=str(request.job_id),
-            job_name=f"gpulab-{template.slug}"[:64],
-            lab_dir=cluster.lab_dir,
-            preamble=cluster.preamble,
-            gpu_types=tuple(cluster.gpu_types or ()),
-        )
+        ctx = RenderContext.on(cluster, request.job_id, f"gpulab-{template.slug}")
         try:
             script = render_script(template.body, template.schema(), request.values, ctx)
         except RenderError as exc:
@@ -58,12 +52,7 @@ class BatchKind(Kind):
             syntax = bash_syntax_error(PLACEHOLDER.sub("x", unix_lines(body)))  # a syntax error explains them best
             result.errors.extend([f"bash -n: {syntax}"] if syntax else refused)
             return result
-        ctx = RenderContext(
-            job_id=str(PREVIEW_JOB_ID),
-            job_name="gpulab-preview",
-            lab_dir=cluster.lab_dir if cluster else "~/gpulab",
-            preamble=cluster.preamble if cluster else "",
-        )
+        ctx = RenderContext.on(cluster, PREVIEW_JOB_ID, "gpulab-preview")
         try:
             result.script = render_script(body, schema, values, ctx)
         except RenderError as exc:

@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 
-import yaml
 from django.core.cache import cache
 from django.utils import timezone
 
@@ -51,6 +50,7 @@ from .manifests import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
     cpu_millis,
+    load,
     memory_bytes,
 )
 
@@ -139,7 +139,7 @@ class KubernetesBackend(ClusterBackend):
     # -- submit -----------------------------------------------------------------------------------------------
     @staticmethod
     def _objects(request: SubmitRequest) -> tuple[str, list[dict]]:
-        objects = [o for o in yaml.safe_load_all(request.script) if o]
+        objects = load(request.script)
         namespaces = {(o.get("metadata") or {}).get("namespace") for o in objects}
         if not objects or len(namespaces) != 1 or None in namespaces:
             raise SubmitRejected("The job's objects must all carry one namespace; launch it again.")

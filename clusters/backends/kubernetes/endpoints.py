@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-import yaml
 from django.db import transaction
 from django.utils import timezone
 
@@ -27,7 +26,7 @@ from jobs.states import record
 from .. import kind
 from .backend import KubernetesBackend
 from .launch import first_service
-from .manifests import LABEL_ROLE, ManifestContext, check_object, requested_resources
+from .manifests import LABEL_ROLE, ManifestContext, check_object, dump, load, requested_resources
 
 LOADTEST_ROLE = "loadtest"
 LOADGEN_IMAGE = "gpulab/tinylm-server:0.1.0-cpu"  # the bundled server image carries the load generator
@@ -53,7 +52,7 @@ class Server:
     def objects(self) -> list[dict]:
         if not self.job.cluster.is_kubernetes or not self.job.script:
             return []
-        return [o for o in yaml.safe_load_all(self.job.script) if o]
+        return load(self.job.script)
 
     @property
     def namespace(self) -> str:
@@ -124,8 +123,7 @@ def scale(user, job: Job, replicas: int) -> str:
         except QuotaExceeded as exc:
             raise ActionRefused(str(exc)) from None
         message = _backend(job).scale(job.scheduler_id, replicas)
-        script = yaml.safe_dump_all(objects, sort_keys=False)
-        Job.objects.filter(pk=job.pk).update(gpus=gpus, script=script, updated_at=timezone.now())
+        Job.objects.filter(pk=job.pk).update(gpus=gpus, script=dump(objects), updated_at=timezone.now())
         record(job, EventKind.NOTE, message, actor=user)
     return message
 
@@ -158,8 +156,6 @@ def _piece(api: str, line: str) -> str:
     if api == EndpointAPI.OPENAI and line.startswith("data:"):
         line = line[len("data:") :].strip()
     if not line.startswith("{"):  # SSE comments, [DONE], blank keep-alives
-        return ""
-    if not line:
         return ""
     try:
         event = json.loads(line)

@@ -337,4 +337,10 @@ def preview_context() -> ManifestContext:
 
 
 def dump(objects: list[dict]) -> str:
+    """A job's objects as its script: what is submitted, stored on the job and shown on its page."""
     return yaml.safe_dump_all(objects, sort_keys=False)
+
+
+def load(script: str) -> list[dict]:
+    """The objects of a script `dump` wrote: for the backend that submits them and the page that acts on them."""
+    return [obj for obj in yaml.safe_load_all(script) if obj]
