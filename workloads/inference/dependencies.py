@@ -20,14 +20,16 @@ from state import State
 Body = TypeVar("Body", bound=BaseModel)
 
 
-def get_state(request: Request) -> State:
+# Dependencies are `async def` although they never wait: FastAPI runs plain `def` ones on a thread pool, a hop
+# per request that the decode thread's share of the GIL would make slow.
+async def get_state(request: Request) -> State:
     return request.app.state.server
 
 
 ServerState = Annotated[State, Depends(get_state)]
 
 
-def ready_engine(state: ServerState) -> Engine:
+async def ready_engine(state: ServerState) -> Engine:
     if state.engine is None:
         raise APIError(503, state.error or "the model is still loading; try again in a moment", "unavailable")
     return state.engine
