@@ -57,7 +57,17 @@ def role_in(user, course: Course) -> str | None:
 
 
 def may_teach(user, course: Course) -> bool:
-    return is_admin(user) or role_in(user, course) == Role.INSTRUCTOR
+    """Instructors, TAs and admins: they may launch before the term starts, to try the templates they prepare."""
+    return is_admin(user) or role_in(user, course) in TEACHING_ROLES
+
+
+def get_copyable_course(user, slug: str) -> Course:
+    """A course the user may copy to a new term (and so become the new one's instructor): its instructors' and
+    admins', ended or not. A TA gets 403, anyone else 404."""
+    course = get_course(user, slug, teach=True)
+    if not is_admin(user) and role_in(user, course) != Role.INSTRUCTOR:
+        raise PermissionDenied("Only the course's instructors copy it to a new term. Ask one of them.")
+    return course
 
 
 def get_course(user, slug: str, *, teach: bool = False, write: bool = False) -> Course:

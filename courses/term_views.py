@@ -25,7 +25,7 @@ def suggested_term(course) -> dict:
 
 @login_required
 def copy_course(request, slug: str):
-    course = access.get_course(request.user, slug, teach=True)
+    course = access.get_copyable_course(request.user, slug)
     initial = {"name": course.name, "slug": f"{course.slug}-next"[:50], **suggested_term(course)}
     form = CopyTermForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():

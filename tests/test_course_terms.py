@@ -362,6 +362,15 @@ def test_copy_page_anonymous_student_and_other_instructor_cannot_copy(client, lo
     assert not Course.objects.filter(slug="hpc-2027").exists()
 
 
+def test_teaching_assistant_may_not_copy_but_may_launch_before_the_start(login, make_user, not_started):
+    ta = make_user("tara")
+    Enrollment.objects.create(course=not_started, user=ta, role=Role.TA)
+    response = login(ta).post(reverse("courses:copy", args=[not_started.slug]), copy_form())
+    assert response.status_code == 403 and "instructors copy it to a new term" in response.content.decode()
+    assert Course.objects.count() == 1
+    assert terms.launch_refusal(not_started, teaches=access.may_teach(ta, not_started)) is None
+
+
 def test_instructor_copies_an_ended_course_and_lands_on_the_new_one(login, instructor, ended, cluster):
     client = login(instructor)
     url = reverse("courses:copy", args=[ended.slug])
