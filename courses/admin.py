@@ -64,7 +64,7 @@ class EnrollmentAdmin(admin.ModelAdmin):
 class TermNoticeAdmin(admin.ModelAdmin):
     """What the term messages told whom: written by the beat task, read here."""
 
-    list_display = ["course", "user", "kind", "term_ends_at", "sent_at"]
+    list_display = ["course", "user", "kind", "term_ends_at", "sent_at", "mailed_at"]
     list_filter = ["kind", "course"]
     search_fields = ["user__username", "course__slug"]
 

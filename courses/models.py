@@ -150,8 +150,9 @@ class QuotaChange(models.Model):
 
 
 class TermNotice(models.Model):
-    """A term message sent to one person. The row is written before the mail goes, under a unique constraint, so
-    the beat task sends each message once however often or late it runs. A moved end is a new notice."""
+    """A term message to one person. The row is written before the mail is queued, under a unique constraint, so
+    the beat task queues each message once however often or late it runs; the mail task (workers/mail.py) retries
+    a relay that is down. A moved end is a new notice."""
 
     class Kind(models.TextChoices):
         ENDING_SOON = "ending_soon", "Term ends within a week (instructors)"
@@ -161,7 +162,8 @@ class TermNotice(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=32, choices=Kind.choices)
     term_ends_at = models.DateTimeField(help_text="The end the notice announced.")
-    sent_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField("recorded", auto_now_add=True, help_text="When the mail was queued.")
+    mailed_at = models.DateTimeField("mailed", null=True, blank=True, help_text="When the relay accepted it.")
 
     class Meta:
         ordering = ["-sent_at"]

@@ -2,8 +2,8 @@
 warned a day before, and at the end every unfinished job of the course cancelled through the normal path.
 
 Safe to run twice, at once, or late: each message is recorded (courses.TermNotice, unique per person, kind and
-end) before it is sent, and a job whose cancellation was already asked for is not asked again. A run that comes
-after the end sends no warning any more; it only stops what still runs.
+end) before its mail task is queued, and a job whose cancellation was already asked for is not asked again. A run
+that comes after the end sends no warning any more; it only stops what still runs.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from smtplib import SMTPException
 
+from celery import current_app
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
@@ -50,7 +50,7 @@ def tell_instructors(now: datetime) -> int:
     ending = Course.objects.filter(term_ends_at__gt=now, term_ends_at__lte=now + terms.INSTRUCTOR_NOTICE)
     for course in ending:
         for enrollment in course.enrollments.filter(role=Role.INSTRUCTOR).select_related("user"):
-            sent += send_once(course, enrollment.user, TermNotice.Kind.ENDING_SOON, *_instructor_mail(course))
+            sent += send_once(course, enrollment.user, TermNotice.Kind.ENDING_SOON)
     return sent
 
 
@@ -63,7 +63,7 @@ def warn_students(now: datetime) -> int:
     ).select_related("course", "owner")
     owners = {(job.course, job.owner) for job in jobs}
     for course, owner in owners:
-        sent += send_once(course, owner, TermNotice.Kind.JOBS_WILL_STOP, *_student_mail(course))
+        sent += send_once(course, owner, TermNotice.Kind.JOBS_WILL_STOP)
     return sent
 
 
@@ -84,9 +84,8 @@ def stop_ended(now: datetime) -> int:
     return cancelled
 
 
-def send_once(course: Course, user, kind: str, subject: str, body: str) -> int:
-    """Send one term message unless it was sent already; 1 if this call sent it. A failed send forgets the record,
-    so the next run tries again."""
+def send_once(course: Course, user, kind: str) -> int:
+    """Queue one term message unless it was queued already; 1 if this call queued it."""
     if not user.email:
         return 0  # the page notice still tells them
     try:
@@ -94,17 +93,26 @@ def send_once(course: Course, user, kind: str, subject: str, body: str) -> int:
             notice = TermNotice.objects.create(course=course, user=user, kind=kind, term_ends_at=course.term_ends_at)
     except IntegrityError:
         return 0
-    try:
-        send_mail(subject, body, None, [user.email])
-    except (SMTPException, OSError) as exc:
-        logger.warning("term notice to %s about %s not sent: %s", user.username, course.slug, exc)
-        notice.delete()
-        return 0
+    # By name, after the commit: the apps never import workers/ (the task calls send_notice below).
+    transaction.on_commit(lambda: current_app.send_task("workers.mail.send_term_notice", args=[notice.pk]))
     return 1
 
 
-def _instructor_mail(course: Course) -> tuple[str, str]:
-    ends = terms.when(course.term_ends_at)
+def send_notice(notice_id: int) -> bool:
+    """Compose and send one recorded notice (the mail task calls this); False if it is gone. Relay errors go up to
+    the task, which retries the transient ones."""
+    notice = TermNotice.objects.select_related("course", "user").filter(pk=notice_id, mailed_at__isnull=True).first()
+    if notice is None or not notice.user.email:
+        return False
+    compose = _instructor_mail if notice.kind == TermNotice.Kind.ENDING_SOON else _student_mail
+    subject, body = compose(notice.course, notice.term_ends_at)
+    send_mail(subject, body, None, [notice.user.email])
+    TermNotice.objects.filter(pk=notice.pk).update(mailed_at=timezone.now())
+    return True
+
+
+def _instructor_mail(course: Course, term_ends_at: datetime) -> tuple[str, str]:
+    ends = terms.when(term_ends_at)
     subject = f"{course.name}: the term ends on {ends}"
     body = (
         f"The term of {course.name} ends on {ends}.\n\n"
@@ -118,8 +126,8 @@ def _instructor_mail(course: Course) -> tuple[str, str]:
     return subject, body
 
 
-def _student_mail(course: Course) -> tuple[str, str]:
-    ends = terms.when(course.term_ends_at)
+def _student_mail(course: Course, term_ends_at: datetime) -> tuple[str, str]:
+    ends = terms.when(term_ends_at)
     subject = f"{course.name}: your running jobs stop on {ends}"
     body = (
         f"The term of {course.name} ends on {ends}. Jobs of yours that are still running or waiting then will be "
@@ -131,4 +139,4 @@ def _student_mail(course: Course) -> tuple[str, str]:
 
 
 def _link(path: str) -> str:
-    return getattr(settings, "PORTAL_URL", "") + path  # the portal's public address, where one is configured
+    return settings.PORTAL_URL + path

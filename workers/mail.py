@@ -1,4 +1,5 @@
-"""Mail tasks: invitations and password resets, sent through the SMTP relay outside any request.
+"""Mail tasks: invitations, password resets and course-term notices, sent through the SMTP relay outside any
+request.
 
 A relay that cannot be reached or answers "try later" (4xx) is retried with backoff; a permanent refusal (5xx, a
 refused recipient) is not, and is logged. The row is the record: a task whose invitation is gone, or whose person
@@ -13,6 +14,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from courses.models import Invitation
+from jobs import term_end
 from passwords import mail
 
 logger = logging.getLogger(__name__)
@@ -71,3 +73,15 @@ def send_password_reset(self, email: str) -> None:
             mail.send_reset(email)
     except Refused as exc:
         logger.warning("mail: the relay refused a password reset: %s", exc)
+
+
+@shared_task(bind=True, max_retries=MAX_RETRIES)
+def send_term_notice(self, notice_id: int) -> str:
+    """A term's end announced to an instructor, or a student warned that their jobs will be stopped."""
+    try:
+        with retry_when_transient(self):
+            sent = term_end.send_notice(notice_id)
+    except Refused as exc:
+        logger.warning("mail: the relay refused the term notice %s: %s", notice_id, exc)
+        return "refused"
+    return "done" if sent else "gone"
