@@ -16,6 +16,7 @@ from django.db import transaction
 
 SUBMIT_JOB = "workers.tasks.submit_job"
 CANCEL_JOB = "workers.tasks.cancel_job"
+SEND_TERM_NOTICE = "workers.mail.send_term_notice"
 
 
 def submit(job_id) -> None:
@@ -26,6 +27,11 @@ def submit(job_id) -> None:
 def cancel(job_id, actor_id: int | None = None, why: str = "") -> None:
     """Stop the job on its cluster; `why` (with `actor_id`) is a request still to be recorded on the row."""
     _send_on_commit(CANCEL_JOB, str(job_id), actor_id, why)
+
+
+def term_notice(notice_id: int) -> None:
+    """Mail a recorded course-term notice (jobs/term_end.py)."""
+    _send_on_commit(SEND_TERM_NOTICE, notice_id)
 
 
 def _send_on_commit(name: str, *args) -> None:

@@ -8,11 +8,9 @@ that comes after the end sends no warning any more; it only stops what still run
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from celery import current_app
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
@@ -23,10 +21,9 @@ from core.choices import ACTIVE_STATES
 from courses import terms
 from courses.models import Course, Role, TermNotice
 
+from . import enqueue
 from .cancellation import CancelRefused, request_cancel
 from .models import Job
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -93,8 +90,7 @@ def send_once(course: Course, user, kind: str) -> int:
             notice = TermNotice.objects.create(course=course, user=user, kind=kind, term_ends_at=course.term_ends_at)
     except IntegrityError:
         return 0
-    # By name, after the commit: the apps never import workers/ (the task calls send_notice below).
-    transaction.on_commit(lambda: current_app.send_task("workers.mail.send_term_notice", args=[notice.pk]))
+    enqueue.term_notice(notice.pk)  # after the commit; the mail task calls send_notice below
     return 1
 
 
