@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('courses', '0005_roster_roles_changes_invitations'),
+        ('courses', '0006_invitation_refused'),
     ]
 
     operations = [
