@@ -1,7 +1,7 @@
 from django.contrib import admin
 
-from . import quotas
-from .models import Course, Enrollment, TermNotice
+from . import quotas, roster_changes
+from .models import Course, Enrollment, RosterChange, TermNotice
 
 
 class EnrollmentInline(admin.TabularInline):
@@ -19,6 +19,14 @@ class CourseAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["clusters"]
     inlines = [EnrollmentInline]
+
+    def save_formset(self, request, form, formset, change):
+        """Enrollments go through the audited roster service, like the instructors' roster page. An admin may leave
+        a course without an instructor (to hand it over); the change is recorded all the same."""
+        if formset.model is not Enrollment:
+            return super().save_formset(request, form, formset, change)
+        save_enrollments(request, formset.save(commit=False), formset)
+        formset.save_m2m()
 
     def save_model(self, request, obj, form, change):
         """Quota fields go through the audited service, like the instructors' quota page."""
@@ -52,12 +60,64 @@ class CourseAdmin(admin.ModelAdmin):
     ]
 
 
+def save_enrollments(request, new_or_changed, formset) -> None:
+    changed = {obj.pk: fields for obj, fields in formset.changed_objects}
+    for enrollment in formset.deleted_objects:
+        roster_changes.remove(enrollment.course, enrollment, actor=request.user, keep_an_instructor=False)
+    for enrollment in new_or_changed:
+        _save_enrollment(request, enrollment, changed.get(enrollment.pk))
+
+
+def _save_enrollment(request, enrollment: Enrollment, changed_fields) -> None:
+    course, user, role = enrollment.course, enrollment.user, enrollment.role
+    if enrollment.pk is None:
+        roster_changes.enroll(course, user, role, actor=request.user, enrollment=enrollment)
+    elif not changed_fields:
+        return
+    elif set(changed_fields) == {"role"}:
+        roster_changes.set_role(
+            enrollment.course, enrollment, enrollment.role, actor=request.user, keep_an_instructor=False
+        )
+    else:  # another person or course on the same row: the old enrollment goes, a new one comes
+        old = Enrollment.objects.select_related("course", "user").get(pk=enrollment.pk)
+        roster_changes.remove(old.course, old, actor=request.user, keep_an_instructor=False)
+        roster_changes.enroll(course, user, role, actor=request.user, enrollment=enrollment)
+
+
 @admin.register(Enrollment)
 class EnrollmentAdmin(admin.ModelAdmin):
     list_display = ["user", "course", "role"]
     list_filter = ["course", "role"]
     search_fields = ["user__username", "course__slug"]
     autocomplete_fields = ["user", "course"]
+
+    def save_model(self, request, obj, form, change):
+        _save_enrollment(request, obj, form.changed_data)
+
+    def delete_model(self, request, obj):
+        roster_changes.remove(obj.course, obj, actor=request.user, keep_an_instructor=False)
+
+    def delete_queryset(self, request, queryset):
+        for enrollment in queryset.select_related("course", "user"):
+            self.delete_model(request, enrollment)
+
+
+@admin.register(RosterChange)
+class RosterChangeAdmin(admin.ModelAdmin):
+    """Who enrolled, removed or changed the role of whom: written by the roster service, read here."""
+
+    list_display = ["at", "course", "action", "person_username", "old_role", "new_role", "actor_username"]
+    list_filter = ["action", "course"]
+    search_fields = ["person_username", "actor_username", "course__slug"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(TermNotice)

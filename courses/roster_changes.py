@@ -48,9 +48,11 @@ def _keep_an_instructor(course: Course, enrollment: Enrollment, instructors: lis
         )
 
 
-def enroll(course: Course, user, role: str, *, actor=None) -> Enrollment:
+def enroll(course: Course, user, role: str, *, actor=None, enrollment: Enrollment | None = None) -> Enrollment:
+    """Enroll someone; `enrollment`: an unsaved row to save (the admin's form builds one)."""
     with transaction.atomic():
-        enrollment = Enrollment.objects.create(course=course, user=user, role=role)
+        enrollment = enrollment or Enrollment(course=course, user=user, role=role)
+        enrollment.save()
         _record(course, user, RosterAction.ENROLLED, actor, new_role=role)
     return enrollment
 
@@ -71,7 +73,7 @@ def set_role(course: Course, enrollment: Enrollment, role: str, *, actor=None, k
     return True
 
 
-def remove(course: Course, enrollment: Enrollment, *, actor=None) -> None:
+def remove(course: Course, enrollment: Enrollment, *, actor=None, keep_an_instructor=True) -> None:
     """Take someone off the course. Their account, jobs, logs and charts stay; they can no longer launch here,
     and their unfinished jobs run on until they end or someone cancels them. Raises LastInstructor."""
     with transaction.atomic():
@@ -81,6 +83,7 @@ def remove(course: Course, enrollment: Enrollment, *, actor=None) -> None:
         )
         if current is None:
             return
-        _keep_an_instructor(course, current, instructors)
+        if keep_an_instructor:
+            _keep_an_instructor(course, current, instructors)
         current.delete()
         _record(course, current.user, RosterAction.REMOVED, actor, old_role=current.role)

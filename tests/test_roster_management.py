@@ -224,3 +224,66 @@ def test_the_roster_page_takes_the_same_queries_for_ten_or_forty_people(
         return len(captured)
 
     assert queries_with(10) == queries_with(40)
+
+
+def test_admin_enrollment_changes_are_recorded_too(login, course, admin_user, alice, instructor):
+    client = login(admin_user)
+    enrollment = Enrollment.objects.get(user=alice)
+    url = reverse("admin:courses_enrollment_change", args=[enrollment.pk])
+    data = {"user": alice.pk, "course": course.pk, "role": "ta"}
+    assert client.post(url, data).status_code == 302
+    add = {"user": admin_user.pk, "course": course.pk, "role": "instructor"}
+    assert client.post(reverse("admin:courses_enrollment_add"), add).status_code == 302
+    mine = Enrollment.objects.get(user=instructor)
+    delete = reverse("admin:courses_enrollment_delete", args=[mine.pk])
+    assert client.post(delete, {"post": "yes"}).status_code == 302
+    changes = {(c.person_username, c.action, c.old_role, c.new_role) for c in RosterChange.objects.all()}
+    assert changes == {
+        ("alice", "role", "student", "ta"),
+        ("ada", "enrolled", "", "instructor"),
+        ("ines", "removed", "instructor", ""),
+    }
+    assert {c.actor_username for c in RosterChange.objects.all()} == {"ada"}
+    assert client.get(reverse("admin:courses_rosterchange_changelist")).status_code == 200
+
+
+def test_the_course_admins_enrollment_rows_are_recorded(login, course, admin_user, alice, instructor):
+    enrollments = list(Enrollment.objects.filter(course=course).order_by("pk"))
+    data = {
+        "name": course.name,
+        "slug": course.slug,
+        "description": "",
+        "max_concurrent_jobs": 4,
+        "max_gpus": 4,
+        "max_cpus": 16,
+        "max_memory_gb": 96,
+        "max_pods": 16,
+        "max_volumes": 4,
+        "namespace_mode": course.namespace_mode,
+        "ingress_host": "",
+        "enrollments-TOTAL_FORMS": len(enrollments) + 1,
+        "enrollments-INITIAL_FORMS": len(enrollments),
+        "enrollments-MIN_NUM_FORMS": 0,
+        "enrollments-MAX_NUM_FORMS": 1000,
+    }
+    for i, enrollment in enumerate(enrollments):
+        data |= {f"enrollments-{i}-id": enrollment.pk, f"enrollments-{i}-course": course.pk}
+        data |= {f"enrollments-{i}-user": enrollment.user_id, f"enrollments-{i}-role": enrollment.role}
+        if enrollment.user == alice:
+            data[f"enrollments-{i}-role"] = "instructor"
+        if enrollment.user == instructor:
+            data[f"enrollments-{i}-DELETE"] = "on"
+    n = len(enrollments)
+    data |= {
+        f"enrollments-{n}-course": course.pk,
+        f"enrollments-{n}-user": admin_user.pk,
+        f"enrollments-{n}-role": "ta",
+    }
+    response = login(admin_user).post(reverse("admin:courses_course_change", args=[course.pk]), data)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    changes = {(c.person_username, c.action, c.old_role, c.new_role) for c in RosterChange.objects.all()}
+    assert changes == {
+        ("alice", "role", "student", "instructor"),
+        ("ines", "removed", "instructor", ""),
+        ("ada", "enrolled", "", "ta"),
+    }

@@ -106,7 +106,9 @@ def test_instructor_changes_a_role_and_removes_a_student_on_a_phone(page, live_s
     page.locator("#person-alice").get_by_role("button", name="Change").click()
     expect(page.locator(".flash.success")).to_have_text("alice is now teaching assistant of HPC Lab.")
     page.locator("#person-bob").get_by_role("link", name="Remove…").click()
-    expect(page.locator("#remove-person")).to_contain_text("Jobs of theirs that are still running are not stopped")
+    expect(page.locator("#remove-person")).to_contain_text(
+        "Their account stays, with their other courses. They have no jobs here."
+    )
     fits(page, 390)
     page.screenshot(path=f"{SHOTS}/gpulab-roster-remove-390.png", full_page=True)
     page.click("#confirm-remove")
