@@ -15,6 +15,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models.functions import Lower
 
 from clusters.choices import IdentitySource
 from clusters.identity import POSIX_NAME, set_cluster_username
@@ -129,7 +130,9 @@ def import_roster(course: Course, text: str, *, actor=None) -> RosterResult:
     User = get_user_model()
     with transaction.atomic():
         usernames = [row.username for row in rows]
-        existing = {u.username.lower(): u for u in User.objects.filter(username__in=usernames)}
+        # Matched without case: "Alice" on a roster is the account "alice", not a second account to invite.
+        lowered = User.objects.annotate(lower_username=Lower("username"))
+        existing = {u.lower_username: u for u in lowered.filter(lower_username__in=[n.lower() for n in usernames])}
         enrollments = {e.user_id: e for e in Enrollment.objects.filter(course=course, user__in=existing.values())}
         taught = roster_changes.lock_instructors(course)
         for row in rows:

@@ -287,3 +287,11 @@ def test_the_course_admins_enrollment_rows_are_recorded(login, course, admin_use
         ("ines", "removed", "instructor", ""),
         ("ada", "enrolled", "", "ta"),
     }
+
+
+def test_a_roster_line_finds_an_existing_account_whatever_the_case(course, carol):
+    from courses.roster import import_roster
+
+    result = import_roster(course, "CAROL,carol@example.edu,student\n")
+    assert result.ok and result.created_users == [] and result.enrolled == ["CAROL"]
+    assert Enrollment.objects.get(course=course).user == carol
