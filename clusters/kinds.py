@@ -61,11 +61,6 @@ def kinds_running(template_backend_name: str) -> list[str]:
     return [name for name in KINDS if template_backend(name) == wanted]
 
 
-def urlpatterns() -> list:
-    """Every kind's own job-page actions, for the jobs app's URLs."""
-    return [pattern for name in KINDS for pattern in kind_of(name).urlpatterns()]
-
-
 def backend_class(name: str) -> type[ClusterBackend]:
     return kind_of(name).backend_class
 

@@ -42,3 +42,10 @@ TERMINAL_STATES = frozenset(
 )
 ACTIVE_STATES = frozenset(set(JobState) - TERMINAL_STATES)
 ON_SCHEDULER_STATES = frozenset({JobState.PENDING, JobState.RUNNING})  # what a poll asks about
+
+
+class EndpointAPI(models.TextChoices):
+    """The inference API a server template speaks (the job page's Try it and load test use it)."""
+
+    OLLAMA = "ollama", "Ollama (/api/generate, /api/chat)"
+    OPENAI = "openai", "OpenAI (/v1/chat/completions)"

@@ -9,7 +9,6 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from clusters import kinds
 from clusters.backends import BackendError
 from clusters.backends.kind import ActionRefused
 from core.choices import JobState
@@ -17,6 +16,7 @@ from courses import access
 from courses.models import Course
 from portal.api_schema import ErrorSerializer
 
+from . import servers
 from .cancellation import CancelRefused, request_cancel
 from .launch import LaunchInvalid, launch
 from .logs import log_streams, parse_offset, read_log
@@ -202,7 +202,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
         data = ScaleSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            message = kinds.kind_of(job.cluster.kind).scale(request.user, job, data.validated_data["replicas"])
+            message = servers.scale(request.user, job, data.validated_data["replicas"])
         except ActionRefused as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         except BackendError as exc:

@@ -9,14 +9,9 @@ from django.urls import reverse
 
 from clusters import kinds
 from clusters.models import TEMPLATE_BACKENDS, ClusterKind
-from core.choices import ACTIVE_STATES, TERMINAL_STATES, EventKind, JobState
+from core.choices import ACTIVE_STATES, TERMINAL_STATES, EndpointAPI, EventKind, JobState
 
 from .params import Param, parse_schema
-
-
-class EndpointAPI(models.TextChoices):
-    OLLAMA = "ollama", "Ollama (/api/generate, /api/chat)"
-    OPENAI = "openai", "OpenAI (/v1/chat/completions)"
 
 
 class JobTemplate(models.Model):

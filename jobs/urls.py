@@ -1,8 +1,6 @@
 from django.urls import path
 
-from clusters import kinds
-
-from .views import authoring, catalog, jobs, launch
+from .views import authoring, catalog, jobs, launch, servers
 
 app_name = "jobs"
 
@@ -15,6 +13,10 @@ urlpatterns = [
     path("jobs/<uuid:job_id>/log/", jobs.log, name="log"),
     path("jobs/<uuid:job_id>/cancel/", jobs.cancel, name="cancel"),
     path("jobs/<uuid:job_id>/clone/", launch.clone, name="clone"),
+    path("jobs/<uuid:job_id>/scale/", servers.scale, name="scale"),
+    path("jobs/<uuid:job_id>/try/", servers.try_it, name="try_it"),
+    path("jobs/<uuid:job_id>/load-test/", servers.load_test, name="load_test"),
+    path("jobs/<uuid:job_id>/load-test/report/", servers.load_test_report, name="load_test_report"),
     path("courses/<slug:course_slug>/templates/", authoring.template_list, name="template_list"),
     path("courses/<slug:course_slug>/templates/new/", authoring.template_edit, name="template_new"),
     path("courses/<slug:course_slug>/templates/preview/", authoring.template_preview, name="template_preview"),
@@ -22,5 +24,4 @@ urlpatterns = [
     path(
         "courses/<slug:course_slug>/templates/<slug:slug>/publish/", authoring.template_publish, name="template_publish"
     ),
-    *kinds.urlpatterns(),  # each kind's own job-page actions (Kubernetes: scale, try it, load test)
 ]

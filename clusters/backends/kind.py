@@ -2,7 +2,7 @@
 
 A kind bundles everything the portal must know about one sort of cluster: its scheduler backend, how a template
 becomes what is submitted (and its preview), what is prepared before a submit, what a student can do with a
-running job beyond cancelling it, the time-limit policy, the telemetry source and the admin fields. `jobs`,
+running server (scale, try it, load test), the time-limit policy, the telemetry source and the admin fields. `jobs`,
 `courses` and `telemetry` hold a Kind and call it; they never ask which kind it is. Each kind's package under
 clusters/backends/<kind>/ defines a subclass; clusters/kinds.py lists them.
 
@@ -13,7 +13,7 @@ Inputs and outputs are the dataclasses below. A kind refuses with its own errors
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -49,6 +49,14 @@ class RenderRequest:
 class Rendered:
     script: str  # exactly what will be submitted: a batch script, or objects as YAML documents
     gpus: int  # what the job holds against the course's GPU quota
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """A server at a new size, not yet sent: what the job's script becomes and the GPUs it could then hold."""
+
+    script: str
+    gpus: int
 
 
 @dataclass
@@ -124,16 +132,31 @@ class Kind:
         """What the job page shows of a job that serves (endpoint, scale, try it), or None."""
         return None
 
-    def scale(self, user: Any, job: Any, replicas: int) -> str:
+    # Server actions. The job page shows them through server(job); jobs/servers.py holds the quota and the job's
+    # timeline around them. A kind without servers refuses each with the same words.
+    def plan_scale(self, job: Any, replicas: int) -> Scaled:
+        """Check a new size and say what it holds; nothing reaches the cluster yet."""
         raise ActionRefused("Only servers can be scaled; this job runs to completion.")
+
+    def scale(self, job: Any, replicas: int) -> str:
+        """Send a size plan_scale accepted; return what happened, in words for the job's timeline."""
+        raise ActionRefused("Only servers can be scaled; this job runs to completion.")
+
+    def try_it(self, job: Any, prompt: str) -> Iterator[str]:
+        """The server's answer to a prompt, piece by piece as it comes."""
+        raise ActionRefused("This job has no inference API to try.")
+
+    def start_load_test(self, job: Any, *, prompts: int, concurrency: int, output_len: int) -> str:
+        """Start the load generator against the server; return the load test's name."""
+        raise ActionRefused("This job has no inference API to load-test.")
+
+    def load_test_report(self, job: Any) -> Any:
+        """The newest load test's name, phase, figures and error (jobs/_load_test.html), or None."""
+        return None
 
     def telemetry_note(self, cluster: Any) -> str:
         """A line under a job's charts saying what this cluster cannot measure, or ""."""
         return ""
-
-    def urlpatterns(self) -> list:
-        """The kind's own job-page actions, mounted under the jobs app's URLs (names are the jobs app's)."""
-        return []
 
     def __repr__(self) -> str:
         return f"<Kind {self.name}>"

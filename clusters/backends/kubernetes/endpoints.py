@@ -13,17 +13,15 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from clusters.backends import BackendError
-from core.choices import EventKind, JobState
-from jobs.launch import QuotaExceeded, check_quota
-from jobs.models import EndpointAPI, Job
-from jobs.states import record
+from core.choices import EndpointAPI, JobState
 
 from .. import kind
+from ..kind import Scaled
 from .backend import KubernetesBackend
 from .launch import first_service
 from .manifests import LABEL_ROLE, ManifestContext, check_object, dump, load, requested_resources
@@ -38,7 +36,7 @@ MAX_REPLICAS = 8
 ActionRefused = kind.ActionRefused  # the kind's own refusal; the job page and the API show its message
 
 
-def _backend(job: Job) -> KubernetesBackend:
+def _backend(job) -> KubernetesBackend:
     return KubernetesBackend(job.cluster, job.account)
 
 
@@ -46,7 +44,7 @@ def _backend(job: Job) -> KubernetesBackend:
 class Server:
     """A Kubernetes job's objects, read from the YAML it was submitted with."""
 
-    job: Job
+    job: Any  # a jobs.models.Job the caller got through courses.access
 
     @cached_property
     def objects(self) -> list[dict]:
@@ -93,7 +91,7 @@ class Server:
         return str(self.job.params.get("model") or "tinylm")
 
 
-def _require_running_server(job: Job) -> Server:
+def _require_running_server(job) -> Server:
     server = Server(job)
     if not server.objects:
         raise ActionRefused("Only Kubernetes jobs have servers.")
@@ -103,7 +101,8 @@ def _require_running_server(job: Job) -> Server:
 
 
 # -- scale -------------------------------------------------------------------------------------------------------
-def scale(user, job: Job, replicas: int) -> str:
+def plan_scale(job, replicas: int) -> Scaled:
+    """The objects with `replicas` (and the autoscaler held there), and the GPUs they could hold; nothing is sent."""
     server = _require_running_server(job)
     if not server.scalable:
         raise ActionRefused("Only servers (Deployments) can be scaled; this job runs to completion.")
@@ -117,15 +116,11 @@ def scale(user, job: Job, replicas: int) -> str:
     gpus = requested_resources(objects).gpus
     if gpus > job.template.max_gpus:
         raise ActionRefused(f"{replicas} replicas could hold {gpus} GPUs; the template allows {job.template.max_gpus}.")
-    with transaction.atomic():
-        try:
-            check_quota(job.owner, job.course, gpus, replacing=job)
-        except QuotaExceeded as exc:
-            raise ActionRefused(str(exc)) from None
-        message = _backend(job).scale(job.scheduler_id, replicas)
-        Job.objects.filter(pk=job.pk).update(gpus=gpus, script=dump(objects), updated_at=timezone.now())
-        record(job, EventKind.NOTE, message, actor=user)
-    return message
+    return Scaled(script=dump(objects), gpus=gpus)
+
+
+def scale(job, replicas: int) -> str:
+    return _backend(job).scale(job.scheduler_id, replicas)
 
 
 # -- Try it ------------------------------------------------------------------------------------------------------
@@ -170,7 +165,7 @@ def _piece(api: str, line: str) -> str:
     return (choices[0].get("delta") or {}).get("content") or choices[0].get("text") or ""
 
 
-def try_it(job: Job, prompt: str) -> Iterator[str]:
+def try_it(job, prompt: str) -> Iterator[str]:
     server = _require_running_server(job)
     api = job.template.endpoint_api
     if not api or server.service is None:
@@ -185,7 +180,7 @@ def try_it(job: Job, prompt: str) -> Iterator[str]:
 
 
 # -- Load test ---------------------------------------------------------------------------------------------------
-def start_load_test(user, job: Job, *, prompts: int = 64, concurrency: int = 8, output_len: int = 64) -> str:
+def start_load_test(job, *, prompts: int = 64, concurrency: int = 8, output_len: int = 64) -> str:
     server = _require_running_server(job)
     api = job.template.endpoint_api
     if not api or server.service is None:
@@ -247,12 +242,6 @@ def start_load_test(user, job: Job, *, prompts: int = 64, concurrency: int = 8, 
         _backend(job).create_extra(job.scheduler_id, obj)
     except BackendError as exc:
         raise ActionRefused(f"The load test could not start: {exc}") from None
-    record(
-        job,
-        EventKind.NOTE,
-        f"Load test {loadtest_name} started ({prompts} prompts, {concurrency} at once).",
-        actor=user,
-    )
     return loadtest_name
 
 
@@ -264,9 +253,9 @@ class LoadTestReport:
     error: str = ""
 
 
-def load_test_report(job: Job) -> LoadTestReport | None:
+def load_test_report(job) -> LoadTestReport | None:
     """The newest load test's state, and its figures once the load generator printed them."""
-    if not job.cluster.is_kubernetes or not job.scheduler_id:
+    if not job.scheduler_id:
         return None
     backend = _backend(job)
     pods = backend.pods(job.scheduler_id, LOADTEST_ROLE)

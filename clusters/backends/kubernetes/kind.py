@@ -1,14 +1,14 @@
 """The `kubernetes` kind as the registry hands it out: templates are objects, jobs live in a course's namespace,
-servers have job-page actions, and the portal stops servers at their time limit (a Deployment has none)."""
+servers can be scaled, tried and load-tested (endpoints.py), and the portal stops servers at their time limit
+(a Deployment has none)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from django.urls import path
-
-from ..kind import ActionRefused, Kind, Preview, Rendered, RenderRequest
+from ..kind import ActionRefused, Kind, Preview, Rendered, RenderRequest, Scaled
 from . import endpoints, launch, namespaces
 from .backend import KubernetesBackend
 from .manifests import ManifestError, dump, preview_context, render_manifests
@@ -58,8 +58,20 @@ class KubernetesKind(Kind):
     def server(self, job) -> endpoints.Server:
         return endpoints.Server(job)
 
-    def scale(self, user, job, replicas: int) -> str:
-        return endpoints.scale(user, job, replicas)
+    def plan_scale(self, job, replicas: int) -> Scaled:
+        return endpoints.plan_scale(job, replicas)
+
+    def scale(self, job, replicas: int) -> str:
+        return endpoints.scale(job, replicas)
+
+    def try_it(self, job, prompt: str) -> Iterator[str]:
+        return endpoints.try_it(job, prompt)
+
+    def start_load_test(self, job, *, prompts: int, concurrency: int, output_len: int) -> str:
+        return endpoints.start_load_test(job, prompts=prompts, concurrency=concurrency, output_len=output_len)
+
+    def load_test_report(self, job) -> endpoints.LoadTestReport | None:
+        return endpoints.load_test_report(job)
 
     def telemetry_note(self, cluster) -> str:
         if cluster.prometheus_url:
@@ -68,16 +80,6 @@ class KubernetesKind(Kind):
             "GPU charts need the cluster's Prometheus (dcgm-exporter); CPU and memory come from the metrics API "
             "every 15 s."
         )
-
-    def urlpatterns(self) -> list:
-        from . import views
-
-        return [
-            path("jobs/<uuid:job_id>/scale/", views.scale, name="scale"),
-            path("jobs/<uuid:job_id>/try/", views.try_it, name="try_it"),
-            path("jobs/<uuid:job_id>/load-test/", views.load_test, name="load_test"),
-            path("jobs/<uuid:job_id>/load-test/report/", views.load_test_report, name="load_test_report"),
-        ]
 
 
 __all__ = ["ActionRefused", "KubernetesKind"]

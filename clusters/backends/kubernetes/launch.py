@@ -8,9 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from jobs.models import JobTemplate
+from typing import TYPE_CHECKING, Any
 
 from ..kind import RenderRefused
 from .manifests import (
@@ -23,6 +21,9 @@ from .manifests import (
     requested_resources,
 )
 from .namespaces import namespace_for
+
+if TYPE_CHECKING:
+    from jobs.models import JobTemplate
 
 
 class ResourcesRefused(RenderRefused):

@@ -1,4 +1,4 @@
-"""Job-page actions for Kubernetes servers: Scale, Try it (streamed), Load test and its report."""
+"""Job-page actions for servers: Scale, Try it (streamed), Load test and its report (jobs/servers.py)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -8,8 +8,7 @@ from django.views.decorators.http import require_POST
 
 from clusters.backends import BackendError
 from courses import access
-
-from . import endpoints
+from jobs import servers
 
 
 def _int(value, default: int) -> int:
@@ -24,8 +23,8 @@ def _int(value, default: int) -> int:
 def scale(request, job_id):
     job = access.get_job(request.user, job_id)
     try:
-        messages.success(request, endpoints.scale(request.user, job, _int(request.POST.get("replicas"), -1)))
-    except (endpoints.ActionRefused, BackendError) as exc:
+        messages.success(request, servers.scale(request.user, job, _int(request.POST.get("replicas"), -1)))
+    except (servers.ActionRefused, BackendError) as exc:
         messages.error(request, f"Not scaled: {exc}")
     return redirect(job)
 
@@ -36,9 +35,9 @@ def try_it(request, job_id):
     """Stream the server's answer as plain text; the page appends it as it arrives."""
     job = access.get_job(request.user, job_id)
     try:
-        pieces = endpoints.try_it(job, request.POST.get("prompt", ""))
+        pieces = servers.try_it(job, request.POST.get("prompt", ""))
         first = next(pieces, "")
-    except (endpoints.ActionRefused, BackendError) as exc:
+    except (servers.ActionRefused, BackendError) as exc:
         return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
 
     def answer():
@@ -59,14 +58,14 @@ def try_it(request, job_id):
 def load_test(request, job_id):
     job = access.get_job(request.user, job_id)
     try:
-        name = endpoints.start_load_test(
+        name = servers.start_load_test(
             request.user,
             job,
             prompts=_int(request.POST.get("prompts"), 64),
             concurrency=_int(request.POST.get("concurrency"), 8),
             output_len=_int(request.POST.get("output_len"), 64),
         )
-    except endpoints.ActionRefused as exc:
+    except servers.ActionRefused as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Load test {name} started; its report appears below when it finishes.")
@@ -78,7 +77,7 @@ def load_test_report(request, job_id):
     job = access.get_job(request.user, job_id)
     error = ""
     try:
-        report = endpoints.load_test_report(job)
+        report = servers.load_test_report(job)
     except BackendError as exc:
         report, error = None, str(exc)
     return render(request, "jobs/_load_test.html", {"job": job, "report": report, "error": error})

@@ -1,0 +1,57 @@
+"""What a student does with a running server from its job page, whatever its cluster's kind: scale it, send it a
+prompt, load-test it. The kind checks and performs each action (Kind.plan_scale, scale, try_it, start_load_test);
+this module holds what the portal owes around it: the course quota for a new size, the job's script and GPU count,
+and the events on the job's timeline.
+
+Every function takes a job the caller already got through courses.access; nothing here looks jobs up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from django.db import transaction
+from django.utils import timezone
+
+from clusters import kinds
+from clusters.backends.kind import ActionRefused
+from core.choices import EventKind
+
+from .launch import QuotaExceeded, check_quota
+from .models import Job
+from .states import record
+
+__all__ = ["ActionRefused", "load_test_report", "scale", "start_load_test", "try_it"]
+
+
+def _kind(job: Job):
+    return kinds.kind_of(job.cluster.kind)
+
+
+def scale(user, job: Job, replicas: int) -> str:
+    """Resize the server within the course quota (its other jobs counted, this one at its new size)."""
+    kind = _kind(job)
+    plan = kind.plan_scale(job, replicas)
+    with transaction.atomic():
+        try:
+            check_quota(job.owner, job.course, plan.gpus, replacing=job)
+        except QuotaExceeded as exc:
+            raise ActionRefused(str(exc)) from None
+        message = kind.scale(job, replicas)
+        Job.objects.filter(pk=job.pk).update(gpus=plan.gpus, script=plan.script, updated_at=timezone.now())
+        record(job, EventKind.NOTE, message, actor=user)
+    return message
+
+
+def try_it(job: Job, prompt: str) -> Iterator[str]:
+    return _kind(job).try_it(job, prompt)
+
+
+def start_load_test(user, job: Job, *, prompts: int = 64, concurrency: int = 8, output_len: int = 64) -> str:
+    name = _kind(job).start_load_test(job, prompts=prompts, concurrency=concurrency, output_len=output_len)
+    record(job, EventKind.NOTE, f"Load test {name} started ({prompts} prompts, {concurrency} at once).", actor=user)
+    return name
+
+
+def load_test_report(job: Job):
+    return _kind(job).load_test_report(job)
