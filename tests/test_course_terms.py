@@ -241,6 +241,20 @@ def test_students_with_unfinished_jobs_are_warned_once_with_the_time(alice, bob,
     assert message.to == ["alice@example.edu"] and terms.when(course.term_ends_at) in message.body
 
 
+def test_course_page_tells_instructors_a_week_before_the_end(login, instructor, course):
+    now = timezone.now()
+    set_term(course, now - 60 * DAY, now + 6 * DAY)
+    page = login(instructor).get(reverse("courses:jobs", args=[course.slug])).content.decode()
+    assert "The term ends in 5" in page and "Copy to a new term" in page
+
+
+def test_catalog_warns_students_a_day_before_the_end(login, alice, course, cluster, sleep_template):
+    now = timezone.now()
+    set_term(course, now - 60 * DAY, now + 5 * HOUR)
+    page = login(alice).get(reverse("jobs:catalog")).content.decode()
+    assert "Running jobs are stopped then" in page and terms.when(course.term_ends_at) in page
+
+
 def test_unfinished_jobs_page_warns_of_the_end_within_a_day_and_not_before(login, alice, course, make_job):
     job = make_job(alice)
     client = login(alice)
