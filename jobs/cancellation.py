@@ -20,6 +20,7 @@ from . import enqueue
 from .models import Job
 from .polling import apply_status
 from .states import record, transition
+from .submission import CANCELLED_BEFORE
 
 CANCELLING = "Cancelling: the cluster will stop the job in a moment."
 DEFAULT_WHY = "Cancel requested."
@@ -37,7 +38,7 @@ def request_cancel(user, job: Job, *, why: str = DEFAULT_WHY) -> str:
     if job.state == JobState.QUEUED and transition(
         job, JobState.CANCELLED, actor=user, message=before if why == DEFAULT_WHY else f"{why} {before}"
     ):
-        return "Cancelled before it reached the cluster."
+        return CANCELLED_BEFORE
     with transaction.atomic():
         if not Job.objects.select_for_update(skip_locked=True).filter(pk=job.pk).exists():
             # A worker holds the row while its sbatch runs: the worker records the request once that is done

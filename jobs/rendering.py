@@ -76,10 +76,7 @@ def placeholder_problems(body: str, schema: list[Param] | None = None) -> list[s
         m for m in PLACEHOLDER.finditer(body) if m.group(1) not in names and m.group(1) not in BUILTIN_PLACEHOLDERS
     ]
     if schema is not None and unknown:
-        return [
-            f"Line {body.count(chr(10), 0, m.start()) + 1}: {{{{ {m.group(1)} }}}} is not a parameter of this template."
-            for m in unknown
-        ]
+        return [f"Line {body.count(chr(10), 0, m.start()) + 1}: {not_a_parameter(m.group(1))}" for m in unknown]
     dash_prone = {m.group(1): False for m in unknown}  # checked for context only; rendering refuses them
     dash_prone.update({name: _dash_prone(p) for name, p in names.items()})
     dash_prone.update(dict.fromkeys(BUILTIN_PLACEHOLDERS, False))
@@ -121,7 +118,7 @@ def render_body(body: str, schema: list[Param], values: Mapping[str, Any], ctx: 
         if name == "job_id" and not flag:
             return shlex.quote(ctx.job_id)
         if name not in params:
-            raise RenderError(f"{{{{ {name} }}}} is not a parameter of this template.")
+            raise RenderError(not_a_parameter(name))
         param = params[name]
         if flag:
             if param.type != "bool":
@@ -130,11 +127,22 @@ def render_body(body: str, schema: list[Param], values: Mapping[str, Any], ctx: 
         return shlex.quote(_value_text(param, values[name]))
 
     rendered = PLACEHOLDER.sub(substitute, body)
-    leftover = rendered.find("{{")
-    if leftover != -1:
-        line_no = rendered.count("\n", 0, leftover) + 1
-        raise RenderError(f"Line {line_no}: “{{{{” does not start a placeholder the portal knows.")
+    stray = stray_braces(rendered)
+    if stray:
+        raise RenderError(stray)
     return rendered
+
+
+def not_a_parameter(name: str) -> str:
+    return f"{{{{ {name} }}}} is not a parameter of this template."
+
+
+def stray_braces(text: str) -> str | None:
+    """What to say of a "{{" left once every placeholder is replaced (scripts and Kubernetes YAML alike)."""
+    at = text.find("{{")
+    if at == -1:
+        return None
+    return f"Line {text.count(chr(10), 0, at) + 1}: “{{{{” does not start a placeholder the portal knows."
 
 
 def sbatch_header(values: Mapping[str, Any], ctx: RenderContext) -> list[str]:

@@ -22,7 +22,7 @@ import kubernetes_validate
 import yaml
 
 from jobs.params import Param
-from jobs.rendering import PLACEHOLDER
+from jobs.rendering import PLACEHOLDER, not_a_parameter, stray_braces
 
 KUBERNETES_VERSION = "1.34.0"
 MANAGED_BY = "gpulab-portal"
@@ -93,16 +93,16 @@ def render_manifests(body: str, schema: list[Param], values: Mapping[str, Any], 
         elif name in params:
             value = values[name]
         else:
-            raise ManifestError(f"{{{{ {name} }}}} is not a parameter of this template.")
+            raise ManifestError(not_a_parameter(name))
         # As in YAML itself: "{{ n }}" (quoted) is text, {{ n }} (bare) keeps the value's type.
         before, after = match.string[match.start() - 1 : match.start()], match.string[match.end() : match.end() + 1]
         slots.append(_as_text(value) if before in {'"', "'"} and before == after else value)
         return f"__gpulab_{len(slots) - 1}__"
 
     text = PLACEHOLDER.sub(to_token, body)
-    if "{{" in text:
-        line = text.count("\n", 0, text.find("{{")) + 1
-        raise ManifestError(f"Line {line}: “{{{{” does not start a placeholder the portal knows.")
+    stray = stray_braces(text)
+    if stray:
+        raise ManifestError(stray)
     try:
         documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as exc:
