@@ -78,6 +78,7 @@ def test_imported_student_follows_the_invitation_sets_a_password_and_launches(
     assert Invitation.objects.get(user__username="zoe").sent_at is not None
     page.goto(live_server.url + urlsplit(link).path)  # the same link again
     expect(page.locator("#link-invalid")).to_be_visible()
+    page.screenshot(path=f"{SHOTS}/gpulab-set-password-used-1280.png", full_page=True)
     assert Enrollment.objects.get(user__username="zoe").user.last_login is not None
 
 
