@@ -177,6 +177,8 @@ def test_course_page_of_ended_course_stays_readable_with_its_jobs(login, instruc
     set_term(course, now - DAY, now - HOUR)
     page = login(instructor).get(reverse("courses:jobs", args=[course.slug])).content.decode()
     assert job.short_id in page and "read-only" in page and "Copy to a new term" in page
+    dashboard = login(instructor).get(reverse("telemetry:dashboard", args=[course.slug])).content.decode()
+    assert "read-only" in dashboard and terms.when(course.term_ends_at) in dashboard
     assert login(alice).get(job.get_absolute_url()).status_code == 200
 
 
