@@ -11,6 +11,7 @@ from rest_framework.routers import DefaultRouter
 from rest_framework.throttling import AnonRateThrottle
 
 from jobs.api import ClusterViewSet, JobViewSet, TemplateViewSet
+from signon.views import DIRECTORY_DOWN
 
 from .api_limits import BoundedFormParser, BoundedJSONParser
 from .login_throttle import lockout_message
@@ -26,7 +27,8 @@ class TokenView(ObtainAuthToken):
     """POST username and password; returns {"token": …} for `Authorization: Token …`.
 
     Failed tries count towards the same lockout as the login page (django-axes): a locked username or address
-    gets 429 with the time left, whatever the password.
+    gets 429 with the time left, whatever the password. With LDAP sign-in each request is a bind to the campus
+    directory; when it cannot be reached the answer is 503, not a wrong password.
     """
 
     throttle_classes = [TokenThrottle]
@@ -37,6 +39,8 @@ class TokenView(ObtainAuthToken):
         try:
             return super().post(request, *args, **kwargs)
         except ValidationError:
+            if getattr(request, "campus_directory_down", False):
+                return Response({"detail": DIRECTORY_DOWN}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
             if not getattr(request, "axes_locked_out", False):
                 raise
         username = str(request.data.get("username", ""))

@@ -9,9 +9,10 @@ course memberships (groups named by courses) and cluster username (LDAP_CLUSTER_
 
 from __future__ import annotations
 
+import ldap
 from django.conf import settings
 from django.dispatch import receiver
-from django_auth_ldap.backend import LDAPBackend, populate_user
+from django_auth_ldap.backend import LDAPBackend, ldap_error, populate_user
 
 from clusters.choices import IdentitySource
 
@@ -38,6 +39,13 @@ class CampusLDAPBackend(LDAPBackend):
         if user is not None:
             sync_after_save(user)
         return user
+
+
+@receiver(ldap_error, sender=CampusLDAPBackend)
+def directory_trouble(sender, context, user, request=None, exception=None, **kwargs):
+    """A directory that cannot be reached is said so on the login page and at /api/v1/token/, not a wrong password."""
+    if request is not None and isinstance(exception, ldap.SERVER_DOWN | ldap.TIMEOUT | ldap.TIMELIMIT_EXCEEDED):
+        request.campus_directory_down = True
 
 
 @receiver(populate_user, sender=CampusLDAPBackend)

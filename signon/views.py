@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 
+DIRECTORY_DOWN = "The campus directory did not answer, so your password could not be checked. Try again in a minute."
+
 
 def sign_in_context() -> dict:
     ldap, local = settings.SIGNON_LDAP, settings.SIGNON_LOCAL_PASSWORDS
@@ -19,4 +21,7 @@ def sign_in_context() -> dict:
 
 class LoginView(auth_views.LoginView):
     def get_context_data(self, **kwargs):
-        return {**super().get_context_data(**kwargs), **sign_in_context()}
+        context = {**super().get_context_data(**kwargs), **sign_in_context()}
+        if getattr(self.request, "campus_directory_down", False):  # set by signon.ldap.directory_trouble
+            context["directory_down"] = DIRECTORY_DOWN
+        return context

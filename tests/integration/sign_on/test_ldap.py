@@ -118,3 +118,15 @@ def test_local_passwords_off_refuses_portal_passwords_but_not_the_directory(ldap
 def test_local_passwords_still_work_beside_the_directory(ldap_on, make_user):
     make_user("visitor")
     assert signed_in(log_in("visitor", PASSWORD))
+
+
+@pytest.mark.django_db
+def test_an_unreachable_directory_is_said_so_not_called_a_wrong_password(ldap_on):
+    ldap_on.stop()
+    client = Client()
+    page = client.post("/login/", {"username": "lena", "password": PEOPLE_PASSWORD})
+    assert not signed_in(client)
+    assert "The campus directory did not answer" in page.content.decode()
+    token = APIClient().post("/api/v1/token/", {"username": "lena", "password": PEOPLE_PASSWORD}, format="json")
+    assert token.status_code == 503
+    assert "did not answer" in token.json()["detail"]
