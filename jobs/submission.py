@@ -53,6 +53,12 @@ def retry_delay(attempts: int) -> float:
     return settings.GPULAB_SUBMIT_RETRY_DELAY * 2 ** max(attempts - 1, 0)
 
 
+def next_retry_delay(job_id) -> float:
+    """How long the submit task waits after a transient failure: longer with each attempt the row has counted."""
+    attempts = Job.objects.filter(pk=job_id).values_list("submit_attempts", flat=True).first() or 1
+    return retry_delay(attempts)
+
+
 def busy_delay(retries: int) -> float:
     """Short: a lock is held for one sbatch or one cancel request, not for minutes."""
     return min(0.5 * 2**retries, 5.0)

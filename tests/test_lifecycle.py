@@ -234,3 +234,14 @@ def test_a_log_offset_past_the_end_answers_the_size_and_no_data(fake_backend, ma
     for offset in ["٢", " 2", "1_0", "-1", ""]:
         response = client.get(f"/api/v1/jobs/{job.pk}/log/?offset={offset}")
         assert response.status_code == 400 and "digits 0-9" in response.json()["offset"][0], offset
+
+
+def test_a_transient_submit_failure_waits_longer_with_each_attempt(make_job, alice, settings):
+    settings.GPULAB_SUBMIT_RETRY_DELAY = 2
+    job = make_job(alice)
+    delays = []
+    for attempts in (1, 2, 3):
+        Job.objects.filter(pk=job.pk).update(submit_attempts=attempts)
+        delays.append(submission.next_retry_delay(job.pk))
+    assert delays == [2, 4, 8]
+    assert submission.next_retry_delay(uuid.uuid4()) == 2  # a row gone meanwhile: the first delay

@@ -24,8 +24,7 @@ logger = logging.getLogger(__name__)
 def submit_job(self, job_id: str) -> str:
     outcome = submission.submit(job_id)
     if outcome is submission.Outcome.RETRY:
-        attempts = submission.Job.objects.filter(pk=job_id).values_list("submit_attempts", flat=True).first() or 1
-        raise self.retry(countdown=submission.retry_delay(attempts))
+        raise self.retry(countdown=submission.next_retry_delay(job_id))
     if outcome is submission.Outcome.BUSY:
         raise self.retry(countdown=submission.busy_delay(self.request.retries))
     return outcome.value
