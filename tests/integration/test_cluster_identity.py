@@ -166,3 +166,34 @@ def test_a_portal_generated_key_logs_in_once_installed_and_runs_jobs(
         assert owner == user and "with-my-key" in read_whole_log(api_for, alice, job)
     finally:
         authorized.write_text(before)
+
+
+@pytest.mark.parametrize("mode", [RunAs.SUDO, RunAs.REST_USER])
+def test_a_student_cancels_their_job_running_as_their_own_user(
+    worker, api_for, alice, bob, cluster, sleep_template, students, job_state, services, mode
+):
+    from clusters.backends import tokens
+    from tests.integration.jobs_api import launch
+
+    if mode == RunAs.REST_USER:
+        token = Path(services["GPULAB_SLURMREST_TOKEN_FILE"]).read_text().strip()
+        Cluster.objects.filter(pk=cluster.pk).update(kind="slurm-rest", api_url=services["GPULAB_SLURMREST_URL"])
+        cluster.refresh_from_db()
+        account = cluster.service_account()
+        account.set_api_token(token, tokens.expires_at(token))
+        account.save()
+    with_identities(cluster, mode, alice, bob, students)
+    job = job_state(launch(api_for, alice, seconds=300), "running")
+    owner = subprocess.run(
+        ["squeue", "--noheader", f"--jobs={job.scheduler_id}", "--format=%u"], capture_output=True, text=True
+    ).stdout.strip()
+    assert owner == students[0]
+    assert api_for(bob).post(f"/api/v1/jobs/{job.pk}/cancel/").status_code == 404
+    assert api_for(alice).post(f"/api/v1/jobs/{job.pk}/cancel/").status_code == 202
+    job_state(job, "cancelled", timeout=60)
+    state = subprocess.run(
+        ["squeue", "--states=all", "--noheader", f"--jobs={job.scheduler_id}", "--format=%T"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    assert state in {"CANCELLED", "COMPLETING"}
