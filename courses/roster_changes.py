@@ -18,6 +18,8 @@ class LastInstructor(Exception):
 
 
 def _actor_name(actor) -> str:
+    if isinstance(actor, str):  # a process, not a person: e.g. "campus group sync"
+        return actor
     return actor.get_username() if actor is not None else "roster import"
 
 
@@ -26,7 +28,7 @@ def _record(course: Course, user, action: str, actor, old_role: str = "", new_ro
         course=course,
         person=user,
         person_username=user.get_username(),
-        actor=actor,
+        actor=None if isinstance(actor, str) else actor,
         actor_username=_actor_name(actor),
         action=action,
         old_role=old_role,

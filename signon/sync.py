@@ -3,21 +3,28 @@
 `sync_memberships(user, source, groups)` is the one place that applies a person's current groups to every course
 that names a group of that source: members are enrolled with the group's role (the highest when several groups of
 one course match), people who left every such group are unenrolled — but only from enrollments group sync made,
-never from ones an instructor or the roster import made. Each change is a `GroupSyncChange` row.
+never from ones an instructor or the roster import made, and never a course's last instructor. Changes go through
+the roster service (`courses/roster_changes.py`, listed on the roster page as made by "campus group sync") and are
+also kept as `GroupSyncChange` rows with the groups and how the sync ran (sign-in or command).
 """
 
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Iterable
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from courses.models import Enrollment, Role
+from courses import roster_changes
+from courses.models import Course, Enrollment, Role
 
 from .models import CourseGroup, GroupEnrollment, GroupSyncChange, Source, SyncAction
+
+log = logging.getLogger(__name__)
+ACTOR = "campus group sync"  # who the roster page's changes list says made them
 
 # "sign-in" unless the sync_course_groups command is running the sync.
 current_via: contextvars.ContextVar[str] = contextvars.ContextVar("signon_sync_via", default="sign-in")
@@ -52,6 +59,7 @@ def sync_memberships(user, source: Source | str, groups: Iterable[str]) -> list[
     with transaction.atomic():
         # One sync per person at a time: two sign-ins at once must not enroll twice.
         get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        courses = Course.objects.in_bulk(linked)
         enrollments = {e.course_id: e for e in Enrollment.objects.filter(user=user, course_id__in=linked)}
         made_by_sync = set(
             GroupEnrollment.objects.filter(user=user, course_id__in=linked, source=source).values_list(
@@ -74,19 +82,23 @@ def sync_memberships(user, source: Source | str, groups: Iterable[str]) -> list[
             changes.append(change)
 
         for course_id in sorted(linked):
-            role, enrollment = roles.get(course_id), enrollments.get(course_id)
-            if role and enrollment is None:
-                Enrollment.objects.create(course_id=course_id, user=user, role=role)
-                GroupEnrollment.objects.get_or_create(course_id=course_id, user=user, defaults={"source": source})
-                audit(course_id, SyncAction.ENROLLED, new=role)
-            elif role and course_id in made_by_sync and enrollment.role != role:
-                audit(course_id, SyncAction.ROLE_CHANGED, old=enrollment.role, new=role)
-                enrollment.role = role
-                enrollment.save(update_fields=["role"])
-            elif role is None and course_id in made_by_sync:
-                GroupEnrollment.objects.filter(course_id=course_id, user=user).delete()
-                if enrollment is not None:
-                    enrollment.delete()
-                    audit(course_id, SyncAction.REMOVED, old=enrollment.role)
+            course, role, enrollment = courses[course_id], roles.get(course_id), enrollments.get(course_id)
+            try:
+                # Through the roster service, so the roster page's changes list these too.
+                if role and enrollment is None:
+                    roster_changes.enroll(course, user, role, actor=ACTOR)
+                    GroupEnrollment.objects.get_or_create(course=course, user=user, defaults={"source": source})
+                    audit(course_id, SyncAction.ENROLLED, new=role)
+                elif role and course_id in made_by_sync and enrollment.role != role:
+                    old_role = enrollment.role
+                    roster_changes.set_role(course, enrollment, role, actor=ACTOR)
+                    audit(course_id, SyncAction.ROLE_CHANGED, old=old_role, new=role)
+                elif role is None and course_id in made_by_sync:
+                    if enrollment is not None:
+                        roster_changes.remove(course, enrollment, actor=ACTOR)
+                        audit(course_id, SyncAction.REMOVED, old=enrollment.role)
+                    GroupEnrollment.objects.filter(course=course, user=user).delete()
+            except roster_changes.LastInstructor as exc:  # the course keeps its last instructor, group or not
+                log.warning("campus group sync left %s in %s: %s", user.get_username(), course.slug, exc)
         GroupSyncChange.objects.bulk_create(changes)
     return changes

@@ -40,7 +40,8 @@ class Command(BaseCommand):
         courses = links.values("course")
         User = get_user_model()
         # People group sync enrolled before: those who left every group must be looked at too.
-        previously = User.objects.filter(pk__in=GroupEnrollment.objects.filter(source=Source.LDAP, course__in=courses))
+        made = GroupEnrollment.objects.filter(source=Source.LDAP, course__in=courses)
+        previously = User.objects.filter(pk__in=made.values("user"))
         usernames |= set(previously.values_list("username", flat=True))
         token = current_via.set("command")
         changes = []

@@ -11,7 +11,7 @@ from django.test import Client
 from courses.models import Enrollment, Role
 from courses.roster import import_roster
 from signon.models import CourseGroup, GroupSyncChange, Source, SyncAction
-from tests.sign_on import BASE_DN, PEOPLE_PASSWORD, account
+from tests.sign_on import BASE_DN, PEOPLE_PASSWORD, SERVICE_DN, account
 
 from .conftest import CampusBrowser
 
@@ -25,6 +25,7 @@ def role_of(course, username: str) -> str | None:
 
 def leave_group(directory, group: str, *remaining: str) -> None:
     members = "".join(f"member: uid={uid},ou=people,{BASE_DN}\n" for uid in remaining)
+    members = members or f"member: {SERVICE_DN}\n"  # groupOfNames must have a member: one that is nobody
     directory.modify(f"dn: cn={group},ou=groups,{BASE_DN}\nchangetype: modify\nreplace: member\n{members}")
 
 
@@ -84,7 +85,7 @@ def test_command_refuses_a_course_without_ldap_groups(ldap_on, course):
         call_command("sync_course_groups", course=course.slug)
 
 
-def test_oidc_group_claim_enrolls_and_a_later_sign_in_without_it_removes(oidc_on, course):
+def test_oidc_group_claim_enrolls_and_a_later_sign_in_without_it_removes(oidc_on, course, instructor):
     CourseGroup.objects.create(course=course, source=Source.OIDC, group="hpc-students", role=Role.STUDENT)
     CourseGroup.objects.create(course=course, source=Source.OIDC, group="hpc-staff", role=Role.INSTRUCTOR)
     oidc_on.set_accounts({"lena": account("lena", "lena@campus.example", groups=["hpc-students", "hpc-staff"])})
@@ -121,3 +122,24 @@ def test_oidc_claim_becomes_the_cluster_username_and_a_bad_one_is_not_kept(oidc_
     CampusBrowser(oidc_on).sign_in("sam")
     assert cluster_username(User.objects.get(username="lena")) == "lena42"
     assert cluster_username(User.objects.get(username="sam")) == ""  # root is refused; the sign-in still worked
+
+
+def test_group_sync_changes_are_on_the_roster_as_made_by_campus_group_sync(ldap_on, linked):
+    from courses.models import RosterChange
+
+    Client().post("/login/", {"username": "lena", "password": PEOPLE_PASSWORD})
+    leave_group(ldap_on, "hpc-students", "omar")
+    call_command("sync_course_groups")
+    rows = list(
+        RosterChange.objects.filter(person_username="lena").order_by("pk").values_list("action", "actor_username")
+    )
+    assert rows == [("enrolled", "campus group sync"), ("removed", "campus group sync")]
+
+
+def test_group_sync_never_removes_the_last_instructor(ldap_on, linked):
+    Client().post("/login/", {"username": "tara", "password": PEOPLE_PASSWORD})  # hpc-tas: instructor
+    assert role_of(linked, "tara") == Role.INSTRUCTOR
+    leave_group(ldap_on, "hpc-tas")
+    call_command("sync_course_groups")
+    assert role_of(linked, "tara") == Role.INSTRUCTOR  # the course would have no instructor left
+    assert not GroupSyncChange.objects.filter(username="tara", action=SyncAction.REMOVED).exists()
