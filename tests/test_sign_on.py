@@ -130,3 +130,14 @@ def test_group_sync_audit_is_read_only_even_for_admins(client, admin_user, alice
     client.post(f"/admin/signon/groupsyncchange/{change.pk}/change/", {"username": "mallory"})
     assert GroupSyncChange.objects.get(pk=change.pk).username == "alice"
     assert client.post(f"/admin/signon/groupsyncchange/{change.pk}/delete/", {"post": "yes"}).status_code == 403
+
+
+@pytest.mark.django_db
+def test_roster_page_tells_instructors_which_campus_groups_it_follows(client, instructor, course):
+    from signon.models import CourseGroup
+
+    client.force_login(instructor)
+    assert "campus-groups" not in client.get(f"/courses/{course.slug}/roster/").content.decode()
+    CourseGroup.objects.create(course=course, source="ldap", group="hpc-students", role="student")
+    page = client.get(f"/courses/{course.slug}/roster/").content.decode()
+    assert "This roster follows campus groups" in page and "hpc-students" in page

@@ -70,3 +70,20 @@ def test_login_page_on_a_phone_puts_the_campus_button_first(chromium, live_serve
     expect(page.locator(".flash")).to_contain_text("Signing in through the campus did not work")
     expect(page.locator("#campus-sign-in")).to_be_visible()
     page.screenshot(path=f"{SHOTS}/sso-login-failed-390.png", full_page=True)
+
+
+def test_roster_page_names_the_campus_groups_on_a_laptop_and_a_phone(chromium, live_server, instructor, course):
+    from tests.conftest import PASSWORD
+
+    CourseGroup.objects.create(course=course, source=Source.LDAP, group="hpc-students")
+    CourseGroup.objects.create(course=course, source=Source.OIDC, group="hpc-staff", role="ta")
+    for width, height in ((1280, 800), (390, 844)):
+        page = chromium.new_context(viewport={"width": width, "height": height}).new_page()
+        page.goto(f"{portal_url(live_server)}/login/")
+        page.fill("#id_username", instructor.username)
+        page.fill("#id_password", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(lambda url: "/login/" not in url, timeout=15_000)
+        page.goto(f"{portal_url(live_server)}/courses/{course.slug}/roster/")
+        expect(page.locator("#campus-groups")).to_contain_text("hpc-students")
+        page.screenshot(path=f"{SHOTS}/sso-roster-groups-{width}.png", full_page=True)
