@@ -8,6 +8,7 @@
       gpulab:
         lab_dir: ~/gpulab
         preamble: "module load cuda"
+        run_as: sudo          # whose identity jobs have: service (default), sudo, rest-user, own-account
         courses: [hpc-2026]
         service_account: {username: gpulab, private_key_file: /run/secrets/campus_key}
 
@@ -36,7 +37,8 @@ from django.db import transaction
 
 from courses.models import Course
 
-from . import services
+from . import kinds, services
+from .choices import RunAs
 from .models import AuthMethod, Cluster, ClusterAccount, ClusterKind
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")
@@ -164,6 +166,10 @@ def parse_file(path: Path) -> dict:
     token = _read_token(account, f"{where} service_account")
     if account and not account.get("username"):
         raise ClusterFileError(f"{where}: service_account.username is required.")
+    run_as = str(extra.get("run_as", RunAs.SERVICE))
+    if run_as not in kinds.backend_class(kind).run_as_modes:
+        offered = ", ".join(kinds.backend_class(kind).run_as_modes)
+        raise ClusterFileError(f"{where}: gpulab.run_as must be one of {offered} for a {kind} cluster.")
     courses = extra.get("courses", [])
     if not isinstance(courses, list):
         raise ClusterFileError(f"{where}: gpulab.courses must be a list of course slugs.")
@@ -179,6 +185,7 @@ def parse_file(path: Path) -> dict:
             "has_accounting": bool(job.get("has_accounting", False)),
             "lab_dir": str(extra.get("lab_dir", "~/gpulab")),
             "preamble": str(extra.get("preamble", "")),
+            "run_as": run_as,
             **({"api_url": rest_url} if kind == ClusterKind.SLURM_REST else {}),
         },
         "host_key": _host_key(login, where),

@@ -91,3 +91,17 @@ def test_a_rest_cluster_without_its_url_or_with_an_inline_token_is_refused(tmp_p
     err = capsys.readouterr().err
     assert "a.yml: job.rest_url" in err and "b.yml service_account: `api_token` is inline" in err
     assert not Cluster.objects.exists()
+
+
+def test_run_as_is_read_and_only_the_kinds_modes_are_taken(tmp_path, course, monkeypatch):
+    from clusters.clusters_d import ClusterFileError, parse_file
+
+    monkeypatch.setenv("CAMPUS_PASSWORD", "x")
+    path = tmp_path / "campus.yml"
+    path.write_text(GOOD.replace("lab_dir: ~/lab", "lab_dir: ~/lab\n    run_as: sudo"))
+    assert parse_file(path)["fields"]["run_as"] == "sudo"
+    path.write_text(GOOD.replace("lab_dir: ~/lab", "lab_dir: ~/lab\n    run_as: rest-user"))
+    with pytest.raises(ClusterFileError, match="run_as must be one of service, sudo, own-account"):
+        parse_file(path)
+    path.write_text(GOOD)
+    assert parse_file(path)["fields"]["run_as"] == "service"

@@ -22,7 +22,7 @@ def test_student_gets_a_generated_key_and_copies_its_public_half(live_server, br
     page.goto(f"{live_server.url}/profile/")
     expect(page.locator("#cluster-username")).to_have_text("alice01")
     page.fill("#id_username", "alicehpc")
-    page.click("text=Make a key for it")
+    page.click("button:has-text('Register')")
     account = ClusterAccount.objects.get(user=alice)
     expect(page.locator("[data-copy-source]")).to_have_text(account.public_key)
     expect(page.locator("body")).not_to_contain_text("PRIVATE KEY")
