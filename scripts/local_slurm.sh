@@ -2,9 +2,11 @@
 # A single-node SLURM cluster on this machine, reached through its own sshd on 127.0.0.1.
 # Shared by `make demo` and `make test`; run as root.
 #
-#   scripts/local_slurm.sh install   apt packages (munge, slurm-wlm, slurmrestd + JWT, openssh-server, sysstat)
-#   scripts/local_slurm.sh start     write configs, create the lab users and keys, start munged/slurmctld/slurmd/sshd
-#                                    and slurmrestd (JWT) on 127.0.0.1:$GPULAB_SLURMREST_PORT
+#   scripts/local_slurm.sh install   apt packages (munge, slurm-wlm, slurmrestd + JWT, slurmdbd + MariaDB,
+#                                    openssh-server, sysstat)
+#   scripts/local_slurm.sh start     write configs, create the lab users and keys, start munged, MariaDB (its own
+#                                    datadir, 127.0.0.1:$GPULAB_MARIADB_PORT), slurmdbd, slurmctld, slurmd, sshd and
+#                                    slurmrestd (JWT) on 127.0.0.1:$GPULAB_SLURMREST_PORT; register the accounts
 #   scripts/local_slurm.sh students  only the two students' own UNIX users and the service account's sudo rule
 #                                    (part of `start`)
 #   scripts/local_slurm.sh stop      stop the daemons (configs and keys stay)
@@ -22,8 +24,10 @@ ADVERTISE_HOST=${GPULAB_ADVERTISE_HOST:-127.0.0.1}
 SLURMCTLD_PORT=${GPULAB_SLURMCTLD_PORT:-6817}
 SLURMD_PORT=${GPULAB_SLURMD_PORT:-6818}
 SLURMREST_PORT=${GPULAB_SLURMREST_PORT:-6820}
-# slurmrestd's API plugins: without slurmdbd only the openapi/v0.0.3x ones load (the dbv ones are fatal).
-SLURMREST_PLUGINS=${GPULAB_SLURMREST_PLUGINS:-openapi/v0.0.36,openapi/v0.0.37,openapi/v0.0.38}
+SLURMDBD_PORT=${GPULAB_SLURMDBD_PORT:-6819}
+MARIADB_PORT=${GPULAB_MARIADB_PORT:-3307}
+# slurmrestd's API plugins: the dbv ones (sacct's figures over REST) load only with slurmdbd running, as here.
+SLURMREST_PLUGINS=${GPULAB_SLURMREST_PLUGINS:-openapi/v0.0.36,openapi/v0.0.37,openapi/v0.0.38,openapi/dbv0.0.38}
 SERVICE_USER=${GPULAB_SERVICE_USER:-labsvc}    # the cluster's service account
 PERSONAL_USER=${GPULAB_PERSONAL_USER:-labstudent}  # a student's own cluster account
 PERSONAL_PASSWORD=${GPULAB_PERSONAL_PASSWORD:-labstudent-pass}
@@ -37,19 +41,22 @@ SLURM_ETC=/etc/slurm
 HERE=$(cd "$(dirname "$0")" && pwd)
 JWT_KEY=$LOCAL_DIR/slurmctld/jwt_hs256.key
 SLURMREST_DIR=$LOCAL_DIR/slurmrest
+MARIADB_DIR=$LOCAL_DIR/mariadb
+ACCOUNT=${GPULAB_SLURM_ACCOUNT:-gpulab}  # the accounting account every lab user's jobs are charged to
 
 log() { printf '[local-slurm] %s\n' "$*"; }
 
 install_packages() {
   if command -v slurmctld >/dev/null && command -v munged >/dev/null && command -v sshd >/dev/null &&
     command -v iostat >/dev/null && command -v slurmrestd >/dev/null && command -v sudo >/dev/null &&
-    has_jwt_plugin; then
+    command -v slurmdbd >/dev/null && command -v mariadbd >/dev/null && has_jwt_plugin && has_mysql_plugin; then
     return
   fi
-  log "installing munge, slurm-wlm, slurmrestd (JWT) and openssh-server"
+  log "installing munge, slurm-wlm, slurmrestd (JWT), slurmdbd with MariaDB and openssh-server"
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    munge slurm-wlm slurmrestd slurm-wlm-jwt-plugin openssh-server openssh-client procps sysstat sudo
+    munge slurm-wlm slurmrestd slurm-wlm-jwt-plugin slurmdbd mariadb-server slurm-wlm-mysql-plugin \
+    openssh-server openssh-client procps sysstat sudo
 }
 
 # The students' own users, and the sudo rule docs/cluster-identity.md gives: the service account may run only the
@@ -78,6 +85,7 @@ EOF
 }
 
 has_jwt_plugin() { ls /usr/lib/*/slurm-wlm/auth_jwt.so >/dev/null 2>&1; }
+has_mysql_plugin() { ls /usr/lib/*/slurm-wlm/accounting_storage_mysql.so >/dev/null 2>&1; }
 
 ensure_user() {
   local user=$1
@@ -121,8 +129,13 @@ SlurmctldLogFile=$LOCAL_DIR/log/slurmctld.log
 SlurmdLogFile=$LOCAL_DIR/log/slurmd.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=5
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=$SLURMDBD_PORT
+AccountingStorageTRES=gres/gpu
+AccountingStoreFlags=job_comment
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
@@ -195,29 +208,113 @@ GPULAB_SLURMREST_TOKEN_USER=root
 GPULAB_SLURMREST_USER=$REST_USER
 GPULAB_SLURMREST_JWT_KEY=$JWT_KEY
 GPULAB_STUDENT_USERS="$STUDENT_USERS"
+GPULAB_SLURM_ACCOUNTING=1
 EOF
 }
 
-# slurmctld reads AuthAltTypes only at start: a controller started before the JWT lines were written is restarted
-# once (jobs survive in StateSaveLocation; clients retry for MessageTimeout), and never again after that.
-restart_slurmctld_without_jwt() {
+# SLURM accounting: MariaDB on its own datadir and a loopback port (no systemd, no /etc/mysql), slurmdbd in front.
+start_mariadb() {
+  mkdir -p "$MARIADB_DIR"
+  chown mysql:mysql "$MARIADB_DIR" && chmod 750 "$MARIADB_DIR"
+  if [ ! -d "$MARIADB_DIR/data/mysql" ]; then
+    log "creating the accounting database's datadir in $MARIADB_DIR/data"
+    mariadb-install-db --no-defaults --user=mysql --datadir="$MARIADB_DIR/data" --skip-test-db \
+      --auth-root-authentication-method=socket >>"$LOCAL_DIR/log/mariadb.log" 2>&1
+  fi
+  if ! is_running "$MARIADB_DIR/mariadb.pid"; then
+    setsid mariadbd --no-defaults --user=mysql --datadir="$MARIADB_DIR/data" --socket="$MARIADB_DIR/mysqld.sock" \
+      --port="$MARIADB_PORT" --bind-address=127.0.0.1 --skip-name-resolve --pid-file="$MARIADB_DIR/mariadb.pid" \
+      --log-error="$LOCAL_DIR/log/mariadb.log" --innodb-buffer-pool-size=64M </dev/null >/dev/null 2>&1 &
+  fi
+  for _ in $(seq 1 100); do
+    mariadb-admin --no-defaults --socket="$MARIADB_DIR/mysqld.sock" ping >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  [ -s "$MARIADB_DIR/slurm.pass" ] || (umask 077 && head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$MARIADB_DIR/slurm.pass")
+  mariadb --no-defaults --socket="$MARIADB_DIR/mysqld.sock" -u root <<EOF
+CREATE DATABASE IF NOT EXISTS slurm_acct_db;
+CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$(cat "$MARIADB_DIR/slurm.pass")';
+GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';
+EOF
+}
+
+write_slurmdbd_conf() {
+  (umask 077 && cat >"$SLURM_ETC/slurmdbd.conf.new") <<EOF
+# Written by scripts/local_slurm.sh: SLURM accounting on loopback (sacct, sacctmgr, slurmrestd's dbv API).
+AuthType=auth/munge
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key=$JWT_KEY
+DbdHost=$NODE
+DbdAddr=127.0.0.1
+DbdPort=$SLURMDBD_PORT
+SlurmUser=root
+PidFile=$LOCAL_DIR/slurmdbd.pid
+LogFile=$LOCAL_DIR/log/slurmdbd.log
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$MARIADB_PORT
+StorageUser=slurm
+StoragePass=$(cat "$MARIADB_DIR/slurm.pass")
+StorageLoc=slurm_acct_db
+EOF
+  mv "$SLURM_ETC/slurmdbd.conf.new" "$SLURM_ETC/slurmdbd.conf"
+}
+
+start_slurmdbd() {
+  is_running "$LOCAL_DIR/slurmdbd.pid" || slurmdbd
+  for _ in $(seq 1 100); do
+    sacctmgr -n list cluster format=cluster >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  log "slurmdbd did not answer; last lines of its log:"
+  tail -n 20 "$LOCAL_DIR/log/slurmdbd.log" >&2 || true
+  return 1
+}
+
+# The cluster, one account and every lab user in it. `sacctmgr -i` adding what exists already changes nothing.
+register_accounting() {
+  sacctmgr -i -Q add cluster gpulab >/dev/null 2>&1 || true
+  sacctmgr -i -Q add account "$ACCOUNT" cluster=gpulab description="GPU teaching lab" organization=gpulab \
+    >/dev/null 2>&1 || true
+  local user
+  for user in root "$SERVICE_USER" "$PERSONAL_USER" "$REST_USER" $STUDENT_USERS; do
+    sacctmgr -i -Q add user "$user" account="$ACCOUNT" cluster=gpulab >/dev/null 2>&1 || true
+  done
+}
+
+# slurmctld reads AuthAltTypes and AccountingStorageType only at start: a controller started before the JWT or the
+# accounting lines were written is restarted once (jobs survive in StateSaveLocation; clients retry for
+# MessageTimeout), slurmd with it (its job accounting gatherer), and never again after that.
+restart_slurm_for_new_config() {
   is_running "$LOCAL_DIR/slurmctld.pid" || return 0
   local config # read whole first: grep -q closing the pipe early would fail it under pipefail
   config=$(scontrol show config 2>/dev/null || true)
-  grep -Eq '^AuthAltTypes +=.*auth/jwt' <<<"$config" && return 0
-  log "restarting slurmctld once to load the JWT key for slurmrestd"
-  local pid
-  pid=$(cat "$LOCAL_DIR/slurmctld.pid")
-  kill "$pid"
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  grep -Eq '^AuthAltTypes +=.*auth/jwt' <<<"$config" &&
+    grep -Eq '^AccountingStorageType += accounting_storage/slurmdbd' <<<"$config" && return 0
+  log "restarting slurmctld and slurmd once to load the JWT key and SLURM accounting (slurmdbd)"
+  local pidfile pid
+  for pidfile in "$LOCAL_DIR/slurmctld.pid" "$LOCAL_DIR/slurmd.pid"; do
+    is_running "$pidfile" || continue
+    pid=$(cat "$pidfile")
+    kill "$pid"
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  done
   slurmctld
-  scontrol reconfigure >/dev/null 2>&1 || true # slurmd rereads slurm.conf
+  slurmd
 }
 
 # slurmrestd refuses to run as root and needs SLURM_JWT=daemon to check tokens itself; loopback only.
 start_slurmrestd() {
   mkdir -p "$SLURMREST_DIR"
+  # One started with other plugins (before accounting existed) is restarted with these.
+  if is_running "$SLURMREST_DIR/slurmrestd.pid" && [ "$(cat "$SLURMREST_DIR/plugins" 2>/dev/null)" != "$SLURMREST_PLUGINS" ]; then
+    local pid
+    pid=$(cat "$SLURMREST_DIR/slurmrestd.pid")
+    kill "$pid"
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
   if ! is_running "$SLURMREST_DIR/slurmrestd.pid"; then
+    echo "$SLURMREST_PLUGINS" >"$SLURMREST_DIR/plugins"
     SLURM_JWT=daemon setsid slurmrestd -u nobody -g nogroup -a rest_auth/jwt -s "$SLURMREST_PLUGINS" \
       "127.0.0.1:$SLURMREST_PORT" >>"$LOCAL_DIR/log/slurmrestd.log" 2>&1 </dev/null &
     echo $! >"$SLURMREST_DIR/slurmrestd.pid"
@@ -248,7 +345,11 @@ start() {
   chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key
   pgrep -x munged >/dev/null || runuser -u munge -- /usr/sbin/munged
 
-  restart_slurmctld_without_jwt
+  start_mariadb
+  write_slurmdbd_conf
+  start_slurmdbd
+  register_accounting
+  restart_slurm_for_new_config
   is_running "$LOCAL_DIR/slurmctld.pid" || slurmctld
   is_running "$LOCAL_DIR/slurmd.pid" || slurmd
   is_running "$LOCAL_DIR/ssh/sshd.pid" || /usr/sbin/sshd -f "$LOCAL_DIR/ssh/sshd_config" -E "$LOCAL_DIR/log/sshd.log"
@@ -285,10 +386,11 @@ wait_slurmrestd() {
 }
 
 stop() {
-  for pidfile in "$SLURMREST_DIR/slurmrestd.pid" "$LOCAL_DIR/ssh/sshd.pid" "$LOCAL_DIR/slurmd.pid" "$LOCAL_DIR/slurmctld.pid"; do
+  for pidfile in "$SLURMREST_DIR/slurmrestd.pid" "$LOCAL_DIR/ssh/sshd.pid" "$LOCAL_DIR/slurmd.pid" \
+    "$LOCAL_DIR/slurmctld.pid" "$LOCAL_DIR/slurmdbd.pid" "$MARIADB_DIR/mariadb.pid"; do
     if is_running "$pidfile"; then kill "$(cat "$pidfile")" || true; fi
   done
-  log "stopped slurmrestd, sshd, slurmd and slurmctld (munged left running)"
+  log "stopped slurmrestd, sshd, slurmd, slurmctld, slurmdbd and MariaDB (munged left running)"
 }
 
 case "${1:-}" in
