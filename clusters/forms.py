@@ -2,7 +2,8 @@ from datetime import UTC, datetime, timedelta
 
 from django import forms
 
-from .models import KUBERNETES_METHODS, SSH_METHODS, AuthMethod, ClusterAccount
+from . import kinds as cluster_kinds
+from .models import AuthMethod, ClusterAccount
 
 
 class SecretField(forms.CharField):
@@ -102,7 +103,7 @@ class ClusterAccountForm(forms.ModelForm):
 
         method, cluster = data.get("auth_method"), data.get("cluster")
         if cluster is not None and method:
-            wanted = KUBERNETES_METHODS if cluster.is_kubernetes else SSH_METHODS
+            wanted = cluster_kinds.kind_of(cluster.kind).auth_methods
             if method not in wanted:
                 kinds = ", ".join(sorted(str(AuthMethod(m).label) for m in wanted))
                 self.add_error("auth_method", f"{cluster.display_name} takes: {kinds}.")

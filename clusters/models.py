@@ -162,10 +162,6 @@ class Cluster(models.Model):
         return self.run_as in STUDENT_USER_MODES
 
 
-SSH_METHODS = {AuthMethod.KEY, AuthMethod.PASSWORD}
-KUBERNETES_METHODS = {AuthMethod.TOKEN, AuthMethod.KUBECONFIG}
-
-
 class ClusterAccount(models.Model):
     """A login on a cluster. user=None is the cluster's service account, used by everyone without their own."""
 

@@ -17,6 +17,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from clusters.choices import AuthMethod
+
 if TYPE_CHECKING:
     from .base import ClusterBackend, NamespacePlan
 
@@ -80,6 +82,8 @@ class Kind:
     backend_class: type[ClusterBackend]
     # Cluster fields the admin shows for this kind: ((title, {"fields": [...]}), ...).
     admin_fieldsets: ClassVar[tuple] = ()
+    # How the kind's accounts sign in (clusters.choices.AuthMethod values); the account form refuses the others.
+    auth_methods: ClassVar[frozenset[str]] = frozenset({AuthMethod.KEY, AuthMethod.PASSWORD})
     # Dotted path of the telemetry collector's source for clusters of this kind ("" = none: no live charts).
     telemetry_source: ClassVar[str] = ""
     # Running jobs past their template's limit are stopped by the portal (the scheduler has no limit to hold).

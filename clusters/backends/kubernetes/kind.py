@@ -8,6 +8,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from clusters.choices import AuthMethod
+
 from ..kind import ActionRefused, Kind, Preview, Rendered, RenderRequest, Scaled
 from . import endpoints, launch, namespaces
 from .backend import KubernetesBackend
@@ -23,6 +25,7 @@ class KubernetesKind(Kind):
     admin_fieldsets = KubernetesBackend.admin_fieldsets
     telemetry_source = "clusters.backends.kubernetes.telemetry.KubernetesSource"
     portal_stops_at_time_limit = True
+    auth_methods = frozenset({AuthMethod.TOKEN, AuthMethod.KUBECONFIG})
 
     def render(self, request: RenderRequest) -> Rendered:
         rendered = launch.render(request.template, request.course, request.user, request.values, request.job_id)
