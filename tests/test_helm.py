@@ -186,3 +186,25 @@ def test_helm_lint_is_clean():
     report = helm_python.lint(CHART, values, strict=True)
     assert report["errors"] == [] and report["total_charts_linted"] == 1
     assert [m for m in report["messages"] if m["severity"] > 1] == []  # warnings and errors; info only
+
+
+def test_campus_sign_in_secrets_are_files_only_when_asked_for():
+    def web_env(objects):
+        web = by_kind(objects, "Deployment")["gpulab-gpulab-portal-web"]["spec"]["template"]["spec"]["containers"][0]
+        return {e["name"]: e.get("value") for e in web["env"]}
+
+    assert "OIDC_CLIENT_SECRET_FILE" not in web_env(render())  # an existing Secret without the keys still works
+    sign_on = {
+        "signOnSecrets": True,
+        "secrets": {**SECRETS, "oidcClientSecret": "oidc-client-secret-xyz", "ldapBindPassword": "ldap-bind-pw-xyz"},
+        "config": {"OIDC_ISSUER": "https://idp.example.edu", "LDAP_SERVER_URI": "ldaps://ldap.example.edu"},
+    }
+    objects = render(sign_on)
+    env = web_env(objects)
+    assert env["OIDC_CLIENT_SECRET_FILE"] == "/run/gpulab-secrets/oidc_client_secret"
+    assert env["LDAP_BIND_PASSWORD_FILE"] == "/run/gpulab-secrets/ldap_bind_password"
+    secret = next(iter(by_kind(objects, "Secret").values()))["stringData"]
+    assert secret["oidc_client_secret"] == "oidc-client-secret-xyz"
+    config = yaml.safe_dump(next(iter(by_kind(objects, "ConfigMap").values()))["data"])
+    assert "oidc-client-secret-xyz" not in config and "ldap-bind-pw-xyz" not in config
+    assert "https://idp.example.edu" in config

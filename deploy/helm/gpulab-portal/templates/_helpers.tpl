@@ -78,6 +78,10 @@ env:
   - {name: DATABASE_URL_FILE, value: /run/gpulab-secrets/database_url}
   - {name: REDIS_URL_FILE, value: /run/gpulab-secrets/redis_url}
   - {name: METRICS_TOKEN_FILE, value: /run/gpulab-secrets/metrics_token}
+  {{- if .root.Values.signOnSecrets }}
+  - {name: OIDC_CLIENT_SECRET_FILE, value: /run/gpulab-secrets/oidc_client_secret}
+  - {name: LDAP_BIND_PASSWORD_FILE, value: /run/gpulab-secrets/ldap_bind_password}
+  {{- end }}
   {{- range $name, $value := .env }}
   - {name: {{ $name }}, value: {{ $value | quote }}}
   {{- end }}
