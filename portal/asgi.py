@@ -12,12 +12,13 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from telemetry.routing import websocket_urlpatterns  # noqa: E402
+from sessions.routing import websocket_urlpatterns as workspace_sockets  # noqa: E402
+from telemetry.routing import websocket_urlpatterns as telemetry_sockets  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         # Session cookies authenticate sockets; the Origin check stops other sites from opening them.
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(telemetry_sockets + workspace_sockets))),
     }
 )

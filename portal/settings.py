@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "clusters",
     "jobs",
     "telemetry",
+    "sessions",  # the student's workspace: files, terminal, JupyterLab (label "workspace")
     "ops",
     "passwords",
     "axes",  # sign-in lockout (see "Sign-in throttling" below)

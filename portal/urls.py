@@ -24,6 +24,7 @@ urlpatterns = [
     path("favicon.ico", FaviconView.as_view()),
     path("", include("jobs.urls")),
     path("", include("telemetry.urls")),
+    path("", include("sessions.urls")),
     path("courses/", include("courses.urls")),
     path("profile/", cluster_views.profile, name="profile"),
     path("profile/token/", cluster_views.new_token, name="new_token"),

@@ -1,0 +1,3 @@
+"""WebSocket routes of the student's workspace (terminal, JupyterLab); portal/asgi.py serves them beside telemetry's."""
+
+websocket_urlpatterns = []

@@ -1,0 +1,5 @@
+"""Pages of the student's workspace (files, terminal, JupyterLab); each part adds its own paths here."""
+
+app_name = "sessions"
+
+urlpatterns = []
