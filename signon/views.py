@@ -20,6 +20,12 @@ def sign_in_context() -> dict:
 
 
 class LoginView(auth_views.LoginView):
+    def get_form(self, form_class=None):
+        form = super().get_form(form_class)
+        if settings.SIGNON_OIDC:  # the campus button comes first: a phone's keyboard must not pop up for the field
+            form.fields["username"].widget.attrs.pop("autofocus", None)
+        return form
+
     def get_context_data(self, **kwargs):
         context = {**super().get_context_data(**kwargs), **sign_in_context()}
         if getattr(self.request, "campus_directory_down", False):  # set by signon.ldap.directory_trouble

@@ -84,6 +84,7 @@ def test_login_page_shows_the_campus_button_before_the_password_form(client, set
     page = client.get("/login/").content.decode()
     assert "Sign in with your campus account" in page
     assert page.index('id="campus-sign-in"') < page.index('name="password"')
+    assert "autofocus" not in page  # the button is first; the username field does not take the focus
 
 
 @pytest.mark.django_db
@@ -102,6 +103,7 @@ def test_login_page_without_sso_is_the_password_form(client, settings, env):
         setattr(settings, name, value)
     page = client.get("/login/").content.decode()
     assert 'name="password"' in page and "campus-sign-in" not in page
+    assert "autofocus" in page
 
 
 @pytest.mark.django_db
