@@ -14,6 +14,7 @@ from django.utils import timezone
 from core.choices import TERMINAL_STATES, EventKind, JobState
 
 from .models import Job, JobEvent
+from .signals import job_moved
 
 _FINISHED_ON_SCHEDULER = {JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.TIMED_OUT}
 
@@ -64,6 +65,7 @@ def transition(job, to_state: str, *, actor=None, message: str = "", **fields) -
     job.state = to_state
     for name, value in fields.items():
         setattr(job, name, value)
+    job_moved.send(sender=Job, job=job, from_state=from_state, to_state=to_state, actor=actor)
     return True
 
 

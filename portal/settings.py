@@ -4,6 +4,7 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 from .env import database_from_url, env_bool, env_float, env_int, env_list, env_str
 from .sign_on import sign_on_settings
@@ -68,6 +69,7 @@ INSTALLED_APPS = [
     "ops",
     "passwords",
     "axes",  # sign-in lockout (see "Sign-in throttling" below)
+    "notifications",  # email, browser and course-webhook messages about jobs (notifications.notify)
     "signon",  # campus sign-in (OIDC, LDAP) and course rosters kept in step with campus groups
 ]
 
@@ -223,7 +225,10 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 600)}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING too (JSON with the ids)
-CELERY_IMPORTS = ["workers.mail"]  # the mail tasks, queued by name from courses/ and passwords/
+CELERY_IMPORTS = ["workers.mail", "workers.notify"]  # mail and notification tasks, queued by name from the apps
+# Course webhooks have a queue of their own, so a slow chat server never holds up mail or jobs; a worker started
+# without -Q consumes both.
+CELERY_TASK_QUEUES = (Queue("celery"), Queue("webhooks"))
 
 # How the portal follows jobs.
 GPULAB_POLL_INTERVAL = env_float("POLL_INTERVAL_SECONDS", 5.0)
@@ -298,6 +303,14 @@ SERVER_EMAIL = DEFAULT_FROM_EMAIL
 if EMAIL_USE_TLS and EMAIL_USE_SSL:
     raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL are both set; pick one (587: TLS, 465: SSL).")
 # The address people use to reach the portal, for the links in mails (a task has no request to read it from).
+# --- Notifications (README "Configuration") -----------------------------------------------------------------
+NOTIFY_MAX_PER_HOUR = env_int("NOTIFY_MAX_PER_HOUR", 30)  # per person and channel (per course for its webhook)
+NOTIFY_WEBHOOK_TIMEOUT = env_float("NOTIFY_WEBHOOK_TIMEOUT_SECONDS", 5.0)
+NOTIFY_WEBHOOK_RETRIES = env_int("NOTIFY_WEBHOOK_RETRIES", 4)  # then the message is given up
+NOTIFY_WEBHOOK_RETRY_DELAY = env_float("NOTIFY_WEBHOOK_RETRY_DELAY_SECONDS", 30.0)  # doubled at each retry
+# Webhooks post only to public addresses; networks listed here (CIDR, comma-separated) are allowed as well.
+NOTIFY_WEBHOOK_ALLOWED_NETWORKS = env_list("NOTIFY_WEBHOOK_ALLOWED_NETWORKS")
+
 PORTAL_URL = env_str("PORTAL_URL", "http://localhost:8000").rstrip("/")
 # How long an invitation's and a reset's link works. Django checks every link against PASSWORD_RESET_TIMEOUT,
 # so it is the longer of the two; passwords.tokens checks each kind against its own.

@@ -26,6 +26,7 @@ urlpatterns = [
     path("", include("telemetry.urls")),
     path("", include("sessions.urls")),
     path("courses/", include("courses.urls")),
+    path("notifications/", include("notifications.urls")),
     path("profile/", cluster_views.profile, name="profile"),
     path("profile/token/", cluster_views.new_token, name="new_token"),
     path("profile/token/reveal/", cluster_views.reveal_token, name="reveal_token"),

@@ -1,0 +1,39 @@
+"""The notification vocabulary: events, channels, and which (event, channel) pairs are on for someone who has
+chosen nothing. A leaf: other apps name events from here (`notifications.events.Event.IDLE_WARNING`)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Event(models.TextChoices):
+    STARTED = "started", "Job started"
+    FINISHED = "finished", "Job finished"
+    FAILED = "failed", "Job failed"
+    IDLE_WARNING = "idle_warning", "GPU idle warning"
+    TIME_LIMIT_SOON = "time_limit_soon", "Ten minutes before the time limit"
+    BUDGET_80 = "budget_80", "GPU-hour budget 80 % used"
+    CANCELLED_BY_OTHER = "cancelled_by_other", "Job cancelled by someone else"
+    DIGEST = "digest", "Course digest (instructors)"
+
+
+class Channel(models.TextChoices):
+    EMAIL = "email", "Email"
+    BROWSER = "browser", "Browser"
+    WEBHOOK = "webhook", "Course webhook"
+
+
+PERSONAL_CHANNELS = (Channel.EMAIL, Channel.BROWSER)  # what a person chooses; the webhook is the course's
+
+# Off by default: the two that would mail someone for every job they run.
+_QUIET_BY_EMAIL = {Event.STARTED, Event.FINISHED}
+
+
+def default_on(event: str, channel: str) -> bool:
+    if channel == Channel.EMAIL:
+        return event not in _QUIET_BY_EMAIL
+    return channel == Channel.BROWSER
+
+
+# What a course's webhook posts unless its instructor picks otherwise.
+WEBHOOK_DEFAULT_EVENTS = [Event.FAILED, Event.DIGEST]

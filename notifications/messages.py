@@ -1,0 +1,54 @@
+"""What each event says: a subject, a few lines of text, and the portal page it points to. Written for the person
+who reads it on a phone: what happened, to which job, and what to do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from .events import Event
+
+
+@dataclass(frozen=True)
+class Message:
+    subject: str
+    text: str
+    url: str = ""
+
+
+def compose(event: str, job=None, context: dict | None = None) -> Message:
+    context = context or {}
+    url = settings.PORTAL_URL + job.get_absolute_url() if job is not None else context.get("url", "")
+    name = f"{job.template.name} #{job.short_id}" if job is not None else ""
+    text = context.get("text", "")
+    match event:
+        case Event.STARTED:
+            return Message(f"{name} started", f"Your job {name} is running on {job.cluster.display_name}.", url)
+        case Event.FINISHED:
+            return Message(f"{name} finished", f"Your job {name} finished.\n{_summary(job)}", url)
+        case Event.FAILED:
+            why = job.error or f"It ended as {job.get_state_display().lower()}."
+            return Message(f"{name} failed", f"Your job {name} failed. {why}\n{_summary(job)}", url)
+        case Event.CANCELLED_BY_OTHER:
+            return Message(f"{name} was cancelled", f"Your job {name} was cancelled. {text}".strip(), url)
+        case Event.TIME_LIMIT_SOON:
+            body = f"Your job {name} reaches its time limit in about ten minutes; save what you need now."
+            return Message(f"{name}: ten minutes left", body, url)
+        case Event.IDLE_WARNING:
+            body = text or f"The GPUs of your job {name} are idle. Use them, or cancel the job so others can."
+            return Message(f"{name}: GPU idle", body, url)
+        case Event.BUDGET_80:
+            return Message("GPU-hour budget 80 % used", text or "You have used 80 % of your GPU-hour budget.", url)
+        case _:
+            return Message(context.get("subject", Event(event).label), text, url)
+
+
+def _summary(job) -> str:
+    lines = [f"State: {job.get_state_display()}"]
+    if job.exit_code is not None:
+        lines.append(f"Exit code: {job.exit_code}")
+    if job.started_at and job.finished_at:
+        minutes = (job.finished_at - job.started_at).total_seconds() / 60
+        lines.append(f"Ran for {minutes:.1f} min on {job.gpus} GPU(s)")
+    return "\n".join(lines)
