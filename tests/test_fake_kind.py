@@ -119,6 +119,29 @@ def test_launch_log_and_cancel_through_the_api(api_for, alice, memory_cluster, f
     assert MemoryBackend.jobs[job.scheduler_id]["status"].raw_state == "STOPPED"
 
 
+def test_the_job_page_draws_the_kinds_server_panel_and_scale_keeps_the_quota(
+    login, api_for, alice, course, memory_cluster, fake_template
+):
+    created = api_for(alice).post("/api/v1/jobs/", {"template": "count", "cluster": "memory"}, "json")
+    job = Job.objects.get(pk=created.json()["id"])
+    submission.submit(job.pk)
+    job.refresh_from_db()
+    MemoryBackend.move(job.scheduler_id, JobState.RUNNING, raw_state="BUSY")
+    polling.poll_cluster(memory_cluster.pk)
+    page = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+    assert "<h2>In memory</h2>" in page and f'<dd class="mono">{job.scheduler_id}</dd>' in page
+    assert 'id="scale"' in page and 'id="try-it"' not in page  # no prompts: no Try it, no load test
+
+    scaled = api_for(alice).post(f"/api/v1/jobs/{job.pk}/scale/", {"replicas": 2}, "json")
+    assert scaled.status_code == 200, scaled.content
+    job.refresh_from_db()
+    assert job.gpus == 2 and job.events.filter(message="Now 2 copies in memory.", actor=alice).exists()
+    course.max_gpus = 1
+    course.save()
+    refused = api_for(alice).post(f"/api/v1/jobs/{job.pk}/scale/", {"replicas": 2}, "json")
+    assert refused.status_code == 409 and "allows 1 per student" in refused.json()["detail"]
+
+
 def test_other_students_cannot_see_or_cancel_a_fake_kind_job(
     client, api_for, alice, carol, memory_cluster, fake_template
 ):

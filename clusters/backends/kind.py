@@ -61,6 +61,21 @@ class Scaled:
     gpus: int
 
 
+@dataclass(frozen=True)
+class ServerPanel:
+    """What the job page shows of a job that serves, as data: one template (jobs/_server.html) draws every kind's."""
+
+    title: str  # the panel's heading, e.g. "On Kubernetes"
+    facts: tuple[tuple[str, str], ...] = ()  # (label, value) pairs shown as they are
+    url: str = ""  # where the server answers from the browser, if anywhere
+    command: str = ""  # a command that reaches the server from the student's laptop
+    command_help: str = ""  # the line above that command
+    scalable: bool = False  # the page offers Scale while the job runs
+    replicas: int = 0
+    max_replicas: int = 0
+    answers_prompts: bool = False  # the page offers Try it and Load test
+
+
 @dataclass
 class Preview:
     """A template body rendered with its defaults, or the reasons it cannot be published."""
@@ -132,7 +147,7 @@ class Kind:
         """The job's separate outputs (e.g. pod/container); empty when it has one log."""
         return []
 
-    def server(self, job: Any) -> Any:
+    def server(self, job: Any) -> ServerPanel | None:
         """What the job page shows of a job that serves (endpoint, scale, try it), or None."""
         return None
 

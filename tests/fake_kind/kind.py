@@ -5,7 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clusters.backends.kind import Kind, Preview, Rendered, RenderRefused, RenderRequest
+from clusters.backends.kind import (
+    ActionRefused,
+    Kind,
+    Preview,
+    Rendered,
+    RenderRefused,
+    RenderRequest,
+    Scaled,
+    ServerPanel,
+)
 
 from .backend import MemoryBackend
 
@@ -39,3 +48,20 @@ class FakeKind(Kind):
             return Preview(script=_fill(body, {**values, "job": "preview"}))
         except (ValueError, KeyError) as exc:
             return Preview(errors=[f"The body must be a JSON object whose {{fields}} are parameters ({exc})."])
+
+    def server(self, job) -> ServerPanel:
+        return ServerPanel(
+            title="In memory",
+            facts=(("Slot", job.scheduler_id or "not yet"),),
+            scalable=True,
+            replicas=job.gpus,
+            max_replicas=MAX_GPUS,
+        )
+
+    def plan_scale(self, job, replicas: int) -> Scaled:
+        if not 0 <= replicas <= MAX_GPUS:
+            raise ActionRefused(f"Pick between 0 and {MAX_GPUS} copies.")
+        return Scaled(script=job.script, gpus=replicas)  # one GPU a copy
+
+    def scale(self, job, replicas: int) -> str:
+        return f"Now {replicas} copies in memory."

@@ -10,7 +10,7 @@ from typing import Any
 
 from clusters.choices import AuthMethod
 
-from ..kind import ActionRefused, Kind, Preview, Rendered, RenderRequest, Scaled
+from ..kind import ActionRefused, Kind, Preview, Rendered, RenderRequest, Scaled, ServerPanel
 from . import endpoints, launch, namespaces
 from .backend import KubernetesBackend
 from .manifests import ManifestError, dump, preview_context, render_manifests
@@ -58,8 +58,19 @@ class KubernetesKind(Kind):
             return []
         return self.backend(job.cluster, job.account).log_streams(job.scheduler_id)
 
-    def server(self, job) -> endpoints.Server:
-        return endpoints.Server(job)
+    def server(self, job) -> ServerPanel:
+        server = endpoints.Server(job)
+        return ServerPanel(
+            title="On Kubernetes",
+            facts=(("Namespace", server.namespace),),
+            url=server.url,
+            command=server.port_forward,
+            command_help="From your laptop (with kubectl set up for this cluster):",
+            scalable=server.scalable,
+            replicas=server.replicas,
+            max_replicas=endpoints.MAX_REPLICAS,
+            answers_prompts=bool(job.template.endpoint_api and server.service),
+        )
 
     def plan_scale(self, job, replicas: int) -> Scaled:
         return endpoints.plan_scale(job, replicas)
