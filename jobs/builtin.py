@@ -33,7 +33,7 @@ def load_builtin_templates(courses=(), *, publish: bool = True) -> list[JobTempl
     """Create or update every built-in template, attach it to `courses`, and publish it if it checks out."""
     loaded = []
     for definition in builtin_definitions():
-        checked = preview(definition["body"], definition["parameters"], backend=definition.get("backend", "slurm"))
+        checked = preview(definition["body"], definition["parameters"], backend=definition.get("backend"))
         if not checked.ok:
             raise ValueError(f"Built-in template {definition['slug']} is broken: {'; '.join(checked.errors)}")
         template, _ = JobTemplate.objects.update_or_create(

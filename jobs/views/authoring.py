@@ -5,6 +5,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from clusters import kinds
 from courses import access, terms
 from courses.models import Course
 from jobs.authoring import preview, publish
@@ -72,8 +73,8 @@ def template_preview(request, course_slug: str):
         result = None
         errors = form.errors["parameters"]
     else:
-        backend = form.cleaned_data.get("backend") or "slurm"
-        cluster = course.clusters.filter(kind=backend).first()
+        backend = form.cleaned_data.get("backend") or JobTemplate._meta.get_field("backend").default
+        cluster = course.clusters.filter(kind__in=kinds.kinds_running(backend)).first()
         result = preview(request.POST.get("body", ""), form.cleaned_data.get("parameters", []), cluster, backend)
         errors = result.errors
     return render(request, "jobs/authoring/_preview.html", {"preview": result, "errors": errors})
