@@ -220,3 +220,21 @@ def get_node(user, node_id) -> Node:
         return Node.objects.select_related("cluster").get(pk=int(node_id))
     except (Node.DoesNotExist, ValueError, TypeError):
         raise Http404("No such node.") from None
+
+
+def get_files_cluster(user, cluster_id) -> Cluster:
+    """A cluster whose file browser (the user's own lab space on it) the user may open: one of their courses'
+    clusters (any for an admin); 404 for anything else. The space is always the user's own."""
+    try:
+        return visible_clusters(user).get(pk=int(cluster_id))
+    except (ValueError, TypeError, visible_clusters(user).model.DoesNotExist):
+        raise Http404("No such cluster.") from None
+
+
+def get_job_files(user, job_id, *, write: bool = False) -> Job:
+    """A job whose run directory the user may browse: anyone who may see the job (get_job). Changing its files
+    (upload, rename, delete) is for the job's owner; a course's staff read them (403 on a change)."""
+    job = get_job(user, job_id)
+    if write and job.owner_id != user.pk:
+        raise PermissionDenied("Only the student who launched this job changes its files; you may read them.")
+    return job

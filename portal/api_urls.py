@@ -11,6 +11,7 @@ from rest_framework.routers import DefaultRouter
 from rest_framework.throttling import AnonRateThrottle
 
 from jobs.api import ClusterViewSet, JobViewSet, TemplateViewSet
+from sessions.api_urls import urlpatterns as files_urls
 from signon.views import DIRECTORY_DOWN
 
 from .api_limits import BoundedFormParser, BoundedJSONParser
@@ -58,4 +59,5 @@ urlpatterns = [
     # The docs are a page for people: a visitor who is not signed in is sent to the login page, then back.
     path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),
     *router.urls,
+    *files_urls,  # /api/v1/files/…
 ]

@@ -244,6 +244,14 @@ GPULAB_PARTITION_LIMITS_REFRESH = env_float("PARTITION_LIMITS_REFRESH_SECONDS", 
 GPULAB_SSH_CONNECT_TIMEOUT = env_float("SSH_CONNECT_TIMEOUT_SECONDS", 10.0)
 GPULAB_SSH_COMMAND_TIMEOUT = env_float("SSH_COMMAND_TIMEOUT_SECONDS", 30.0)
 GPULAB_LOG_CHUNK_BYTES = env_int("LOG_CHUNK_BYTES", 64 * 1024)
+# The file browser (sessions/files.py): the largest file one upload may carry, how many files one upload may hold,
+# the size of each chunk the browser sends (an interrupted upload resumes at the last whole chunk), how much of a
+# text file the viewer shows (its start, or its end for "tail"), and how many files a folder archive may hold.
+GPULAB_FILES_MAX_UPLOAD_BYTES = env_int("FILES_MAX_UPLOAD_BYTES", 4 * 2**30)
+GPULAB_FILES_MAX_UPLOAD_COUNT = env_int("FILES_MAX_UPLOAD_COUNT", 200)
+GPULAB_FILES_CHUNK_BYTES = env_int("FILES_CHUNK_BYTES", 16 * 2**20)
+GPULAB_FILES_VIEW_BYTES = env_int("FILES_VIEW_BYTES", 512 * 1024)
+GPULAB_FILES_ARCHIVE_MAX_FILES = env_int("FILES_ARCHIVE_MAX_FILES", 20000)
 GPULAB_LAB_FILES_DIR = Path(env_str("LAB_FILES_DIR", str(BASE_DIR / "workloads")))
 # Named pauses that widen race windows in fault-injection tests (see portal/failpoints.py); empty in production.
 GPULAB_FAILPOINTS = env_str("FAILPOINTS", "")

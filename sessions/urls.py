@@ -1,5 +1,14 @@
 """Pages of the student's workspace (files, terminal, JupyterLab); each part adds its own paths here."""
 
+from django.urls import path
+
+from . import views
+
 app_name = "sessions"
 
-urlpatterns = []
+urlpatterns = [
+    path("files/", views.index, name="files"),
+    path("files/<int:cluster_id>/", views.cluster_files, name="cluster_files"),
+    path("jobs/<uuid:job_id>/files/", views.job_files, name="job_files"),
+    path("jobs/<uuid:job_id>/artefacts/", views.job_artefacts, name="job_artefacts"),
+]

@@ -29,6 +29,7 @@ PREVIEW_JOB_ID = uuid.UUID(int=0)
 class BatchKind(Kind):
     templates = "slurm"
     telemetry_source = "telemetry.collector.sources.SlurmSource"
+    files_over_sftp = True
 
     def render(self, request: RenderRequest) -> Rendered:
         template, cluster = request.template, request.cluster

@@ -103,6 +103,8 @@ class Kind:
     telemetry_source: ClassVar[str] = ""
     # Running jobs past their template's limit are stopped by the portal (the scheduler has no limit to hold).
     portal_stops_at_time_limit: ClassVar[bool] = False
+    # The student's files and run directories are reached over SFTP on the cluster's login node (sessions/files).
+    files_over_sftp: ClassVar[bool] = False
 
     def backend(self, cluster: Any, account: Any = None) -> ClusterBackend:
         """The backend for a cluster of this kind, acting as `account` (default: the cluster's service account)."""

@@ -1,0 +1,233 @@
+"""REST API for the file browser: the same spaces, paths and refusals as the pages (sessions/files.py).
+
+Every endpoint exists twice, under /api/v1/files/clusters/<cluster id>/ (the user's own lab space on that cluster)
+and /api/v1/files/jobs/<job id>/ (a job's run directory); the page's buttons call these endpoints too.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from functools import wraps
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.api_schema import ErrorSerializer
+
+from . import paths
+from .files import FilesUnavailable, archive, opened
+from .paths import PathRefused
+from .serializers import (
+    ListingSerializer,
+    NameSerializer,
+    PathSerializer,
+    TextSerializer,
+    UploadStateSerializer,
+)
+from .spaces import space_for
+from .streaming import archive_response, file_response
+
+PATH = OpenApiParameter("path", str, description="Relative to the space's top folder; empty for the top folder.")
+ERRORS = {
+    400: OpenApiResponse(ErrorSerializer, description="The path or name is refused (`..`, a link leading out, …)."),
+    404: OpenApiResponse(ErrorSerializer, description="No such file, or a space you may not see."),
+    409: OpenApiResponse(ErrorSerializer, description="Files are not available here (cluster kind, identity, down)."),
+}
+
+
+def _refusals(method):
+    """PathRefused → 400, missing → 404, FilesUnavailable → 409, each with a `detail` for the user."""
+
+    @wraps(method)
+    def wrapper(self, request, *args, **kwargs):
+        try:
+            return method(self, request, *args, **kwargs)
+        except PathRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        except FileNotFoundError:
+            return Response({"detail": "No such file or folder here."}, status=status.HTTP_404_NOT_FOUND)
+        except FilesUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+
+    return wrapper
+
+
+class SpaceView(APIView):
+    write = False
+
+    def space(self, request, kwargs):
+        return space_for(
+            request.user, cluster_id=kwargs.get("cluster_id"), job_id=kwargs.get("job_id"), write=self.write
+        )
+
+
+class ListView(SpaceView):
+    @extend_schema(parameters=[PATH], responses={200: ListingSerializer, **ERRORS})
+    @_refusals
+    def get(self, request, **kwargs):
+        space = self.space(request, kwargs)
+        relative = paths.clean(request.query_params.get("path"))
+        with opened(space) as session:
+            entries = session.listing(relative)
+        return Response(
+            ListingSerializer({"space": space.title, "path": relative, "entries": entries}).data,
+        )
+
+
+class DownloadView(SpaceView):
+    @extend_schema(
+        description="A file, streamed; `Range: bytes=a-b` gives part of it (206). A folder needs `archive`.",
+        parameters=[PATH, OpenApiParameter("archive", str, enum=["zip", "tar"], description="A folder as .zip/.tar")],
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, 206: OpenApiTypes.BINARY, **ERRORS},
+    )
+    @_refusals
+    def get(self, request, **kwargs):
+        space = self.space(request, kwargs)
+        relative = paths.clean(request.query_params.get("path"))
+        fmt = request.query_params.get("archive", "")
+        with opened(space) as session:  # refusals answered before the stream starts
+            if fmt:
+                session.resolve_dir(relative)
+            else:
+                _, attrs = session.resolve_file(relative)
+        if fmt:
+            if fmt not in ("zip", "tar"):
+                raise PathRefused("archive is zip or tar.")
+            name = posixpath.basename(relative) or "files"
+
+            def make_archive():
+                with opened(space) as session:
+                    yield from archive(session, relative, fmt)
+
+            return archive_response(make_archive, name, fmt)
+
+        def make(start: int, length: int):
+            with opened(space) as session:
+                real, _ = session.resolve_file(relative)
+                yield from session.read_range(real, start, length)
+
+        size = attrs.st_size or 0
+        return file_response(make, posixpath.basename(relative), size, request.headers.get("Range", ""))
+
+
+class TextView(SpaceView):
+    @extend_schema(
+        parameters=[PATH, OpenApiParameter("tail", bool, description="The file's end instead of its start")],
+        responses={200: TextSerializer, **ERRORS},
+    )
+    @_refusals
+    def get(self, request, **kwargs):
+        space = self.space(request, kwargs)
+        relative = paths.clean(request.query_params.get("path"))
+        with opened(space) as session:
+            text, size, cut = session.text(relative, tail=request.query_params.get("tail") in ("1", "true"))
+        return Response(TextSerializer({"path": relative, "text": text, "size": size, "cut": cut}).data)
+
+
+class ChangeView(SpaceView):
+    write = True
+
+    def valid(self, serializer_class, request):
+        serializer = serializer_class(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+
+class MkdirView(ChangeView):
+    @extend_schema(request=NameSerializer, responses={201: PathSerializer, **ERRORS})
+    @_refusals
+    def post(self, request, **kwargs):
+        data = self.valid(NameSerializer, request)
+        with opened(self.space(request, kwargs)) as session:
+            session.mkdir(data["path"], data["name"])
+        folder = paths.clean(data["path"])
+        return Response({"path": f"{folder}/{data['name']}" if folder else data["name"]}, status=201)
+
+
+class RenameView(ChangeView):
+    @extend_schema(
+        description="`path` is renamed to `name`, in the same folder.",
+        request=NameSerializer,
+        responses={200: PathSerializer, **ERRORS},
+    )
+    @_refusals
+    def post(self, request, **kwargs):
+        data = self.valid(NameSerializer, request)
+        with opened(self.space(request, kwargs)) as session:
+            new_path = session.rename(data["path"], data["name"])
+        return Response({"path": new_path})
+
+
+class DeleteView(ChangeView):
+    @extend_schema(
+        description="A file, or a folder with everything in it.",
+        request=PathSerializer,
+        responses={204: None, **ERRORS},
+    )
+    @_refusals
+    def post(self, request, **kwargs):
+        data = self.valid(PathSerializer, request)
+        with opened(self.space(request, kwargs)) as session:
+            session.delete(data["path"])
+        return Response(status=204)
+
+
+NAME = OpenApiParameter("name", str, required=True, description="The file's name in the folder `path`.")
+
+
+class UploadView(ChangeView):
+    @extend_schema(
+        description="How much of an interrupted upload arrived: send the next chunk from `received`.",
+        parameters=[PATH, NAME],
+        responses={200: UploadStateSerializer, **ERRORS},
+    )
+    @_refusals
+    def get(self, request, **kwargs):
+        name = request.query_params.get("name", "")
+        with opened(self.space(request, kwargs)) as session:
+            received = session.upload_offset(request.query_params.get("path", ""), name)
+        return Response({"name": name, "received": received, "size": None, "complete": False})
+
+    @extend_schema(
+        description=(
+            "One chunk of a file, the raw bytes as the body, written at `offset` (0 starts over). The file appears "
+            "under its name once `size` bytes arrived. A chunk at another offset than what arrived changes nothing: "
+            "the answer says where to go on. `count` is how many files this upload holds (a limit is a setting)."
+        ),
+        parameters=[
+            PATH,
+            NAME,
+            OpenApiParameter("size", int, required=True, description="The whole file's size in bytes"),
+            OpenApiParameter("offset", int, required=True, description="Where this chunk starts"),
+            OpenApiParameter("count", int, description="How many files the upload holds"),
+        ],
+        request={"application/octet-stream": OpenApiTypes.BINARY},
+        responses={200: UploadStateSerializer, **ERRORS},
+    )
+    @_refusals
+    def put(self, request, **kwargs):
+        query = request.query_params
+        try:
+            size, offset, count = int(query["size"]), int(query["offset"]), int(query.get("count", 1))
+        except (KeyError, ValueError):
+            raise PathRefused("size and offset are whole numbers of bytes.") from None
+        if count > settings.GPULAB_FILES_MAX_UPLOAD_COUNT:
+            raise PathRefused(
+                f"Upload at most {settings.GPULAB_FILES_MAX_UPLOAD_COUNT} files at once; zip a large set and upload "
+                "the archive."
+            )
+        if size < 0 or not 0 <= offset <= size:
+            raise PathRefused("offset must lie within the file.")
+        name = query.get("name", "")
+        with opened(self.space(request, kwargs)) as session:
+            received = session.upload_chunk(query.get("path", ""), name, size, offset, request.stream or _Empty())
+        return Response({"name": name, "received": received, "size": size, "complete": received >= size})
+
+
+class _Empty:
+    def read(self, size: int = -1) -> bytes:
+        return b""

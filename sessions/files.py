@@ -1,0 +1,401 @@
+"""The student's files on a cluster, over SFTP on the pooled SSH connection of the identity they belong to.
+
+Invariant: every path a request names is cleaned by sessions/paths.py, then resolved on the cluster (symlinks
+followed by the server's realpath) and used only when the result is the space's root or under it and is a regular
+file or a folder: a symlink leading out, a device, a FIFO or a socket is refused. A space is one of:
+- the student's lab space on a cluster: as their own registered account, the cluster's lab directory; under the
+  shared service account, `<lab directory>/students/user-<id>`, private to them in the portal (0700);
+- a job's run directory (`<lab directory>/jobs/<job id>`), as the identity the job ran as.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import stat
+import tarfile
+import time
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.conf import settings
+
+from clusters import kinds
+from clusters.backends import ssh
+from clusters.backends.base import BackendError
+from clusters.choices import AuthMethod
+
+from . import paths
+from .paths import PathRefused
+
+PARTIAL_SUFFIX = ".gpulab-upload"  # an upload in progress: `.<name>.gpulab-upload` beside where it will land
+ZIP_EPOCH = 315532800  # 1980-01-01: zip cannot record earlier times
+READ_BATCH = 128  # SFTP read requests in flight per batch (32 KiB each): throughput without holding the whole file
+
+
+class FilesUnavailable(Exception):
+    """Files cannot be reached on this cluster or for this job; the message says why and what to do."""
+
+
+@dataclass
+class Space:
+    cluster: object
+    account: object
+    root: str  # as configured (may be relative to the login's home); resolved once opened
+    title: str
+    confine: bool = False  # under the shared service account: made on first use, private (0700)
+
+
+@dataclass
+class Entry:
+    name: str
+    path: str  # relative to the space's root
+    kind: str  # "dir", "file", "link-out" (a symlink leading out: listed, never opened), "other"
+    size: int
+    mtime: float
+
+    @property
+    def changed(self) -> datetime:
+        return datetime.fromtimestamp(self.mtime, tz=UTC)
+
+    @property
+    def is_dir(self) -> bool:
+        return self.kind == "dir"
+
+    @property
+    def is_file(self) -> bool:
+        return self.kind == "file"
+
+
+def _lab(cluster) -> str:
+    """The lab directory as SFTP sees it: "~/x" relative to the login's home."""
+    base = cluster.lab_dir.strip() or "~/gpulab"
+    if base == "~":
+        return "."
+    return base[2:] if base.startswith("~/") else base
+
+
+def _check_kind(cluster) -> None:
+    kind = kinds.kind_of(cluster.kind)
+    if not kind.files_over_sftp or not cluster.host:
+        raise FilesUnavailable(
+            f"Files are not available on “{cluster.display_name}”: the portal reaches files only on clusters with "
+            "an SSH login node. Keep data in your job's image or a volume your instructor provides."
+        )
+
+
+def _check_account(cluster, account) -> None:
+    if account is None:
+        raise FilesUnavailable(f"“{cluster.display_name}” has no service account yet: an admin must add one.")
+    if account.auth_method == AuthMethod.VIA_SERVICE:
+        raise FilesUnavailable(
+            f"Files on “{cluster.display_name}” are not available yet: its jobs run as each student's cluster user "
+            "through sudo, and the file browser reaches files only as an account the portal signs in with. "
+            "Register your own cluster account on your profile page, or ask an admin."
+        )
+
+
+def home_space(cluster, user) -> Space:
+    """The user's own lab space on `cluster`."""
+    _check_kind(cluster)
+    try:
+        account = cluster.account_for(user)
+    except Exception as exc:  # clusters.identity.IdentityMissing: its message says what to do
+        raise FilesUnavailable(str(exc)) from None
+    _check_account(cluster, account)
+    if account.user_id == user.pk:  # their own login: the lab directory in their home is theirs
+        return Space(cluster, account, _lab(cluster), f"Your files on {cluster.display_name}")
+    root = posixpath.join(_lab(cluster), "students", f"user-{user.pk}")
+    return Space(cluster, account, root, f"Your files on {cluster.display_name}", confine=True)
+
+
+def job_space(job) -> Space:
+    """The run directory of `job`, as the identity it ran as."""
+    _check_kind(job.cluster)
+    account = job.account or job.cluster.service_account()
+    _check_account(job.cluster, account)
+    root = posixpath.join(_lab(job.cluster), "jobs", str(job.pk))
+    return Space(job.cluster, account, root, f"Run directory of job {job.short_id}")
+
+
+class Session:
+    """One SFTP channel on a space; every method takes a relative path from a request."""
+
+    def __init__(self, space: Space, sftp):
+        self.space, self.sftp = space, sftp
+        self.root = self._open_root()
+
+    def _open_root(self) -> str:
+        try:
+            if self.space.confine:
+                ssh.makedirs(self.sftp, self.space.root)
+                self.sftp.chmod(self.space.root, 0o700)
+            return self.sftp.normalize(self.space.root)
+        except FileNotFoundError:
+            raise FilesUnavailable(
+                "This folder does not exist on the cluster (yet): a job's run directory appears when it is "
+                "submitted, and the cluster may have cleaned it since."
+            ) from None
+
+    # -- resolution -------------------------------------------------------------------------------------------
+    def resolve(self, relative: str) -> tuple[str, object]:
+        """(absolute path, attributes) of an existing file or folder in the space; PathRefused otherwise."""
+        target = paths.join(self.root, paths.clean(relative))
+        try:
+            real = self.sftp.normalize(target)
+        except FileNotFoundError:
+            raise FileNotFoundError(relative) from None
+        if not paths.inside(self.root, real):
+            raise PathRefused("That path leads outside your space (through a symbolic link); it cannot be opened.")
+        attrs = self.sftp.stat(real)
+        if not (stat.S_ISREG(attrs.st_mode) or stat.S_ISDIR(attrs.st_mode)):
+            raise PathRefused("That is not a regular file or a folder (a device, a pipe or a socket).")
+        return real, attrs
+
+    def resolve_dir(self, relative: str) -> str:
+        real, attrs = self.resolve(relative)
+        if not stat.S_ISDIR(attrs.st_mode):
+            raise PathRefused("That is a file, not a folder.")
+        return real
+
+    def resolve_file(self, relative: str) -> tuple[str, object]:
+        real, attrs = self.resolve(relative)
+        if not stat.S_ISREG(attrs.st_mode):
+            raise PathRefused("That is a folder: download it as a .zip or .tar instead.")
+        return real, attrs
+
+    def _kind_of(self, folder: str, attrs) -> str:
+        mode = attrs.st_mode or 0
+        if stat.S_ISDIR(mode):
+            return "dir"
+        if stat.S_ISREG(mode):
+            return "file"
+        if stat.S_ISLNK(mode):
+            try:
+                real = self.sftp.normalize(posixpath.join(folder, attrs.filename))
+                target = self.sftp.stat(real)
+            except OSError:
+                return "link-out"  # dangling: nothing to open
+            if paths.inside(self.root, real) and (stat.S_ISREG(target.st_mode) or stat.S_ISDIR(target.st_mode)):
+                return "dir" if stat.S_ISDIR(target.st_mode) else "file"
+            return "link-out"
+        return "other"
+
+    # -- reading ----------------------------------------------------------------------------------------------
+    def listing(self, relative: str) -> list[Entry]:
+        relative = paths.clean(relative)
+        folder = self.resolve_dir(relative)
+        entries = []
+        for attrs in self.sftp.listdir_attr(folder):
+            if attrs.filename.endswith(PARTIAL_SUFFIX):
+                continue  # an upload still in progress
+            kind = self._kind_of(folder, attrs)
+            child = posixpath.join(relative, attrs.filename) if relative else attrs.filename
+            entries.append(Entry(attrs.filename, child, kind, attrs.st_size or 0, attrs.st_mtime or 0))
+        entries.sort(key=lambda e: (not e.is_dir, e.name.lower()))
+        return entries
+
+    def read_range(self, real: str, start: int, length: int) -> Iterator[bytes]:
+        """The bytes [start, start+length) of a resolved file, in batches of pipelined reads."""
+        block = 32 * 1024
+        with self.sftp.open(real, "rb") as fh:
+            position, end = start, start + length
+            while position < end:
+                batch = []
+                while position < end and len(batch) < READ_BATCH:
+                    size = min(block, end - position)
+                    batch.append((position, size))
+                    position += size
+                yield b"".join(fh.readv(batch))
+
+    def text(self, relative: str, *, tail: bool) -> tuple[str, int, bool]:
+        """(text, file size, cut) of a text file: its first or last GPULAB_FILES_VIEW_BYTES."""
+        real, attrs = self.resolve_file(relative)
+        size, cap = attrs.st_size or 0, settings.GPULAB_FILES_VIEW_BYTES
+        start = max(0, size - cap) if tail else 0
+        data = b"".join(self.read_range(real, start, min(cap, size - start)))
+        if b"\0" in data[:8192]:
+            raise PathRefused("This looks like a binary file: download it instead.")
+        return data.decode("utf-8", errors="replace"), size, size > cap
+
+    def walk(self, relative: str) -> Iterator[tuple[str, str, object]]:
+        """(absolute path, path inside the archive, attributes) of each regular file under a folder, links not
+        followed; FilesUnavailable past GPULAB_FILES_ARCHIVE_MAX_FILES."""
+        top = self.resolve_dir(relative)
+        base = posixpath.basename(top) or "files"
+        pending, count = [(top, base)], 0
+        while pending:
+            folder, inner = pending.pop()
+            for attrs in self.sftp.listdir_attr(folder):
+                mode = attrs.st_mode or 0
+                path, name = posixpath.join(folder, attrs.filename), f"{inner}/{attrs.filename}"
+                if stat.S_ISDIR(mode):
+                    pending.append((path, name))
+                elif stat.S_ISREG(mode) and not attrs.filename.endswith(PARTIAL_SUFFIX):
+                    count += 1
+                    if count > settings.GPULAB_FILES_ARCHIVE_MAX_FILES:
+                        raise FilesUnavailable(
+                            f"This folder holds more than {settings.GPULAB_FILES_ARCHIVE_MAX_FILES} files: download "
+                            "its sub-folders one by one."
+                        )
+                    yield path, name, attrs
+
+    # -- changing ---------------------------------------------------------------------------------------------
+    def _new_path(self, folder_relative: str, name: str) -> str:
+        folder = self.resolve_dir(folder_relative)
+        return posixpath.join(folder, paths.check_name(name))
+
+    def _exists(self, path: str):
+        try:
+            return self.sftp.lstat(path)
+        except FileNotFoundError:
+            return None
+
+    def mkdir(self, folder_relative: str, name: str) -> None:
+        path = self._new_path(folder_relative, name)
+        if self._exists(path):
+            raise PathRefused(f"“{name}” already exists here.")
+        self.sftp.mkdir(path, mode=0o750)
+
+    def rename(self, relative: str, new_name: str) -> str:
+        relative = paths.clean(relative)
+        if not relative:
+            raise PathRefused("The top folder of your space cannot be renamed.")
+        parent = self.resolve_dir(paths.parent(relative))
+        source = posixpath.join(parent, posixpath.basename(relative))
+        if self._exists(source) is None:
+            raise FileNotFoundError(relative)
+        target = posixpath.join(parent, paths.check_name(new_name))
+        if self._exists(target):
+            raise PathRefused(f"“{new_name}” already exists here: pick another name or delete it first.")
+        self.sftp.posix_rename(source, target)  # a symlink is renamed itself, its target untouched
+        return posixpath.join(paths.parent(relative), new_name) if paths.parent(relative) else new_name
+
+    def delete(self, relative: str) -> None:
+        relative = paths.clean(relative)
+        if not relative:
+            raise PathRefused("The top folder of your space cannot be deleted.")
+        parent = self.resolve_dir(paths.parent(relative))
+        path = posixpath.join(parent, posixpath.basename(relative))
+        attrs = self._exists(path)
+        if attrs is None:
+            raise FileNotFoundError(relative)
+        self._remove(path, attrs)
+
+    def _remove(self, path: str, attrs) -> None:
+        if stat.S_ISDIR(attrs.st_mode or 0):  # lstat: a symlink to a folder is removed as a link, never entered
+            for child in self.sftp.listdir_attr(path):
+                self._remove(posixpath.join(path, child.filename), child)
+            self.sftp.rmdir(path)
+        else:
+            self.sftp.remove(path)
+
+    def upload_offset(self, folder_relative: str, name: str) -> int:
+        """How many bytes of `name` have arrived (an interrupted upload resumes from there)."""
+        partial = self._new_path(folder_relative, f".{paths.check_name(name)}{PARTIAL_SUFFIX}")
+        attrs = self._exists(partial)
+        return attrs.st_size or 0 if attrs is not None and stat.S_ISREG(attrs.st_mode) else 0
+
+    def upload_chunk(self, folder_relative: str, name: str, total: int, offset: int, body) -> int:
+        """Write one chunk at `offset` of the file `name` (`total` bytes in all); the file appears under its name
+        once complete. Returns the bytes now received; a chunk at the wrong offset changes nothing."""
+        if total > settings.GPULAB_FILES_MAX_UPLOAD_BYTES:
+            raise PathRefused(
+                f"Files up to {settings.GPULAB_FILES_MAX_UPLOAD_BYTES // 2**20} MiB can be uploaded here; put larger "
+                "data on the cluster from a job, or ask your instructor."
+            )
+        final = self._new_path(folder_relative, name)
+        partial = posixpath.join(posixpath.dirname(final), f".{name}{PARTIAL_SUFFIX}")
+        existing = self._exists(partial)
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            self.sftp.remove(partial)  # a symlink planted in the partial's place is never written through
+            existing = None
+        have = (existing.st_size or 0) if existing is not None else 0
+        if offset != have and offset != 0:
+            return have
+        target_attrs = self._exists(final)
+        if target_attrs is not None and stat.S_ISDIR(target_attrs.st_mode):
+            raise PathRefused(f"A folder named “{name}” is already here.")
+        received = offset
+        with self.sftp.open(partial, "wb" if offset == 0 else "r+b") as fh:
+            fh.set_pipelined(True)
+            fh.seek(offset)
+            while received < total:
+                data = body.read(min(1 << 20, total - received))
+                if not data:
+                    break
+                fh.write(data)
+                received += len(data)
+        if received >= total:
+            self.sftp.posix_rename(partial, final)
+        return received
+
+
+@contextmanager
+def opened(space: Space) -> Iterator[Session]:
+    """A session on `space`; cluster failures become FilesUnavailable with the cluster's own words."""
+    try:
+        with ssh.sftp(space.cluster, space.account) as sftp:
+            yield Session(space, sftp)
+    except BackendError as exc:
+        raise FilesUnavailable(str(exc)) from None
+
+
+class _Pipe(io.RawIOBase):
+    """A write-only stream an archive writes into; what it holds is taken chunk by chunk."""
+
+    def __init__(self):
+        self.parts: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.parts.append(bytes(data))
+        return len(data)
+
+    def take(self) -> bytes:
+        data, self.parts = b"".join(self.parts), []
+        return data
+
+
+class _Reader:
+    """A file object over chunks, for tarfile.addfile."""
+
+    def __init__(self, chunks: Iterator[bytes]):
+        self.chunks, self.buffer = chunks, b""
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self.buffer) < size:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                break
+            self.buffer += chunk
+        data, self.buffer = (self.buffer, b"") if size < 0 else (self.buffer[:size], self.buffer[size:])
+        return data
+
+
+def archive(session: Session, relative: str, fmt: str) -> Iterator[bytes]:
+    """A folder as a .zip or .tar, produced while it is sent (nothing held whole in memory or on disk)."""
+    pipe = _Pipe()
+    files = session.walk(relative)
+    if fmt == "tar":
+        with tarfile.open(fileobj=pipe, mode="w|") as tar:
+            for path, name, attrs in files:
+                info = tarfile.TarInfo(name)
+                info.size, info.mtime, info.mode = attrs.st_size or 0, attrs.st_mtime or 0, 0o644
+                tar.addfile(info, _Reader(session.read_range(path, 0, info.size)))
+                yield pipe.take()
+        yield pipe.take()
+        return
+    with zipfile.ZipFile(pipe, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for path, name, attrs in files:
+            info = zipfile.ZipInfo(name, time.localtime(max(attrs.st_mtime or 0, ZIP_EPOCH))[:6])
+            with zf.open(info, "w", force_zip64=True) as out:
+                for chunk in session.read_range(path, 0, attrs.st_size or 0):
+                    out.write(chunk)
+                    yield pipe.take()
+    yield pipe.take()

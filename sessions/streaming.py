@@ -1,0 +1,76 @@
+"""Sending files and archives to the browser: HTTP ranges, and SFTP reads turned into an async stream.
+
+Invariant: the response is produced chunk by chunk while it is sent (uvicorn reads an async iterator), so a large
+file or folder is never held whole in memory; the SFTP channel closes when the download ends or is abandoned.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable, Iterator
+
+from asgiref.sync import sync_to_async
+from django.http import HttpResponse, StreamingHttpResponse
+from django.utils.http import content_disposition_header
+
+RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+def parse_range(header: str, size: int) -> tuple[int, int] | None | bool:
+    """(start, length) of a single `Range: bytes=a-b`; None for the whole file; False if it cannot be satisfied."""
+    match = RANGE.match(header.strip()) if header else None
+    if match is None:
+        return None  # absent, or several ranges: the whole file is a valid answer
+    first, last = match.groups()
+    if not first and not last:
+        return None
+    if not first:  # the last N bytes
+        length = min(int(last), size)
+        return (size - length, length) if length else False
+    start = int(first)
+    end = min(int(last), size - 1) if last else size - 1
+    if start >= size or end < start:
+        return False
+    return start, end - start + 1
+
+
+async def _in_threads(make: Callable[[], Iterator[bytes]]) -> AsyncIterator[bytes]:
+    # Blocking SFTP reads run in worker threads, not the thread Django keeps for ORM code.
+    iterator = await sync_to_async(make, thread_sensitive=False)()
+    try:
+        while True:
+            chunk = await sync_to_async(next, thread_sensitive=False)(iterator, None)
+            if chunk is None:
+                return
+            if chunk:
+                yield chunk
+    finally:
+        await sync_to_async(iterator.close, thread_sensitive=False)()
+
+
+def file_response(make: Callable[[int, int], Iterator[bytes]], name: str, size: int, range_header: str):
+    """The file (or the asked range of it) as an attachment; `make(start, length)` yields its bytes."""
+    wanted = parse_range(range_header, size)
+    if wanted is False:
+        response = HttpResponse(status=416)
+        response["Content-Range"] = f"bytes */{size}"
+        return response
+    start, length = wanted or (0, size)
+    response = StreamingHttpResponse(
+        _in_threads(lambda: make(start, length)),
+        status=206 if wanted else 200,
+        content_type="application/octet-stream",
+    )
+    response["Content-Length"] = str(length)
+    response["Accept-Ranges"] = "bytes"
+    if wanted:
+        response["Content-Range"] = f"bytes {start}-{start + length - 1}/{size}"
+    response["Content-Disposition"] = content_disposition_header(True, name)
+    return response
+
+
+def archive_response(make: Callable[[], Iterator[bytes]], name: str, fmt: str):
+    content_type = "application/zip" if fmt == "zip" else "application/x-tar"
+    response = StreamingHttpResponse(_in_threads(make), content_type=content_type)
+    response["Content-Disposition"] = content_disposition_header(True, f"{name}.{fmt}")
+    return response

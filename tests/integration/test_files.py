@@ -1,0 +1,219 @@
+"""The file browser on the local SLURM's login node, over SFTP through sshd, as the service account (each student
+confined to their own folder): uploads in chunks that resume, downloads with ranges and archives, the refusals
+that keep a student inside their space (`..`, absolute paths, symlinks leading out, devices, control characters),
+and another student's job files answering 404 on pages and API."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pwd
+import shutil
+import subprocess
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from jobs.models import Job
+
+LAB_DIR = "~/gpulab-files-test"
+
+
+@pytest.fixture
+def lab(cluster, services):
+    cluster.lab_dir = LAB_DIR
+    cluster.save()
+    home = Path(pwd.getpwnam(services["GPULAB_SERVICE_USER"]).pw_dir)
+    yield home / LAB_DIR[2:]
+    shutil.rmtree(home / LAB_DIR[2:], ignore_errors=True)
+
+
+def space_of(lab: Path, user) -> Path:
+    return lab / "students" / f"user-{user.pk}"
+
+
+def as_service_user(path: Path, services) -> None:
+    entry = pwd.getpwnam(services["GPULAB_SERVICE_USER"])
+    for root, dirs, files in os.walk(path):
+        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+            os.lchown(name, entry.pw_uid, entry.pw_gid)
+
+
+def upload(client, base: str, name: str, data: bytes, *, chunk: int, path: str = "", start: int = 0):
+    offset = start
+    while True:
+        query = f"?path={path}&name={name}&size={len(data)}&offset={offset}"
+        response = client.put(
+            base + "upload/" + query, data[offset : offset + chunk], content_type="application/octet-stream"
+        )
+        assert response.status_code == 200, response.content
+        offset = response.json()["received"]
+        if response.json()["complete"]:
+            return response
+
+
+def body(response) -> bytes:
+    """A streamed answer, read whole (the test client runs the async stream to its end)."""
+    return b"".join(response)
+
+
+def test_a_student_uploads_in_resumed_chunks_lists_views_downloads_ranges_and_archives(
+    lab, cluster, alice, api_for, services
+):
+    client = api_for(alice)
+    base = reverse("api:files-cluster", args=[cluster.pk])
+    data = os.urandom(3 * 2**20 + 12345)
+
+    assert client.post(base + "mkdir/", {"path": "", "name": "data"}, format="json").status_code == 201
+    # The first chunk arrives, then the connection "drops": the server says where to resume.
+    first = client.put(
+        base + f"upload/?path=data&name=train.bin&size={len(data)}&offset=0",
+        data[: 2**20],
+        content_type="application/octet-stream",
+    )
+    assert first.json() == {"name": "train.bin", "received": 2**20, "size": len(data), "complete": False}
+    assert client.get(base + "upload/?path=data&name=train.bin").json()["received"] == 2**20
+    assert [e["name"] for e in client.get(base + "?path=data").json()["entries"]] == []  # not there until whole
+    upload(client, base, "train.bin", data, chunk=2**20, path="data", start=2**20)
+
+    on_disk = space_of(lab, alice) / "data" / "train.bin"
+    assert hashlib.sha256(on_disk.read_bytes()).hexdigest() == hashlib.sha256(data).hexdigest()
+    entries = client.get(base + "?path=data").json()["entries"]
+    assert [(e["name"], e["kind"], e["size"]) for e in entries] == [("train.bin", "file", len(data))]
+
+    whole = client.get(base + "download/?path=data/train.bin")
+    assert whole.status_code == 200 and whole["Content-Length"] == str(len(data))
+    assert body(whole) == data
+    part = client.get(base + "download/?path=data/train.bin", HTTP_RANGE="bytes=1000-1999")
+    assert part.status_code == 206 and part["Content-Range"] == f"bytes 1000-1999/{len(data)}"
+    assert body(part) == data[1000:2000]
+    assert client.get(base + "download/?path=data/train.bin", HTTP_RANGE=f"bytes={len(data)}-").status_code == 416
+
+    (space_of(lab, alice) / "data" / "notes.txt").write_text("".join(f"line {i}\n" for i in range(100000)))
+    as_service_user(space_of(lab, alice), services)
+    text = client.get(base + "text/?path=data/notes.txt&tail=1").json()
+    assert text["cut"] and text["text"].endswith("line 99999\n")
+
+    archive = zipfile.ZipFile(io.BytesIO(body(client.get(base + "download/?path=data&archive=zip"))))
+    assert archive.read("data/train.bin") == data
+    with tarfile.open(fileobj=io.BytesIO(body(client.get(base + "download/?path=data&archive=tar")))) as tar:
+        assert tar.extractfile("data/train.bin").read() == data
+
+    assert client.post(base + "rename/", {"path": "data/train.bin", "name": "train-v2.bin"}, format="json").json() == {
+        "path": "data/train-v2.bin"
+    }
+    assert client.post(base + "delete/", {"path": "data"}, format="json").status_code == 204
+    assert not (space_of(lab, alice) / "data").exists()
+
+
+def test_traversal_absolute_paths_symlinks_leading_out_devices_and_control_characters_are_refused(
+    lab, cluster, alice, bob, api_for, services
+):
+    alice_client, base = api_for(alice), reverse("api:files-cluster", args=[cluster.pk])
+    api_for(bob).get(base)  # bob's folder exists, beside alice's
+    assert alice_client.get(base).status_code == 200
+    mine, bobs = space_of(lab, alice), space_of(lab, bob)
+    (bobs / "secret.txt").write_text("bob's answers")
+    (mine / "inside").mkdir()
+    (mine / "inside" / "ok.txt").write_text("fine")
+    (mine / "etc").symlink_to("/etc")
+    (mine / "passwd").symlink_to("/etc/passwd")
+    (mine / "to-bob").symlink_to(f"../user-{bob.pk}/secret.txt")
+    (mine / "shortcut").symlink_to("inside")  # a link that stays inside works
+    subprocess.run(["mknod", str(mine / "null"), "c", "1", "3"], check=True)
+    as_service_user(lab, services)
+
+    refused = {
+        "../" + f"user-{bob.pk}/secret.txt": "..",
+        "inside/../../" + f"user-{bob.pk}/secret.txt": "..",
+        "/etc/passwd": "/",
+        "~/.ssh/id_ed25519": "~",
+        "etc/passwd": "outside",
+        "passwd": "outside",
+        "to-bob": "outside",
+        "null": "not a regular file",
+        "inside/ok\x1b[31m.txt": "control characters",
+    }
+    for path, why in refused.items():
+        for endpoint in ("download/", "text/"):
+            response = alice_client.get(base + endpoint, {"path": path})
+            assert response.status_code == 400, (path, response.content)
+            assert why in response.json()["detail"], (path, response.json())
+    assert alice_client.get(base, {"path": "etc"}).status_code == 400
+    bad_names = ["../escape", "a/b", "x\ny", ".."]
+    for name in bad_names:
+        assert alice_client.post(base + "mkdir/", {"path": "", "name": name}, format="json").status_code == 400
+        response = alice_client.post(base + "rename/", {"path": "inside/ok.txt", "name": name}, format="json")
+        assert response.status_code == 400
+    upload = alice_client.put(
+        base + "upload/?path=etc&name=evil&size=4&offset=0", b"evil", content_type="application/octet-stream"
+    )
+    assert upload.status_code == 400 and not Path("/etc/evil").exists()
+
+    listed = {e["name"]: e["kind"] for e in alice_client.get(base).json()["entries"]}
+    assert listed == {
+        "etc": "link-out", "passwd": "link-out", "to-bob": "link-out", "null": "other", "inside": "dir",
+        "shortcut": "dir",
+    }  # fmt: skip
+    assert body(alice_client.get(base + "download/", {"path": "shortcut/ok.txt"})) == b"fine"
+    # Deleting a link removes the link, never what it points to.
+    assert alice_client.post(base + "delete/", {"path": "to-bob"}, format="json").status_code == 204
+    assert (bobs / "secret.txt").read_text() == "bob's answers"
+
+
+@pytest.fixture
+def alice_job(lab, cluster, alice, course, services):
+    from jobs.models import JobTemplate
+
+    template = JobTemplate.objects.create(name="Train", slug="train", body="echo", status="published")
+    job = Job.objects.create(
+        owner=alice, course=course, template=template, cluster=cluster, account=cluster.service_account(),
+        script="echo", state="completed",
+    )  # fmt: skip
+    run_dir = lab / "jobs" / str(job.pk)
+    run_dir.mkdir(parents=True)
+    (run_dir / "model.pt").write_bytes(b"weights" * 1000)
+    (run_dir / "output.log").write_text("epoch 1 loss 2.3\n")
+    as_service_user(lab, services)
+    return job
+
+
+def test_another_student_gets_404_on_every_page_and_endpoint_of_a_job_s_files(alice_job, alice, bob, api_for, client):
+    api_base = reverse("api:files-job", args=[alice_job.pk])
+    pages = [
+        reverse("sessions:job_files", args=[alice_job.pk]),
+        reverse("sessions:job_files", args=[alice_job.pk]) + "?file=model.pt",
+        reverse("sessions:job_artefacts", args=[alice_job.pk]),
+    ]
+    reads = [api_base, api_base + "download/?path=model.pt", api_base + "text/?path=output.log",
+             api_base + "download/?path=&archive=zip", api_base + "upload/?path=&name=x"]  # fmt: skip
+    changes = [
+        ("mkdir/", {"name": "x"}),
+        ("rename/", {"path": "model.pt", "name": "m.pt"}),
+        ("delete/", {"path": "model.pt"}),
+    ]
+
+    for url in pages:
+        assert client.get(url).status_code == 302  # anonymous: to the login page
+    for url in reads:
+        assert client.get(url).status_code in (401, 403)
+
+    client.force_login(bob)
+    bob_api = api_for(bob)
+    for url in pages:
+        assert client.get(url).status_code == 404, url
+    for url in reads:
+        assert bob_api.get(url).status_code == 404, url
+    for endpoint, data in changes:
+        assert bob_api.post(api_base + endpoint, data, format="json").status_code == 404
+    chunk = bob_api.put(api_base + "upload/?name=x&size=1&offset=0", b"x", content_type="application/octet-stream")
+    assert chunk.status_code == 404
+
+    client.force_login(alice)
+    page = client.get(pages[2]).content.decode()
+    assert "model.pt" in page and "output.log" in page
+    assert body(api_for(alice).get(api_base + "download/?path=model.pt")) == b"weights" * 1000
