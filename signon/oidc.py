@@ -4,6 +4,8 @@ On top of the library this checks what it leaves out: the ID token's audience (o
 several), issuer, expiry and issue time, with a small clock leeway. A person is found by, in order: the provider's
 subject they signed in with before; the configured username claim (a roster account named so is joined); an email
 address the provider says is VERIFIED. An unverified address never joins an existing account, and is not stored.
+Staff and superuser accounts are never joined by a claim: whoever controls a name or address at the provider must
+not inherit the portal's admin rights (admins get staff through the staff group claim instead).
 Any failure is a message on the login page, never a 500.
 """
 
@@ -100,8 +102,11 @@ class CampusOIDCBackend(OIDCAuthenticationBackend):
         known = CampusIdentity.objects.filter(issuer=settings.OIDC_OP_ISSUER, subject=claims["sub"])
         if known.exists():
             return User.objects.filter(pk__in=known.values("user"))
-        # An account already tied to another subject of this provider is someone else's, whatever its name.
-        unclaimed = User.objects.exclude(campus_identities__issuer=settings.OIDC_OP_ISSUER)
+        # An account already tied to another subject of this provider is someone else's, whatever its name; an admin
+        # account is joined by nobody's claim.
+        unclaimed = User.objects.exclude(campus_identities__issuer=settings.OIDC_OP_ISSUER).filter(
+            is_staff=False, is_superuser=False
+        )
         by_name = unclaimed.filter(username__iexact=self.get_username(claims))
         if by_name.exists():
             return by_name

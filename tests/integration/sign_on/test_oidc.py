@@ -141,6 +141,22 @@ def test_unverified_email_claiming_a_roster_address_does_not_join_it(browser, oi
     assert not CampusIdentity.objects.filter(user__username="rita").exists()
 
 
+def test_an_admin_account_is_never_joined_by_a_matching_username_or_email(browser, oidc_on):
+    admin = User.objects.create_superuser("opsadmin", "ops@campus.example", "a-long-local-password")
+    oidc_on.set_accounts(
+        {
+            "opsadmin": account("opsadmin", "someone@campus.example", verified=True),
+            "impostor": account("impostor", "ops@campus.example", verified=True),
+        }
+    )
+    page = browser.sign_in("opsadmin")
+    assert browser.signed_in_as() is None
+    assert "already taken" in failure_message(page)
+    CampusBrowser(oidc_on).sign_in("impostor")
+    assert User.objects.filter(username="impostor").exists()  # a new account, not the admin's
+    assert not CampusIdentity.objects.filter(user=admin).exists()
+
+
 def test_later_sign_ins_find_the_person_by_subject_even_after_a_rename(browser, oidc_on):
     browser.sign_in("lena")
     oidc_on.set_accounts({"lena": account("lena-renamed", "lena@campus.example")})
