@@ -12,6 +12,7 @@ from core.choices import ACTIVE_STATES
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.models import Job
+from jobs.rightsize import class_efficiency
 
 from . import access
 from .models import Role
@@ -41,6 +42,7 @@ def course_jobs(request, slug: str):
     roster = sorted((e.user for e in students if e.role == Role.STUDENT), key=lambda u: u.username)
     context |= {"enrollments": students, "roster": roster, "templates": course.templates.only("slug", "name")}
     context["may_copy"] = access.is_admin(request.user) or access.role_in(request.user, course) == Role.INSTRUCTOR
+    context["efficiency"] = class_efficiency(course)
     return render(request, "courses/course_jobs.html", context)
 
 

@@ -184,3 +184,35 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id} {self.kind} {self.from_state}→{self.to_state}"
+
+
+class JobUsage(models.Model):
+    """What SLURM accounting recorded of a finished job (sacct); one row per job, on clusters with accounting only.
+
+    Written once when the job ends (jobs/polling.py); the right-size report (jobs/rightsize.py) reads it with the
+    telemetry summary. A job without this row ran where there is no accounting: the report leaves CPU and memory out.
+    """
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, primary_key=True, related_name="accounted")
+    elapsed_seconds = models.PositiveIntegerField(help_text="Elapsed: how long the job held its allocation.")
+    cpu_seconds = models.FloatField("CPU seconds", help_text="TotalCPU: user + system time of every step.")
+    cpus = models.PositiveIntegerField("CPU cores", help_text="AllocCPUS: the cores the job held.")
+    gpus = models.PositiveIntegerField("GPUs", default=0, help_text="The gres/gpu TRES the job held.")
+    max_rss_bytes = models.BigIntegerField("peak host memory (bytes)", null=True, blank=True, help_text="MaxRSS.")
+    requested_memory_bytes = models.BigIntegerField("requested memory (bytes)", null=True, blank=True)
+    time_limit_minutes = models.PositiveIntegerField(null=True, blank=True)
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "job usage (SLURM accounting)"
+        verbose_name_plural = "job usage (SLURM accounting)"
+
+    def __str__(self) -> str:
+        return f"accounting of {self.job_id}"
+
+    @property
+    def cpu_efficiency(self) -> float | None:
+        """TotalCPU / (elapsed x cores), as a percentage; None when the job held no time or no core."""
+        if not self.elapsed_seconds or not self.cpus:
+            return None
+        return round(100 * self.cpu_seconds / (self.elapsed_seconds * self.cpus), 1)

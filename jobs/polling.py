@@ -1,6 +1,7 @@
 """Following jobs: one scheduler call per cluster per cycle, moves applied through the state machine.
 
-A cluster that does not answer changes nothing: jobs keep their last known state until it is back.
+A cluster that does not answer changes nothing: jobs keep their last known state until it is back. Jobs that ended
+in a cycle have what accounting recorded of them read in one more call (clusters without accounting answer nothing).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from clusters.models import Cluster
 from core.choices import ON_SCHEDULER_STATES, TERMINAL_STATES, JobState
 
 from . import never_starts
-from .models import Job
+from .models import Job, JobUsage
 from .states import transition
 
 logger = logging.getLogger(__name__)
@@ -57,14 +58,15 @@ def poll_cluster(cluster_id: int) -> PollReport:
     if not jobs:
         return report
     try:
-        statuses = get_backend(cluster).poll([job.scheduler_id for job in jobs])
+        backend = get_backend(cluster)
+        statuses = backend.poll([job.scheduler_id for job in jobs])
     except BackendError as exc:
         report.error = str(exc)
         logger.warning("poll %s: %s (no job changes)", cluster.name, exc)
         return report
     now = timezone.now()
     lost_before = now - timedelta(seconds=settings.GPULAB_LOST_AFTER)
-    seen = []
+    seen, ended = [], []
     for job in jobs:
         status = statuses.get(job.scheduler_id)
         if status is None:
@@ -76,8 +78,27 @@ def poll_cluster(cluster_id: int) -> PollReport:
         seen.append(job.pk)
         if apply_status(job, status):
             report.moved += 1
+            if job.is_terminal and job.started_at:
+                ended.append(job)
     Job.objects.filter(pk__in=seen).update(last_seen_at=now)
+    record_usage(backend, ended)
     return report
+
+
+def record_usage(backend, jobs: list[Job]) -> None:
+    """Store what accounting says these ended jobs used, in one call; a failure costs only the report's figures."""
+    if not jobs:
+        return
+    try:
+        found = backend.usage([job.scheduler_id for job in jobs])
+    except BackendError as exc:
+        logger.warning("usage of %d ended job(s) on %s: %s", len(jobs), backend.cluster.name, exc)
+        return
+    for job in jobs:
+        usage = found.get(job.scheduler_id)
+        if usage is not None:
+            fields = {name: value for name, value in usage.__dict__.items() if name != "scheduler_id"}
+            JobUsage.objects.update_or_create(job=job, defaults=fields)
 
 
 def _lost_message(cluster) -> str:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from clusters.models import Cluster, ClusterAccount
 
+    from .accounting import AccountedUsage
+
 
 class BackendError(Exception):
     """A failure the user should read; permanent unless a subclass says otherwise."""
@@ -243,6 +245,12 @@ class ClusterBackend(ABC):
 
     def gpu_allocations(self) -> list[GpuAllocation]:
         raise NotSupported(f"{self.cluster.display_name} does not say which GPUs its jobs hold.")
+
+    # Accounting: what finished jobs used, where the cluster records it.
+    def usage(self, scheduler_ids: list[str]) -> dict[str, AccountedUsage]:
+        """What accounting recorded of these finished jobs, in one call; empty where the cluster keeps no accounting
+        (a job with no record is absent)."""
+        return {}
 
     # Limits: what the scheduler could ever run, so that the portal refuses the rest at launch.
     def partition_limits(self) -> dict[str, PartitionLimits]:

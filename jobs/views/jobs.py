@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods
 from clusters import kinds
 from clusters.backends import BackendError
 from courses import access
-from jobs import job_page
+from jobs import job_page, rightsize
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.logs import log_streams, read_log
@@ -34,7 +34,7 @@ def my_jobs(request):
 @login_required
 def detail(request, job_id):
     job = access.get_job(request.user, job_id)
-    context = {**_status_context(job), "parameters": _labelled_params(job)}
+    context = {**_status_context(job), "parameters": _labelled_params(job), "rightsize": rightsize.report_for(job)}
     server = kinds.kind_of(job.cluster.kind).server(job)
     if server is not None:  # what the kind lets a student do with a running server, and its separate logs
         context["server"] = server

@@ -6,6 +6,7 @@ from courses import access, quotas, terms
 from jobs.forms import LaunchForm
 from jobs.launch import LaunchInvalid, launch
 from jobs.launch_facts import quota_use, run_estimates
+from jobs.rightsize import rightsized_params
 
 
 @login_required
@@ -15,8 +16,10 @@ def launch_form(request, course_slug: str, template_slug: str):
     clusters = access.launchable_clusters(request.user, course, template)
     source = access.get_job(request.user, request.GET["from"]) if request.GET.get("from") else None
     initial = {}
+    rightsized = source is not None and request.GET.get("rightsized") == "1"
     if source is not None:
-        initial = {**LaunchForm.initial_from(source.params), "cluster": source.cluster_id}
+        params = rightsized_params(source) if rightsized else source.params
+        initial = {**LaunchForm.initial_from(params), "cluster": source.cluster_id}
     form = LaunchForm(request.POST or None, template=template, clusters=clusters, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
@@ -41,6 +44,7 @@ def launch_form(request, course_slug: str, template_slug: str):
         "template": template,
         "form": form,
         "source": source,
+        "rightsized": rightsized,
         "has_clusters": clusters.exists(),
         "quota": quotas.limits_for(course, request.user),
         "quota_use": quota_use(request.user, course),
@@ -53,7 +57,8 @@ def launch_form(request, course_slug: str, template_slug: str):
 
 @login_required
 def clone(request, job_id):
-    """Clone and edit: the launch form, filled with the job's values."""
+    """Clone and edit: the launch form, filled with the job's values (right-sized ones with ?rightsized=1)."""
     job = access.get_job(request.user, job_id)
     url = redirect("jobs:launch", course_slug=job.course.slug, template_slug=job.template.slug).url
-    return redirect(f"{url}?from={job.pk}")
+    rightsized = "&rightsized=1" if request.GET.get("rightsized") == "1" else ""
+    return redirect(f"{url}?from={job.pk}{rightsized}")

@@ -19,6 +19,7 @@ from django.utils import timezone
 from core.choices import JobState
 
 from .. import as_student, ssh, sudo_rule
+from ..accounting import SACCT_FIELDS, AccountedUsage, parse_sacct
 from ..base import (
     BackendError,
     ClusterBackend,
@@ -362,6 +363,15 @@ class SlurmBackend(ClusterBackend):
                 finished_at=_parse_time(fields[4]),
             )
         return statuses
+
+    def usage(self, scheduler_ids: list[str]) -> dict[str, AccountedUsage]:
+        ids = [i for i in scheduler_ids if SCHEDULER_ID.match(i)]
+        if not ids or not self.cluster.has_accounting:
+            return {}
+        result = self._run(["sacct", "-n", "-P", "--noconvert", f"--jobs={','.join(ids)}", f"--format={SACCT_FIELDS}"])
+        if not result.ok:
+            raise BackendError(f"sacct failed: {result.message()}")
+        return parse_sacct(result.stdout, ids)
 
     # -- cancel and logs --------------------------------------------------------------------------------------
     def cancel(self, scheduler_id: str) -> None:  # the next poll reports how it ended

@@ -1,0 +1,232 @@
+"""The right-size report of a finished job: what it asked for against what it used, in plain advice, and the values
+a right-sized relaunch would ask for instead.
+
+Figures come from two records and nothing else: the telemetry summary (GPU utilization, peak GPU memory) and SLURM
+accounting (jobs.models.JobUsage: TotalCPU, MaxRSS, elapsed). A figure whose record is missing is left out, never
+guessed. Suggested values stay inside the template's schema (its min and max), so the prefilled launch form is valid.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from django.db.models import Avg, Count, ExpressionWrapper, F, FloatField
+from django.db.models.functions import NullIf
+
+from core.choices import TERMINAL_STATES, JobState
+
+from .models import Job
+
+GIB = 1024**3
+LOW = 50.0  # % of a resource used below which the report says to ask for less
+HIGH = 90.0  # % of host memory used above which the report warns of running out
+GPU_LOW = 30.0  # mean GPU utilization (%) below which fewer GPUs would do
+HEADROOM = 1.5  # what a suggestion adds on top of what was used
+
+
+@dataclass(frozen=True)
+class Line:
+    resource: str
+    requested: str
+    used: str
+    percent: float | None  # used of requested; None where there is nothing to compare
+    advice: str
+
+
+@dataclass
+class Report:
+    lines: list[Line] = field(default_factory=list)
+    suggested: dict[str, int] = field(default_factory=dict)  # parameter name → right-sized value
+    missing: list[str] = field(default_factory=list)  # why some figures are absent, in words
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.suggested)
+
+
+def _clamp(job: Job, name: str, value: int) -> int | None:
+    """`value` inside the template's bounds for parameter `name`; None if the template has no such parameter."""
+    param = next((p for p in job.template.schema() if p.name == name), None)
+    if param is None or param.type != "int":
+        return None
+    if param.min is not None:
+        value = max(value, int(param.min))
+    if param.max is not None:
+        value = min(value, int(param.max))
+    return value
+
+
+def _suggest(report: Report, job: Job, name: str, value: int) -> bool:
+    """Record a new value for `name` when the template has it and it differs from what the job asked."""
+    value = _clamp(job, name, value)
+    if value is None or value == job.params.get(name):
+        return False
+    report.suggested[name] = value
+    return True
+
+
+def _elapsed_seconds(job: Job, accounted) -> int | None:
+    if accounted is not None:
+        return accounted.elapsed_seconds
+    if job.started_at and job.finished_at:
+        return int((job.finished_at - job.started_at).total_seconds())
+    return None
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h"
+
+
+def report_for(job: Job) -> Report | None:
+    """The report of an ended job that ran; None for one still running or that never started."""
+    if not job.is_terminal or job.started_at is None or job.state == JobState.SUBMIT_FAILED:
+        return None
+    accounted = getattr(job, "accounted", None)
+    summary = getattr(job, "summary", None)
+    report = Report()
+    _gpus(report, job, summary)
+    _cpus_and_memory(report, job, accounted)
+    _wall_time(report, job, accounted)
+    return report
+
+
+def _gpus(report: Report, job: Job, summary) -> None:
+    if not job.gpus:
+        return
+    per_node = int(job.params.get("gpus_per_node") or job.gpus)
+    mean = summary.mean_gpu_util if summary else None
+    if mean is None:
+        report.missing.append("GPU utilization: the portal's collector took no GPU samples of this job.")
+    else:
+        advice = "The GPUs were busy; keep this number."
+        if mean < GPU_LOW:
+            fewer = max(1, math.ceil(per_node * mean / 70))
+            if fewer < per_node and _suggest(report, job, "gpus_per_node", fewer):
+                advice = (
+                    f"The GPUs were mostly idle: {fewer} GPU(s) per node would do, and a smaller job starts sooner."
+                )
+            else:
+                advice = "The GPU was mostly idle: check that the code runs on it (e.g. tensors moved to cuda)."
+        report.lines.append(Line("GPUs", f"{job.gpus}", f"{mean:.0f} % mean utilization", mean, advice))
+    peak = summary.peak_gpu_memory_mib if summary else None
+    if peak is not None:
+        report.lines.append(
+            Line("GPU memory", f"{job.gpus} GPU(s)", f"{peak / 1024:.1f} GiB at peak", None, "The most any GPU held.")
+        )
+
+
+def _cpus_and_memory(report: Report, job: Job, accounted) -> None:
+    if accounted is None:
+        report.missing.append(
+            "CPU and host memory: this cluster keeps no SLURM accounting (sacct), so TotalCPU and MaxRSS are unknown."
+        )
+        return
+    efficiency = accounted.cpu_efficiency
+    if efficiency is not None:
+        busy = accounted.cpu_seconds / max(accounted.elapsed_seconds, 1)
+        advice = "The cores were busy; keep this number."
+        if efficiency < LOW and accounted.cpus > 1:
+            fewer = max(1, math.ceil(busy * HEADROOM))
+            if _suggest(report, job, "cpus_per_task", fewer):
+                advice = f"On average {busy:.1f} core(s) were busy: ask for {report.suggested['cpus_per_task']}."
+            else:
+                advice = f"On average {busy:.1f} core(s) were busy; more data loader workers would use the rest."
+        report.lines.append(
+            Line("CPU cores", f"{accounted.cpus}", f"{efficiency:.0f} % efficiency", efficiency, advice)
+        )
+    requested, peak = accounted.requested_memory_bytes, accounted.max_rss_bytes
+    if requested and peak:
+        percent = round(100 * peak / requested, 1)
+        advice = "About right."
+        if percent > HIGH:
+            more = math.ceil(peak * HEADROOM / GIB)
+            advice = "Close to the limit: a bigger batch or dataset would be killed for lack of memory."
+            if _suggest(report, job, "mem_gb", more):
+                advice += f" Ask for {report.suggested['mem_gb']} GB."
+        elif percent < LOW:
+            advice = "Much more than needed."
+            if _suggest(report, job, "mem_gb", max(1, math.ceil(peak * HEADROOM / GIB))):
+                advice += f" Ask for {report.suggested['mem_gb']} GB."
+        report.lines.append(
+            Line("Host memory", f"{requested / GIB:.1f} GiB", f"{peak / GIB:.2f} GiB at peak", percent, advice)
+        )
+
+
+def _wall_time(report: Report, job: Job, accounted) -> None:
+    limit = job.params.get("time_minutes") or (accounted.time_limit_minutes if accounted else None)
+    elapsed = _elapsed_seconds(job, accounted)
+    if not limit or elapsed is None:
+        return
+    percent = round(100 * elapsed / (limit * 60), 1)
+    if job.state == JobState.TIMED_OUT:
+        advice = "The job ran out of time."
+        if _suggest(report, job, "time_minutes", int(limit) * 2):
+            advice += f" Ask for {report.suggested['time_minutes']} minutes, or save checkpoints and resume."
+        else:
+            advice += " The template allows no more: save checkpoints and resume in a second job."
+    elif percent < LOW and job.state == JobState.COMPLETED:
+        advice = "A shorter limit often starts sooner (SLURM backfills short jobs into gaps)."
+        if _suggest(report, job, "time_minutes", max(1, math.ceil(elapsed * HEADROOM / 60))):
+            advice += f" Ask for {report.suggested['time_minutes']} minutes."
+    else:
+        advice = "About right."
+    report.lines.append(Line("Wall time", f"{limit} min", _minutes(elapsed), percent, advice))
+
+
+def rightsized_params(job: Job) -> dict:
+    """The job's values with the report's suggestions applied: the prefilled form of "Launch again right-sized"."""
+    found = report_for(job)
+    return {**job.params, **(found.suggested if found else {})}
+
+
+@dataclass(frozen=True)
+class StudentEfficiency:
+    username: str
+    jobs: int  # ended jobs that ran
+    accounted: int  # of them, those SLURM accounting recorded
+    gpu_util: float | None  # mean of the jobs' mean GPU utilization, %
+    cpu_efficiency: float | None  # mean TotalCPU / (elapsed x cores), %
+    memory_used: float | None  # mean MaxRSS of requested memory, %
+    time_used: float | None  # mean elapsed of the time limit, %
+
+
+def _ratio(numerator: str, *denominator: str):
+    """100 x numerator / product(denominator) per row in SQL, NULL where the denominator is 0 or missing."""
+    below = F(denominator[0])
+    for name in denominator[1:]:
+        below = below * F(name)
+    return ExpressionWrapper(100.0 * F(numerator) / NullIf(below, 0), output_field=FloatField())
+
+
+def class_efficiency(course) -> list[StudentEfficiency]:
+    """Each student's ended jobs of the course, averaged: one aggregate query, whatever the number of jobs."""
+    rows = (
+        Job.objects.filter(course=course, state__in=TERMINAL_STATES, started_at__isnull=False)
+        .values("owner__username")
+        .annotate(
+            n=Count("pk"),
+            accounted_n=Count("accounted"),
+            gpu_util=Avg("summary__mean_gpu_util"),
+            cpu_efficiency=Avg(_ratio("accounted__cpu_seconds", "accounted__elapsed_seconds", "accounted__cpus")),
+            memory_used=Avg(_ratio("accounted__max_rss_bytes", "accounted__requested_memory_bytes")),
+            time_used=Avg(_ratio("accounted__elapsed_seconds", "accounted__time_limit_minutes") / 60.0),
+        )
+        .order_by("owner__username")
+    )
+    return [
+        StudentEfficiency(
+            username=row["owner__username"],
+            jobs=row["n"],
+            accounted=row["accounted_n"],
+            gpu_util=_round(row["gpu_util"]),
+            cpu_efficiency=_round(row["cpu_efficiency"]),
+            memory_used=_round(row["memory_used"]),
+            time_used=_round(row["time_used"]),
+        )
+        for row in rows
+    ]
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)

@@ -1,0 +1,195 @@
+"""The right-size report: sacct's figures parsed, advice and suggestions inside the template's schema, the job page,
+the right-sized launch form and the class's efficiency table (each view: anonymous, wrong user, right user)."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from clusters.backends.accounting import parse_cpu_time, parse_sacct, parse_size
+from core.choices import JobState
+from jobs.models import Job, JobTemplate, JobUsage
+from jobs.rightsize import class_efficiency, report_for, rightsized_params
+from telemetry.models import JobSummary
+
+pytestmark = pytest.mark.django_db
+
+# Recorded from `sacct -n -P --noconvert --format=JobIDRaw,ElapsedRaw,TotalCPU,AllocCPUS,MaxRSS,ReqMem,AllocTRES,
+# TimelimitRaw` on the local cluster (slurm 22.05.8, slurmdbd + MariaDB), for a 2-core, 1-GPU, 500M job.
+SACCT = """\
+3006|6|00:02.021|2||500M|billing=2,cpu=2,gres/gpu=1,node=1|3
+3006.batch|6|00:02.021|2|168800256||cpu=2,gres/gpu=1,mem=0,node=1|
+3007|61|01:02:03|4||4G|billing=4,cpu=4,node=1|10
+3007.batch|61|01:00:00|4|1048576||cpu=4,mem=0,node=1|
+3007.0|30|00:02:03|4|5242880||cpu=4,mem=0,node=1|
+"""
+
+RIGHTSIZE_PARAMS = [
+    {"name": "partition", "type": "choice", "label": "Partition", "default": "debug"},
+    {"name": "time_minutes", "type": "int", "label": "Time", "default": 60, "min": 5, "max": 120},
+    {"name": "gpus_per_node", "type": "int", "label": "GPUs", "default": 4, "min": 1, "max": 4},
+    {"name": "cpus_per_task", "type": "int", "label": "CPUs", "default": 8, "min": 2, "max": 16},
+    {"name": "mem_gb", "type": "int", "label": "Memory (GB)", "default": 32, "min": 1, "max": 64},
+]
+GIB = 1024**3
+
+
+class TestSacctParsing:
+    def test_job_line_and_largest_step_rss(self):
+        found = parse_sacct(SACCT, ["3006", "3007"])
+        first, second = found["3006"], found["3007"]
+        assert (first.elapsed_seconds, first.cpu_seconds, first.cpus, first.gpus) == (6, 2.021, 2, 1)
+        assert first.max_rss_bytes == 168800256 and first.requested_memory_bytes == 500 * 1024**2
+        assert first.time_limit_minutes == 3
+        assert second.cpu_seconds == 3723 and second.max_rss_bytes == 5242880 and second.gpus == 0
+        assert second.requested_memory_bytes == 4 * GIB
+
+    def test_only_asked_jobs_and_no_rss_is_none(self):
+        found = parse_sacct("9|5|00:01.000|1||||1\n", ["9", "3006"])
+        assert list(found) == ["9"] and found["9"].max_rss_bytes is None and found["9"].requested_memory_bytes is None
+
+    @pytest.mark.parametrize(
+        ("text", "seconds"), [("00:02.021", 2.021), ("01:02:03", 3723), ("1-02:00:00", 93600), ("", 0.0)]
+    )
+    def test_total_cpu_formats(self, text, seconds):
+        assert parse_cpu_time(text) == pytest.approx(seconds)
+
+    @pytest.mark.parametrize(("text", "size"), [("168800256", 168800256), ("16Gn", 16 * GIB), ("0", None), ("", None)])
+    def test_sizes(self, text, size):
+        assert parse_size(text) == size
+
+
+@pytest.fixture
+def big_template(course):
+    template = JobTemplate.objects.create(
+        name="Big trainer",
+        slug="big-trainer",
+        body="python train.py\n",
+        parameters=RIGHTSIZE_PARAMS,
+        status=JobTemplate.Status.PUBLISHED,
+        max_gpus=4,
+        max_minutes=120,
+    )
+    template.courses.add(course)
+    return template
+
+
+def _ended(owner, course, template, cluster, *, state=JobState.COMPLETED, minutes=10, **params):
+    from jobs.launch import launch
+
+    job = launch(owner, course=course, template=template, cluster=cluster, raw_params=params)
+    finished = timezone.now()
+    Job.objects.filter(pk=job.pk).update(
+        state=state,
+        scheduler_id=str(5000 + Job.objects.count()),
+        started_at=finished - timedelta(minutes=minutes),
+        finished_at=finished,
+    )
+    return Job.objects.get(pk=job.pk)
+
+
+def _accounted(job, *, cpu_seconds, cpus, elapsed, rss_gib, mem_gib, limit):
+    return JobUsage.objects.create(
+        job=job,
+        elapsed_seconds=elapsed,
+        cpu_seconds=cpu_seconds,
+        cpus=cpus,
+        gpus=job.gpus,
+        max_rss_bytes=int(rss_gib * GIB),
+        requested_memory_bytes=int(mem_gib * GIB),
+        time_limit_minutes=limit,
+    )
+
+
+@pytest.fixture
+def oversized(alice, course, big_template, cluster):
+    """Four GPUs at 10 %, 8 cores of which 1 busy, 2 GiB of 32 used, 10 minutes of 60."""
+    job = _ended(alice, course, big_template, cluster)
+    _accounted(job, cpu_seconds=600, cpus=8, elapsed=600, rss_gib=2, mem_gib=32, limit=60)
+    JobSummary.objects.create(job=job, gpu_hours=0.67, mean_gpu_util=10.0, peak_gpu_memory_mib=5120, samples=40)
+    return Job.objects.get(pk=job.pk)
+
+
+class TestReport:
+    def test_oversized_job_gets_smaller_values_inside_the_schema(self, oversized):
+        report = report_for(oversized)
+        lines = {line.resource: line for line in report.lines}
+        assert lines["CPU cores"].percent == 12.5  # 600 s / (600 s x 8 cores)
+        assert lines["Host memory"].percent == 6.2
+        assert lines["Wall time"].percent == pytest.approx(16.7)
+        assert lines["GPUs"].percent == 10.0
+        # 1 busy core x 1.5 → 2 (also the schema's min); 2 GiB x 1.5 → 3; 10 min x 1.5 → 15; 4 GPUs at 10 % → 1
+        assert report.suggested == {"cpus_per_task": 2, "mem_gb": 3, "time_minutes": 15, "gpus_per_node": 1}
+        assert rightsized_params(oversized) == {**oversized.params, **report.suggested}
+
+    def test_timed_out_job_asks_for_more_time_up_to_the_template_max(self, alice, course, big_template, cluster):
+        job = _ended(alice, course, big_template, cluster, state=JobState.TIMED_OUT, minutes=60)
+        report = report_for(job)
+        assert report.suggested == {"time_minutes": 120}
+        again = _ended(alice, course, big_template, cluster, state=JobState.TIMED_OUT, minutes=120, time_minutes=120)
+        assert report_for(again).suggested == {}
+        assert "save checkpoints" in report_for(again).lines[-1].advice
+
+    def test_memory_near_the_limit_asks_for_more(self, alice, course, big_template, cluster):
+        job = _ended(alice, course, big_template, cluster, mem_gb=4)
+        _accounted(job, cpu_seconds=4800, cpus=8, elapsed=600, rss_gib=3.8, mem_gib=4, limit=60)
+        report = report_for(Job.objects.get(pk=job.pk))
+        assert report.suggested["mem_gb"] == 6 and "cpus_per_task" not in report.suggested
+
+    def test_without_accounting_cpu_and_memory_are_left_out_not_zero(self, alice, course, big_template, cluster):
+        report = report_for(_ended(alice, course, big_template, cluster))
+        assert {line.resource for line in report.lines} == {"Wall time"}
+        assert any("no SLURM accounting" in reason for reason in report.missing)
+        assert any("no GPU samples" in reason for reason in report.missing)
+
+    def test_running_or_never_started_job_has_no_report(self, make_job, alice):
+        assert report_for(make_job(alice)) is None
+
+
+class TestPages:
+    def test_job_page_shows_the_report_and_the_right_sized_link(self, login, alice, oversized):
+        page = login(alice).get(oversized.get_absolute_url()).content.decode()
+        assert "Right-size report" in page and "(13 % of it)" in page  # CPU: 12.5 %
+        assert f"{reverse('jobs:clone', args=[oversized.pk])}?rightsized=1" in page
+
+    def test_right_sized_form_is_prefilled_with_the_suggestions(self, login, alice, oversized):
+        response = login(alice).get(reverse("jobs:clone", args=[oversized.pk]) + "?rightsized=1", follow=True)
+        form = response.context["form"]
+        assert form["param_cpus_per_task"].value() == 2 and form["param_mem_gb"].value() == 3
+        assert form["param_time_minutes"].value() == 15 and form["param_gpus_per_node"].value() == 1
+        assert "right-sized from" in response.content.decode()
+
+    def test_right_sized_form_refuses_anonymous_and_other_students(self, client, login, oversized, bob):
+        url = reverse("jobs:clone", args=[oversized.pk]) + "?rightsized=1"
+        assert client.get(url).status_code == 302 and "login" in client.get(url)["Location"]
+        assert login(bob).get(url).status_code == 404
+        launch = reverse("jobs:launch", args=[oversized.course.slug, oversized.template.slug])
+        assert login(bob).get(f"{launch}?from={oversized.pk}&rightsized=1").status_code == 404
+
+    def test_class_table_for_the_instructor_only(self, client, login, instructor, alice, oversized, course):
+        url = reverse("courses:jobs", args=[course.slug])
+        assert client.get(url).status_code == 302
+        assert login(alice).get(url).status_code in {403, 404}
+        page = login(instructor).get(url).content.decode()
+        assert "Class efficiency" in page and 'data-label="CPU efficiency">13 %' in page
+
+    def test_class_table_empty_state(self, login, instructor, course):
+        page = login(instructor).get(reverse("courses:jobs", args=[course.slug])).content.decode()
+        assert "No job of this course has ended yet" in page
+
+
+def test_class_efficiency_is_one_query_whatever_the_number_of_jobs(alice, bob, course, big_template, cluster):
+    for owner in (alice, alice, bob):
+        job = _ended(owner, course, big_template, cluster)
+        _accounted(job, cpu_seconds=1200, cpus=4, elapsed=600, rss_gib=8, mem_gib=32, limit=20)
+    _ended(bob, course, big_template, cluster)  # no accounting: counted, not averaged in
+    with CaptureQueriesContext(connection) as queries:
+        rows = class_efficiency(course)
+    assert len(queries) == 1
+    by_name = {row.username: row for row in rows}
+    assert by_name[alice.username].cpu_efficiency == 50.0 and by_name[alice.username].memory_used == 25.0
+    assert by_name[alice.username].time_used == 50.0
+    assert (by_name[bob.username].jobs, by_name[bob.username].accounted) == (2, 1)
