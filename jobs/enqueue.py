@@ -17,6 +17,7 @@ from django.db import transaction
 SUBMIT_JOB = "workers.tasks.submit_job"
 CANCEL_JOB = "workers.tasks.cancel_job"
 SEND_TERM_NOTICE = "workers.mail.send_term_notice"
+KEEP_LOG = "workers.tasks.keep_job_log"
 
 
 def submit(job_id) -> None:
@@ -27,6 +28,11 @@ def submit(job_id) -> None:
 def cancel(job_id, actor_id: int | None = None, why: str = "") -> None:
     """Stop the job on its cluster; `why` (with `actor_id`) is a request still to be recorded on the row."""
     _send_on_commit(CANCEL_JOB, str(job_id), actor_id, why)
+
+
+def keep_log(job_id) -> None:
+    """Copy an ended job's log into the portal (jobs/kept_logs.py)."""
+    _send_on_commit(KEEP_LOG, str(job_id))
 
 
 def term_notice(notice_id: int) -> None:

@@ -9,9 +9,10 @@ import re
 from django.conf import settings
 
 from clusters import kinds
-from clusters.backends.base import LogChunk
+from clusters.backends.base import BackendError, LogChunk
 from clusters.kinds import get_backend
 
+from .kept_logs import read_kept
 from .models import Job
 
 # Past the end of any real log; larger offsets are read as this one, so no backend sees a number it cannot hold.
@@ -31,9 +32,18 @@ def read_log(job: Job, offset: int = 0, stream: str = "") -> LogChunk:
     if not job.scheduler_id:
         return LogChunk(offset=0, data="", eof=job.is_terminal, exists=False)
     offset = min(max(0, int(offset)), MAX_OFFSET)
-    return get_backend(job.cluster, job.account).read_log(
-        job.pk, offset, settings.GPULAB_LOG_CHUNK_BYTES, scheduler_id=job.scheduler_id, stream=stream
-    )
+    try:
+        chunk = get_backend(job.cluster, job.account).read_log(
+            job.pk, offset, settings.GPULAB_LOG_CHUNK_BYTES, scheduler_id=job.scheduler_id, stream=stream
+        )
+    except BackendError:
+        kept = read_kept(job, offset, settings.GPULAB_LOG_CHUNK_BYTES) if job.is_terminal and not stream else None
+        if kept is None:
+            raise
+        return kept
+    if not chunk.exists and job.is_terminal and not stream:  # scratch cleaned: the copy the portal kept, if any
+        return read_kept(job, offset, settings.GPULAB_LOG_CHUNK_BYTES) or chunk
+    return chunk
 
 
 def log_streams(job: Job) -> list[str]:

@@ -216,3 +216,16 @@ class JobUsage(models.Model):
         if not self.elapsed_seconds or not self.cpus:
             return None
         return round(100 * self.cpu_seconds / (self.elapsed_seconds * self.cpus), 1)
+
+
+class KeptLog(models.Model):
+    """A finished job's output as the portal copied it (its first GPULAB_KEPT_LOG_BYTES), read once the cluster's own
+    copy is gone (scratch cleaned) or the cluster cannot be reached; see jobs/kept_logs.py."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, primary_key=True, related_name="kept_log")
+    data = models.TextField(blank=True)
+    truncated = models.BooleanField(default=False, help_text="The log was longer than the portal keeps.")
+    kept_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"log of {self.job_id}"

@@ -19,7 +19,7 @@ from clusters.kinds import get_backend
 from clusters.models import Cluster
 from core.choices import ON_SCHEDULER_STATES, TERMINAL_STATES, JobState
 
-from . import never_starts
+from . import enqueue, never_starts
 from .models import Job, JobUsage
 from .states import transition
 
@@ -126,7 +126,10 @@ def apply_status(job: Job, status: SchedulerStatus) -> bool:
     if status.started_at and status.state != JobState.PENDING:
         fields["started_at"] = job.started_at or status.started_at
     message = f"The scheduler reports {status.raw_state}" + (f" ({status.reason})" if status.reason else "") + "."
-    return transition(job, status.state, message=message, **fields)
+    moved = transition(job, status.state, message=message, **fields)
+    if moved and status.state in TERMINAL_STATES:
+        enqueue.keep_log(job.pk)  # before the cluster's scratch is cleaned
+    return moved
 
 
 def _ending_message(job: Job, status: SchedulerStatus) -> str:

@@ -247,6 +247,8 @@ GPULAB_LOG_CHUNK_BYTES = env_int("LOG_CHUNK_BYTES", 64 * 1024)
 # The file browser (sessions/files.py): the largest file one upload may carry, how many files one upload may hold,
 # the size of each chunk the browser sends (an interrupted upload resumes at the last whole chunk), how much of a
 # text file the viewer shows (its start, or its end for "tail"), and how many files a folder archive may hold.
+# A finished job's log is copied into the portal, up to this size, so its page shows it after scratch is cleaned.
+GPULAB_KEPT_LOG_BYTES = env_int("KEPT_LOG_BYTES", 1024 * 1024)
 GPULAB_FILES_MAX_UPLOAD_BYTES = env_int("FILES_MAX_UPLOAD_BYTES", 4 * 2**30)
 GPULAB_FILES_MAX_UPLOAD_COUNT = env_int("FILES_MAX_UPLOAD_COUNT", 200)
 GPULAB_FILES_CHUNK_BYTES = env_int("FILES_CHUNK_BYTES", 16 * 2**20)

@@ -33,7 +33,7 @@ from .paths import PathRefused
 
 PARTIAL_SUFFIX = ".gpulab-upload"  # an upload in progress: `.<name>.gpulab-upload` beside where it will land
 ZIP_EPOCH = 315532800  # 1980-01-01: zip cannot record earlier times
-READ_BATCH = 128  # SFTP read requests in flight per batch (32 KiB each): throughput without holding the whole file
+READ_WINDOW = 16 * 2**20  # read ahead by SFTP: throughput without holding a whole file in memory
 
 
 class FilesUnavailable(Exception):
@@ -199,17 +199,23 @@ class Session:
         return entries
 
     def read_range(self, real: str, start: int, length: int) -> Iterator[bytes]:
-        """The bytes [start, start+length) of a resolved file, in batches of pipelined reads."""
-        block = 32 * 1024
+        """The bytes [start, start+length) of a resolved file, 1 MiB at a time. paramiko prefetches one window
+        ahead of what is handed on, so the cluster keeps sending while the browser receives; at most two windows
+        (READ_WINDOW each) are held, whatever the file's size and however slow the browser."""
+        end = start + length
         with self.sftp.open(real, "rb") as fh:
-            position, end = start, start + length
+            position, asked = start, start
             while position < end:
-                batch = []
-                while position < end and len(batch) < READ_BATCH:
-                    size = min(block, end - position)
-                    batch.append((position, size))
-                    position += size
-                yield b"".join(fh.readv(batch))
+                if asked < end and asked - position <= READ_WINDOW:
+                    fh.seek(asked)
+                    fh.prefetch(min(asked + READ_WINDOW, end))  # requests [asked, asked + window)
+                    asked = min(asked + READ_WINDOW, end)
+                    fh.seek(position)
+                data = fh.read(min(1 << 20, end - position))
+                if not data:
+                    return  # the file shrank while it was read
+                position += len(data)
+                yield data
 
     def text(self, relative: str, *, tail: bool) -> tuple[str, int, bool]:
         """(text, file size, cut) of a text file: its first or last GPULAB_FILES_VIEW_BYTES."""

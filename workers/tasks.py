@@ -14,7 +14,7 @@ from django.core.cache import cache
 from clusters import services as cluster_services
 from clusters.backends import BackendError
 from clusters.models import Cluster
-from jobs import cancellation, enqueue, never_starts, polling, submission, term_end, time_limits
+from jobs import cancellation, enqueue, kept_logs, never_starts, polling, submission, term_end, time_limits
 from ops import store as ops_store
 
 logger = logging.getLogger(__name__)
@@ -38,6 +38,11 @@ def cancel_job(job_id: str, actor_id: int | None = None, why: str = "") -> None:
 @shared_task(autoretry_for=(BackendError,), retry_backoff=5, max_retries=5)
 def stop_overdue_job(job_id: str) -> None:
     time_limits.stop_overdue(job_id)
+
+
+@shared_task(name=enqueue.KEEP_LOG, autoretry_for=(BackendError,), retry_backoff=5, max_retries=5)
+def keep_job_log(job_id: str) -> None:
+    kept_logs.keep_by_id(job_id)
 
 
 @shared_task
