@@ -14,12 +14,13 @@ const NO_SAMPLE = "#e4e7ee";
 const VIRIDIS = ["#440154", "#482475", "#414487", "#355f8d", "#2a788e", "#21918c", "#22a884", "#44bf70", "#7ad151",
   "#bddf26", "#fde725"].map((hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)));
 
-function colour(value) {
-  const at = Math.min(100, Math.max(0, value)) / 10;
-  const low = Math.min(9, Math.floor(at)), f = at - low;
+// The colour of each whole percent, worked out once.
+const COLOURS = Array.from({ length: 101 }, (_, percent) => {
+  const low = Math.min(9, Math.floor(percent / 10)), f = percent / 10 - low;
   const [a, b] = [VIRIDIS[low], VIRIDIS[low + 1]];
   return `rgb(${a.map((v, i) => Math.round(v + (b[i] - v) * f)).join(",")})`;
-}
+});
+const colour = (value) => COLOURS[Math.round(Math.min(100, Math.max(0, value)))];
 
 const element = (tag, className, text) => {
   const el = document.createElement(tag);
@@ -131,6 +132,9 @@ class ClassHeatmap {
       if (wall - gpu.seen > COLUMNS * BUCKET_MS) this.gpus.delete(key);
     }
     const students = this.students(wall);
+    // Widths are read before anything is written, so a draw never makes the browser lay the page out twice.
+    const width = this.el.hidden ? this.el.parentElement.clientWidth : this.el.clientWidth;
+    const cellsWidth = this.canvas && !this.el.hidden ? this.canvas.clientWidth : 0;
     this.showIdle(students);
     if (!students.length) {
       this.showEmpty();
@@ -152,13 +156,14 @@ class ClassHeatmap {
     this.empty.hidden = true;
     this.el.hidden = false;
     this.tools.hidden = false;
-    const narrow = this.el.clientWidth < 600; // a phone: shorter labels, three times under the cells
+    const narrow = width < 600; // a phone: shorter labels, three times under the cells
     const shape = [narrow, ...this.rows.map((r) => `${r.student}:${r.gpu ? r.gpu.key : this.expanded.has(r.student)}:${r.gpus ? r.gpus.length : ""}`)].join("|");
     if (shape !== this.drawnShape) {
       this.drawnShape = shape;
       this.build(narrow);
     }
-    this.paint(narrow);
+    this.paint(narrow, shape === this.paintedShape ? cellsWidth : this.canvas.clientWidth);
+    this.paintedShape = shape;
     this.showTimes(narrow);
     this.el.dataset.rows = String(students.length);
   }
@@ -199,9 +204,9 @@ class ClassHeatmap {
     this.el.style.setProperty("--heat-rows", String(this.rows.length));
   }
 
-  paint(narrow) {
+  paint(narrow, width) {
     const ratio = window.devicePixelRatio || 1;
-    const width = this.canvas.clientWidth, height = this.rows.length * ROW_PX;
+    const height = this.rows.length * ROW_PX;
     if (this.canvas.width !== Math.round(width * ratio) || this.canvas.height !== Math.round(height * ratio)) {
       this.canvas.width = Math.round(width * ratio);
       this.canvas.height = Math.round(height * ratio);
@@ -311,9 +316,11 @@ class ClassHeatmap {
       this.idleList.replaceChildren(...items);
     }
     const byStudent = new Map(idle.map((s) => [s.student, s.idle]));
-    for (const cell of document.querySelectorAll("[data-idle-for]")) {
+    this.idleCells ||= [...document.querySelectorAll("[data-idle-for]")];
+    for (const cell of this.idleCells) {
       const seconds = byStudent.get(cell.dataset.idleFor) || 0;
-      cell.textContent = seconds ? `GPU idle ${Math.round(seconds / 60)} min` : "";
+      const text = seconds ? `GPU idle ${Math.round(seconds / 60)} min` : "";
+      if (cell.textContent !== text) cell.textContent = text; // unchanged cells are left alone: no layout each second
       cell.classList.toggle("flag", seconds > 0);
     }
   }

@@ -9,7 +9,9 @@
 "use strict";
 
 const HISTORY_POINTS = 600; // the server's series.MAX_POINTS
-const COMPACT_AT = 1800; // a trace this long is thinned back to HISTORY_POINTS: memory stays flat however long
+// After this many new x values (10 minutes of frames) every trace is thinned back to HISTORY_POINTS: memory goes
+// up and down by that much, never further, however long the page stays open.
+const COMPACT_EVERY = 600;
 const QUEUE_LIMIT = 20000; // points a hidden chart holds before dropping its oldest
 const REDRAW_MS = [1000, 10000]; // a live chart redraws when new points move its line by about a pixel, within these
 const REDRAWS_PER_FRAME = 2; // charts redrawn in one animation frame; the others wait for the next
@@ -159,7 +161,7 @@ class Chart {
     this.drawn = false;
     this.labelledAt = 0;
     this.drawnAt = 0;
-    this.compactAt = COMPACT_AT;
+    this.compactAt = COMPACT_EVERY;
     Object.defineProperty(this.el, "data", { configurable: true, get: () => this.traces() });
     const table = box.querySelector("details[data-chart-table]");
     if (table) table.addEventListener("toggle", () => { if (table.open) this.fillTable(table); });
@@ -192,7 +194,7 @@ class Chart {
         x: { time: !this.byStep },
         y: { range: range ? [range[0], range[1]] : (u, low, high) => uPlot.rangeNum(Math.min(0, low ?? 0), high ?? 1, 0.1, true) },
       },
-      axes: [{ label: this.byStep ? "step" : undefined, size: this.byStep ? 44 : 50, space: 70 }, { label: this.spec.unit, size: 56 }],
+      axes: [{ label: this.byStep ? "step" : undefined, size: this.byStep ? 44 : 50, space: 70 }, { label: this.spec.unit, size: 64 }],
       legend: { live: true },
       cursor: { drag: { x: false, y: false } },
       series: [{ label: this.byStep ? "step" : "time" }, ...this.keys.map((_, i) => this.seriesOptions(i))],
@@ -204,7 +206,7 @@ class Chart {
     this.keys = traces.map((t) => t.key);
     this.names = traces.map((t) => t.name);
     [this.xs, this.ys] = align(traces);
-    this.compactAt = Math.max(COMPACT_AT, 2 * this.xs.length);
+    this.compactAt = this.xs.length + COMPACT_EVERY;
     this.el.dataset.points = String(Number(this.el.dataset.points || 0) + traces.reduce((n, t) => n + t.x.length, 0));
     this.showEmpty(""); // shown before drawing, so the chart takes its width
     const table = this.box.querySelector("details[data-chart-table]");
@@ -277,7 +279,7 @@ class Chart {
     const fresh = this.append(points);
     this.el.dataset.points = String(Number(this.el.dataset.points || 0) + points.length);
     if (fresh || this.xs.length > this.compactAt) {
-      this.compact();
+      this.compact(fresh);
       return;
     }
     this.plot.setData([this.xs, ...this.ys]);
@@ -311,8 +313,9 @@ class Chart {
     return changed;
   }
 
-  // Each trace thinned back to HISTORY_POINTS (and put in x order), the chart drawn anew: memory stays flat.
-  compact() {
+  // Each trace thinned back to HISTORY_POINTS (and put in x order): memory stays flat. The chart is built anew
+  // only when its lines changed (rebuild), else given the thinned columns.
+  compact(rebuild) {
     const traces = this.traces().map((t) => {
       const order = t.x.map((_, i) => i).sort((a, b) => t.x[a] - t.x[b] || a - b);
       let x = order.map((i) => t.x[i]), y = order.map((i) => t.y[i]);
@@ -324,6 +327,13 @@ class Chart {
       [x, y] = thin(x, y, HISTORY_POINTS);
       return { key: t.key, name: t.name, x, y };
     });
+    if (!rebuild) {
+      [this.xs, this.ys] = align(traces);
+      this.compactAt = this.xs.length + COMPACT_EVERY;
+      this.plot.setData([this.xs, ...this.ys]);
+      this.label(false);
+      return;
+    }
     const points = this.el.dataset.points;
     this.draw(traces);
     this.el.dataset.points = points;

@@ -155,7 +155,7 @@ def test_job_and_node_pages_open_on_an_hour_of_history_drawn_once_and_answer_cli
     drawn(page, "gpu-util")
     # The page answers at once: the table view opens on a click.
     page.locator("[data-chart-box=gpu-util] summary").click()
-    expect(page.locator("[data-chart-box=gpu-util] table")).to_be_visible()
+    expect(page.locator("[data-chart-box=gpu-util] [data-table] table")).to_be_visible()
     util = chart(page, "gpu-util")
     assert util["names"] == ["GPU 0 · gpu07", "GPU 1 · gpu07"]  # the job's own GPUs
     assert all(n <= 600 for n in util["lengths"]), util["lengths"]
