@@ -39,6 +39,7 @@ class Report:
     lines: list[Line] = field(default_factory=list)
     suggested: dict[str, int] = field(default_factory=dict)  # parameter name → right-sized value
     missing: list[str] = field(default_factory=list)  # why some figures are absent, in words
+    in_words: str = ""  # the suggestions under the launch form's labels: "GPUs 1, CPU cores 2"
 
     @property
     def changes(self) -> bool:
@@ -88,6 +89,8 @@ def report_for(job: Job) -> Report | None:
     _gpus(report, job, summary)
     _cpus_and_memory(report, job, accounted)
     _wall_time(report, job, accounted)
+    labels = {p.name: p.label for p in job.template.schema()}
+    report.in_words = ", ".join(f"{labels.get(name, name)} {value}" for name, value in report.suggested.items())
     return report
 
 
@@ -108,7 +111,7 @@ def _gpus(report: Report, job: Job, summary) -> None:
                 )
             else:
                 advice = "The GPU was mostly idle: check that the code runs on it (e.g. tensors moved to cuda)."
-        report.lines.append(Line("GPUs", f"{job.gpus}", f"{mean:.0f} % mean utilization", mean, advice))
+        report.lines.append(Line("GPUs", f"{job.gpus}", f"{mean:.0f} % of their time on average", None, advice))
     peak = summary.peak_gpu_memory_mib if summary else None
     if peak is not None:
         report.lines.append(
@@ -132,9 +135,7 @@ def _cpus_and_memory(report: Report, job: Job, accounted) -> None:
                 advice = f"On average {busy:.1f} core(s) were busy: ask for {report.suggested['cpus_per_task']}."
             else:
                 advice = f"On average {busy:.1f} core(s) were busy; more data loader workers would use the rest."
-        report.lines.append(
-            Line("CPU cores", f"{accounted.cpus}", f"{efficiency:.0f} % efficiency", efficiency, advice)
-        )
+        report.lines.append(Line("CPU cores", f"{accounted.cpus}", f"{busy:.1f} on average", efficiency, advice))
     requested, peak = accounted.requested_memory_bytes, accounted.max_rss_bytes
     if requested and peak:
         percent = round(100 * peak / requested, 1)

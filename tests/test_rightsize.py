@@ -120,10 +120,11 @@ class TestReport:
         assert lines["CPU cores"].percent == 12.5  # 600 s / (600 s x 8 cores)
         assert lines["Host memory"].percent == 6.2
         assert lines["Wall time"].percent == pytest.approx(16.7)
-        assert lines["GPUs"].percent == 10.0
+        assert lines["GPUs"].used == "10 % of their time on average" and lines["GPUs"].percent is None
         # 1 busy core x 1.5 → 2 (also the schema's min); 2 GiB x 1.5 → 3; 10 min x 1.5 → 15; 4 GPUs at 10 % → 1
         assert report.suggested == {"cpus_per_task": 2, "mem_gb": 3, "time_minutes": 15, "gpus_per_node": 1}
         assert rightsized_params(oversized) == {**oversized.params, **report.suggested}
+        assert report.in_words == "GPUs 1, CPUs 2, Memory (GB) 3, Time 15"
 
     def test_timed_out_job_asks_for_more_time_up_to_the_template_max(self, alice, course, big_template, cluster):
         job = _ended(alice, course, big_template, cluster, state=JobState.TIMED_OUT, minutes=60)
