@@ -102,6 +102,12 @@ class ClusterAccountForm(forms.ModelForm):
         from .backends.base import BackendError
 
         method, cluster = data.get("auth_method"), data.get("cluster")
+        if method == AuthMethod.VIA_SERVICE and (not self.instance.pk or self.instance.auth_method != method):
+            self.add_error(
+                "auth_method",
+                "The portal makes these itself from cluster usernames (Cluster usernames in the admin); set the "
+                "user's cluster username there instead.",
+            )
         if cluster is not None and method:
             wanted = cluster_kinds.kind_of(cluster.kind).auth_methods
             if method not in wanted:

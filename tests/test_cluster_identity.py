@@ -145,3 +145,19 @@ def test_a_roster_giving_two_people_one_cluster_username_imports_nobody(course, 
     result = import_roster(course, "newa,,student,shared\n")
     assert not result.ok and "another portal user" in result.errors[0]
     assert cluster_username(bob) == "shared" and not course.enrollments.filter(user__username="newa").exists()
+
+
+def test_an_identity_row_for_root_is_never_run_through_sudo(cluster):
+    from clusters.backends.as_student import StudentShell
+    from clusters.backends.base import BackendError
+
+    for name in ("root", "labsvc", "../x"):
+        with pytest.raises(BackendError, match="not a cluster username"):
+            StudentShell(cluster, cluster.service_account(), name)
+
+
+def test_admins_cannot_hand_make_an_identity_through_the_service_account(login, admin_user, alice, cluster):
+    data = {"cluster": cluster.pk, "user": alice.pk, "username": "root", "auth_method": "via-service", "secret": "x"}
+    response = login(admin_user).post(reverse("admin:clusters_clusteraccount_add"), data)
+    assert response.status_code == 200 and "Cluster usernames" in response.content.decode()
+    assert not ClusterAccount.objects.filter(user=alice).exists()

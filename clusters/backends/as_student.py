@@ -30,6 +30,11 @@ class StudentShell:
                 f"The cluster “{cluster.display_name}” has no service account. An admin must add one before jobs "
                 "can run."
             )
+        from clusters.identity import POSIX_NAME, SYSTEM_ACCOUNTS
+
+        # Checked again here, whatever made the row: sudo must never be asked to act as root or a system account.
+        if not POSIX_NAME.match(student) or student in SYSTEM_ACCOUNTS or student == login.username:
+            raise BackendError(f"“{student}” is not a cluster username jobs may run as; an admin must correct it.")
         self.cluster, self.login, self.student = cluster, login, student
 
     def run(self, argv: list[str], *, stdin: str = "") -> CommandResult:
