@@ -316,6 +316,11 @@ def shoot(opened: dict, folder: str | None, when: str) -> None:
         for width, height in ((1280, 900), (390, 844)):
             page.set_viewport_size({"width": width, "height": height})
             page.wait_for_timeout(1500)  # the charts take the new width
+            # Charts out of view keep their points until shown: scroll them into view, as a reader would.
+            for top in range(0, page.evaluate("document.body.scrollHeight"), height // 2):
+                page.evaluate(f"window.scrollTo(0, {top})")
+                page.wait_for_timeout(400)
+            page.evaluate("window.scrollTo(0, 0)")
             page.screenshot(path=f"{folder}/{name}-{when}-{width}.png", full_page=True)
         page.set_viewport_size({"width": 1280, "height": 900})
 

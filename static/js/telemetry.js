@@ -9,6 +9,7 @@
 "use strict";
 
 const HISTORY_POINTS = 600; // the server's series.MAX_POINTS
+const GAP_MS = 30000; // the server's series.GAP_MS: frames further apart than this are drawn with a break between
 // After this many new x values (10 minutes of frames) every trace is thinned back to HISTORY_POINTS: memory goes
 // up and down by that much, never further, however long the page stays open.
 const COMPACT_EVERY = 600;
@@ -305,6 +306,11 @@ class Chart {
       const end = this.xs.length - 1;
       if (end >= 0 && p.x < this.xs[end]) changed = true; // out of order: compact() sorts the traces again
       if (end < 0 || this.xs[end] !== p.x || this.ys[s][end] !== undefined) {
+        if (!this.byStep && end >= 0 && p.x - this.xs[end] > GAP_MS) {
+          // No frame for a while (the page was away, the collector restarted): a break, not a line across it.
+          this.xs.push(this.xs[end] + 1);
+          for (const column of this.ys) column.push(null);
+        }
         this.xs.push(p.x);
         for (const column of this.ys) column.push(undefined);
       }
