@@ -1,7 +1,9 @@
 """The file browser on the local SLURM's login node, over SFTP through sshd, as the service account (each student
 confined to their own folder): uploads in chunks that resume, downloads with ranges and archives, the refusals
 that keep a student inside their space (`..`, absolute paths, symlinks leading out, devices, control characters),
-and another student's job files answering 404 on pages and API."""
+and another student's job files answering 404 on pages and API; in Chromium (at laptop and phone widths), an upload
+in chunks with its progress bar, a new folder, a text file read, and the job page's run directory with download
+links. Screenshots go to $GPULAB_SCREENSHOT_DIR (default /tmp/gpulab-shots)."""
 
 from __future__ import annotations
 
@@ -17,8 +19,12 @@ from pathlib import Path
 
 import pytest
 from django.urls import reverse
+from playwright.sync_api import expect
 
 from jobs.models import Job
+
+from .test_browser import log_in
+from .test_job_page_browser import SHOTS, WIDTHS, _no_horizontal_scroll, _page
 
 LAB_DIR = "~/gpulab-files-test"
 
@@ -217,3 +223,72 @@ def test_another_student_gets_404_on_every_page_and_endpoint_of_a_job_s_files(al
     page = client.get(pages[2]).content.decode()
     assert "model.pt" in page and "output.log" in page
     assert body(api_for(alice).get(api_base + "download/?path=model.pt")) == b"weights" * 1000
+
+
+@pytest.fixture
+def chromium(monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    from .test_browser import CHROMIUM
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop runs in the test's thread
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield browser
+        browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("size", WIDTHS)
+def test_a_student_uploads_in_chunks_makes_a_folder_and_reads_a_file_in_the_browser(
+    chromium, live_server, lab, cluster, alice, services, settings, size
+):
+    settings.GPULAB_FILES_CHUNK_BYTES = 64 * 1024  # the 300 KB file goes up in five chunks
+    data = os.urandom(300_000)
+    page = _page(chromium, size)
+    log_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}/files/")
+    page.get_by_role("link", name="Local SLURM").click()
+    expect(page.get_by_text("This folder is empty.")).to_be_visible()
+
+    page.set_input_files(
+        "#upload-input", files=[{"name": "train.bin", "mimeType": "application/octet-stream", "buffer": data}]
+    )
+    page.get_by_role("button", name="Upload", exact=True).click()
+    expect(page.locator("table.files")).to_contain_text("train.bin", timeout=30_000)
+    on_cluster = space_of(lab, alice) / "train.bin"
+    assert hashlib.sha256(on_cluster.read_bytes()).digest() == hashlib.sha256(data).digest()
+
+    page.fill("#mkdir-name", "runs")
+    page.get_by_role("button", name="Make folder").click()
+    expect(page.locator("table.files")).to_contain_text("runs/")
+    (space_of(lab, alice) / "notes.txt").write_text("lr=3e-4\nbatch=32\n")
+    as_service_user(lab, services)
+    page.reload()
+    _no_horizontal_scroll(page)
+    page.screenshot(path=str(SHOTS / f"files-browser-{size}.png"), full_page=True)
+
+    page.get_by_role("link", name="notes.txt").click()
+    expect(page.locator("pre.file-text")).to_have_text("lr=3e-4\nbatch=32\n")
+    _no_horizontal_scroll(page)
+    page.screenshot(path=str(SHOTS / f"files-text-{size}.png"), full_page=True)
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("size", WIDTHS)
+def test_the_job_page_lists_its_run_directory_with_download_links(chromium, live_server, alice_job, alice, size):
+    page = _page(chromium, size)
+    log_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}{alice_job.get_absolute_url()}")
+    card = page.locator("#artefacts")
+    expect(card.get_by_role("link", name="model.pt")).to_be_visible(timeout=20_000)
+    with page.expect_download() as download:
+        card.get_by_role("link", name="model.pt").click()
+    assert download.value.suggested_filename == "model.pt"
+    assert Path(download.value.path()).read_bytes() == b"weights" * 1000
+    card.scroll_into_view_if_needed()
+    _no_horizontal_scroll(page)
+    card.screenshot(path=str(SHOTS / f"job-artefacts-{size}.png"))
