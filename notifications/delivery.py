@@ -34,7 +34,8 @@ def pending(notification_id: int) -> Notification | None:
 
 def send_email(row: Notification) -> None:
     unsubscribe = link(row.user_id, row.event)
-    body = f"{row.text}{_log_tail(row)}\n\n{row.url}\n\n-- \n"
+    _add_log_tail(row)
+    body = f"{row.text}\n\n{row.url}\n\n-- \n"
     body += f"Stop these mails ({row.get_event_display()}): {unsubscribe}\n"
     body += f"Choose what the portal tells you: {settings.PORTAL_URL}/notifications/\n"
     headers = {"List-Unsubscribe": f"<{unsubscribe}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"}
@@ -52,7 +53,8 @@ def post_webhook(row: Notification) -> None:
     except UnsafeURL as exc:
         give_up(row, str(exc))
         return
-    text = f"*{row.subject}*\n{row.text}{_log_tail(row)}\n{row.url}".strip()
+    _add_log_tail(row)
+    text = f"*{row.subject}*\n{row.text}\n{row.url}".strip()
     try:
         answer = requests.post(url, json={"text": text}, timeout=settings.NOTIFY_WEBHOOK_TIMEOUT, allow_redirects=False)
     except requests.RequestException as exc:
@@ -82,10 +84,18 @@ def give_up(row: Notification, error: str) -> None:
     )
 
 
+def _add_log_tail(row: Notification) -> None:
+    """A failed job's last log lines, read at the first try to send (never in the poll that saw it fail) and kept
+    on the row, so a retry does not read them again."""
+    if row.event != Event.FAILED or row.job is None or row.tries:
+        return
+    tail = _log_tail(row)
+    if tail:
+        row.text += tail
+        Notification.objects.filter(pk=row.pk).update(text=row.text)
+
+
 def _log_tail(row: Notification) -> str:
-    """A failed job's last log lines, read when the message is sent (never in the poll that saw it fail)."""
-    if row.event != Event.FAILED or row.job is None:
-        return ""
     from jobs.logs import MAX_OFFSET, read_log
 
     try:

@@ -28,9 +28,10 @@ def check(url: str) -> str:
         raise UnsafeURL("Put no user name or password in the URL; webhook URLs carry their secret in the path.")
     for address in _addresses(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)):
         if not _allowed(address):
+            where = parts.hostname if address == parts.hostname else f"{parts.hostname} ({address})"
             raise UnsafeURL(
-                f"{parts.hostname} is a private, loopback or link-local address ({address}); the portal posts only "
-                "to public addresses. Ask an admin if your chat server is inside the campus network."
+                f"{where} is a private, loopback or link-local address; the portal posts only to public addresses. "
+                "Ask an admin if your chat server is inside the campus network."
             )
     return url.strip()
 

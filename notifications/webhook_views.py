@@ -40,7 +40,7 @@ class WebhookForm(forms.ModelForm):
 def course_webhook(request, slug: str):
     course = access.get_course(request.user, slug, teach=True, write=request.method == "POST")
     hook = CourseWebhook.objects.filter(course=course).first()
-    form = WebhookForm(request.POST or None, instance=hook)
+    form = WebhookForm(request.POST or None, instance=hook or CourseWebhook(course=course))
     if request.method == "POST" and "remove" in request.POST:
         CourseWebhook.objects.filter(course=course).delete()
         messages.success(request, "The webhook is removed; nothing more is posted to it.")

@@ -270,6 +270,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": GPULAB_PARTITION_LIMITS_REFRESH,
     },
     "check-terms": {"task": "workers.tasks.check_terms", "schedule": GPULAB_TERM_CHECK_INTERVAL},
+    "notification-reminders": {"task": "workers.notify.send_reminders", "schedule": 60.0},
 }
 
 # --- Hostile input and sign-in (README "Configuration", docs/operations.md "Sign-in throttling") -------------

@@ -166,3 +166,33 @@ def test_an_unsubscribe_token_names_its_user_and_event_and_cannot_be_forged(alic
         read(token(alice.pk, Event.FAILED)[:-2] + "xx")
     with pytest.raises(signing.BadSignature):
         read(signing.dumps({"u": alice.pk, "e": "failed"}))  # signed, but not for unsubscribing
+
+
+def test_ten_minutes_before_its_time_limit_the_owner_is_told_once(alice, make_job):
+    from datetime import timedelta
+
+    from notifications.reminders import time_limit_soon
+
+    job = make_job(alice, time_minutes=10)
+    assert transition(job, JobState.SUBMITTING) and transition(job, JobState.RUNNING)
+    assert time_limit_soon(job.started_at - timedelta(minutes=1)) == 0
+    assert time_limit_soon(job.started_at + timedelta(minutes=1)) == 1
+    assert time_limit_soon(job.started_at + timedelta(minutes=2)) == 0
+    (row,) = Notification.objects.filter(user=alice, event=Event.TIME_LIMIT_SOON)
+    assert "ten minutes" in row.text
+
+
+def test_instructors_get_one_hourly_digest_of_idle_students(alice, bob, instructor, course, make_job):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from notifications.reminders import idle_digest
+
+    for student in (alice, bob):
+        notify(student, Event.IDLE_WARNING, job=make_job(student))
+    next_hour = timezone.now() + timedelta(hours=1)
+    assert idle_digest(next_hour) == 1 and idle_digest(next_hour) == 1
+    (row,) = Notification.objects.filter(user=instructor, event=Event.DIGEST)
+    assert row.text.startswith("2 student(s) of HPC Lab") and "alice, bob" in row.text
+    assert row.url.endswith(f"/courses/{course.slug}/dashboard/")

@@ -1,5 +1,6 @@
 """A local webhook receiver on 127.0.0.1 (a real HTTP server in a thread) that keeps every JSON body it is sent.
-`status` sets what it answers (e.g. 503 for a chat server that is down)."""
+`status` sets what it answers (e.g. 503 for a chat server that is down); `hang` makes it answer only after that
+many seconds (a server that accepts the connection and then says nothing)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class WebhookReceiver:
     def __init__(self, status: int = 200):
-        self.status, self.bodies, self.tries = status, [], 0
+        self.status, self.bodies, self.tries, self.hang = status, [], 0, 0.0
         self._lock = threading.Lock()
         receiver = self
 
@@ -23,6 +24,7 @@ class WebhookReceiver:
                     receiver.tries += 1
                     if receiver.status < 300:
                         receiver.bodies.append(body)
+                time.sleep(receiver.hang)
                 self.send_response(receiver.status)
                 self.end_headers()
                 self.wfile.write(b"ok")

@@ -9,7 +9,7 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from notifications import delivery
+from notifications import delivery, reminders
 from notifications.service import SEND_EMAIL, SEND_WEBHOOK, WEBHOOK_QUEUE
 
 from .mail import MAX_RETRIES, Refused, retry_when_transient
@@ -46,3 +46,9 @@ def send_webhook(self, notification_id: int) -> str:
         delay = settings.NOTIFY_WEBHOOK_RETRY_DELAY * 2**self.request.retries
         raise self.retry(countdown=delay, queue=WEBHOOK_QUEUE) from exc
     return "sent"
+
+
+@shared_task
+def send_reminders() -> dict:
+    """The beat task: ten minutes before each running job's time limit, and the instructors' hourly idle digest."""
+    return {"time_limit": reminders.time_limit_soon(), "digests": reminders.idle_digest()}
