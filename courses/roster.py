@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models.functions import Lower
 
 from clusters.choices import IdentitySource
-from clusters.identity import POSIX_NAME, set_cluster_username
+from clusters.identity import POSIX_NAME, cluster_username, set_cluster_username
 
 from . import roster_changes
 from .models import Course, Enrollment, Role
@@ -160,6 +160,14 @@ def _apply_row(course: Course, row: RosterRow, user, enrollments: dict, result: 
         user.email = row.email
         user.save(update_fields=["email"])
     if row.cluster_username:  # checked against every other user's (clusters.identity): a taken name fails the file
+        # A roster gives a first cluster username only: changing one (which moves whose files jobs reach) is an
+        # admin's, so one course's file cannot rename a person other courses share.
+        current = cluster_username(user)
+        if current and current != row.cluster_username:
+            result.errors.append(
+                f"Line {row.line}: {user.username} already has the cluster username {current}; an admin changes it."
+            )
+            return
         try:
             set_cluster_username(user, row.cluster_username, source=IdentitySource.ROSTER, actor=actor)
         except ValidationError as exc:

@@ -161,3 +161,13 @@ def test_admins_cannot_hand_make_an_identity_through_the_service_account(login, 
     response = login(admin_user).post(reverse("admin:clusters_clusteraccount_add"), data)
     assert response.status_code == 200 and "Cluster usernames" in response.content.decode()
     assert not ClusterAccount.objects.filter(user=alice).exists()
+
+
+def test_a_roster_cannot_change_a_cluster_username_already_set(course, alice):
+    from courses.roster import import_roster
+
+    set_cluster_username(alice, "alice01", source=IdentitySource.LDAP)
+    assert import_roster(course, "alice,,student,alice01\n").ok  # the same name: nothing to change
+    result = import_roster(course, "alice,,student,other01\n")
+    assert not result.ok and "already has the cluster username alice01; an admin changes it" in result.errors[0]
+    assert cluster_username(alice) == "alice01"
