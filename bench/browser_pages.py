@@ -264,7 +264,7 @@ async def publish_at(collector, publisher, t: float) -> None:
     if "now" in inspect.signature(collector.publish_once).parameters:
         await collector.publish_once(publisher, now=t)
         return
-    from telemetry import stream
+    from jobs import trainer_curve
     from telemetry.collector.run import _point
 
     snapshot = collector.state.take()
@@ -273,7 +273,7 @@ async def publish_at(collector, publisher, t: float) -> None:
     if snapshot.trainer:
         async with publisher.redis.pipeline(transaction=False) as pipe:
             for job_id, points in snapshot.trainer.items():
-                stream.add_curve_points(pipe, job_id, [_point(p) for p in points])
+                trainer_curve.add_curve_points(pipe, job_id, [_point(p) for p in points])
             await pipe.execute()
 
 

@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 from django.db import transaction
-
-from courses.models import Course
 
 from . import kinds, services
 from .choices import RunAs
@@ -194,7 +193,12 @@ def parse_file(path: Path) -> dict:
     }
 
 
-def sync_directory(directory: Path, *, actor=None) -> SyncResult:
+# Gives the cluster to the courses a file names (their slugs), or raises ClusterFileError: the courses app does it
+# (courses/cluster_files.py), since courses stand above clusters.
+LinkCourses = Callable[[Cluster, list[str]], None]
+
+
+def sync_directory(directory: Path, *, link_courses: LinkCourses, actor=None) -> SyncResult:
     result = SyncResult()
     files = sorted([*directory.glob("*.yml"), *directory.glob("*.yaml")])
     if not files:
@@ -203,7 +207,7 @@ def sync_directory(directory: Path, *, actor=None) -> SyncResult:
         try:
             spec = parse_file(path)
             with transaction.atomic():
-                created = _apply(spec, actor)
+                created = _apply(spec, actor, link_courses)
         except ClusterFileError as exc:
             result.errors.append(str(exc))
             continue
@@ -211,7 +215,7 @@ def sync_directory(directory: Path, *, actor=None) -> SyncResult:
     return result
 
 
-def _apply(spec: dict, actor) -> bool:
+def _apply(spec: dict, actor, link_courses: LinkCourses) -> bool:
     cluster, created = Cluster.objects.update_or_create(name=spec["name"], defaults=spec["fields"])
     if spec["host_key"] and spec["host_key"] != cluster.host_key:
         services.pin_host_key(cluster, spec["host_key"], actor=actor)
@@ -227,11 +231,5 @@ def _apply(spec: dict, actor) -> bool:
         if token and account.pk and account.api_token() == token:
             token = None  # unchanged: no new audit event
         services.save_account(account, secret=secret, api_token=token, actor=actor)
-    slugs = spec["courses"]
-    courses = list(Course.objects.filter(slug__in=slugs))
-    unknown = set(slugs) - {c.slug for c in courses}
-    if unknown:
-        raise ClusterFileError(f"{spec['name']}: no course with slug {', '.join(sorted(unknown))}.")
-    for course in courses:
-        course.clusters.add(cluster)
+    link_courses(cluster, spec["courses"])
     return created

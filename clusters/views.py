@@ -8,9 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from courses import access
-
-from . import services
+from . import access, services
 from .backends import BackendError, ssh
 from .choices import STUDENT_USER_MODES
 from .forms import OwnAccountForm

@@ -1,5 +1,7 @@
-"""The portal's shared vocabulary: modules every app may import, that import nothing from the project.
+"""What every app shares and that imports nothing from the project: the job-state vocabulary (choices.py), the
+log context (logs.py), the measurements /metrics reads (measurements.py), test failpoints, the API schema's
+refusals and who is an admin (roles.py).
 
-It sits below every app (courses, clusters, jobs, telemetry, ops), so a lower app that must name a job state
-(a scheduler backend mapping its own words, the course page counting active jobs) never imports `jobs`.
+It is the bottom floor (contract "layers" in pyproject.toml), so a lower app that must name a job state (a
+scheduler backend mapping its own words, the course page counting active jobs) never imports `jobs`.
 """

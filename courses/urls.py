@@ -1,11 +1,10 @@
 from django.urls import path
 
-from . import quota_views, roster_views, term_views, views
+from . import quota_views, roster_views, term_views
 
-app_name = "courses"
+app_name = "courses"  # with the course job pages of jobs/course_urls.py (portal/urls.py joins them)
 
 urlpatterns = [
-    path("<slug:slug>/", views.course_jobs, name="jobs"),
     path("<slug:slug>/roster/", roster_views.roster_page, name="roster"),
     path("<slug:slug>/roster/add/", roster_views.add_person, name="roster_add"),
     path("<slug:slug>/roster/invite-all/", roster_views.resend_all, name="roster_invite_all"),
@@ -13,6 +12,5 @@ urlpatterns = [
     path("<slug:slug>/roster/<int:user_id>/remove/", roster_views.remove_person, name="roster_remove"),
     path("<slug:slug>/roster/<int:user_id>/invite/", roster_views.resend_invitation, name="roster_invite"),
     path("<slug:slug>/quotas/", quota_views.quota_page, name="quotas"),
-    path("<slug:slug>/cancel/", views.cancel_jobs, name="cancel_jobs"),
     path("<slug:slug>/copy/", term_views.copy_course, name="copy"),
 ]

@@ -1,4 +1,4 @@
-"""REST API v1. Same access rules as the pages: everything goes through courses.access."""
+"""REST API v1. Same access rules as the pages: everything goes through jobs.access."""
 
 from django.db.models import Q
 from django.http import Http404
@@ -11,10 +11,10 @@ from rest_framework.response import Response
 
 from clusters.backends import BackendError
 from clusters.backends.kind import ActionRefused
+from core.api_schema import ErrorSerializer
 from core.choices import JobState
-from courses import access
 from courses.models import Course
-from portal.api_schema import ErrorSerializer
+from jobs import access
 
 from . import servers
 from .cancellation import CancelRefused, request_cancel

@@ -13,8 +13,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from clusters.kinds import get_backend
+from core import failpoints
 from core.choices import TERMINAL_STATES, EventKind, JobState
-from portal import failpoints
 
 from . import enqueue
 from .models import Job

@@ -14,8 +14,9 @@ from clusters import kinds
 from clusters.backends.kind import Rendered, RenderRefused, RenderRequest
 from clusters.identity import IdentityMissing
 from core.choices import ACTIVE_STATES, EventKind
-from courses import access, quotas
+from courses import quotas
 from courses.models import Role
+from jobs import access
 
 from . import enqueue
 from .models import Job, JobTemplate

@@ -13,8 +13,9 @@ from datetime import timedelta
 from django.db.models import Count, F, Sum
 
 from core.choices import ACTIVE_STATES, JobState
-from courses import access, quotas
+from courses import quotas
 from courses.models import Role
+from jobs import access
 
 from .models import Job
 

@@ -3,7 +3,7 @@ prompt, load-test it. The kind checks and performs each action (Kind.plan_scale,
 this module holds what the portal owes around it: the course quota for a new size, the job's script and GPU count,
 and the events on the job's timeline.
 
-Every function takes a job the caller already got through courses.access; nothing here looks jobs up.
+Every function takes a job the caller already got through jobs.access; nothing here looks jobs up.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Saying aloud when a cluster has stopped answering, so a page never shows an old state as if it were current.
 
-The fact is the one the operations page reads: when each cluster's scheduler last answered (ops/store.py,
+The fact is the one the operations page reads: when each cluster's scheduler last answered (core/measurements.py,
 written by every poll and submission). A job the scheduler holds (pending, running) is shown with a notice
 once its cluster has been silent for more than two poll cycles.
 """
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 
+from core import measurements
 from core.choices import ON_SCHEDULER_STATES
-from ops import store as ops_store
 
 from .models import Job
 
@@ -54,7 +54,7 @@ def notices_for(jobs: Job | Iterable[Job], now: float | None = None) -> list[Sta
     if not clusters:
         return []
     try:
-        heard = ops_store.last_heard(sorted(clusters))
+        heard = measurements.last_heard(sorted(clusters))
     except (redis.RedisError, OSError) as exc:  # the page still shows, without the notice
         logger.warning("stale notice: Redis unreachable: %s", exc)
         return []

@@ -26,10 +26,9 @@ from clusters import kinds
 from clusters.backends import BackendError
 from clusters.backends.base import SubmitRequest
 from clusters.kinds import get_backend
+from core import failpoints, measurements
 from core.choices import EventKind, JobState
-from courses import access
-from ops import store as ops_store
-from portal import failpoints
+from jobs import access
 
 from . import enqueue
 from .models import Job
@@ -122,7 +121,7 @@ def _submit_locked(job: Job) -> Outcome:
         failpoints.pause("submit.after_sbatch")
     except BackendError as exc:
         return _failed(job, exc)
-    ops_store.heard_from(job.cluster.name)
+    measurements.heard_from(job.cluster.name)
     if _cancel_requested(job) and _cancel_on_scheduler(job, backend, scheduler_id):
         return Outcome.CANCELLED
     how = "Found the earlier submission" if earlier else "Submitted"
@@ -134,7 +133,7 @@ def _submit_locked(job: Job) -> Outcome:
         message=f"{how}: scheduler job {scheduler_id}.",
     )
     latency = (timezone.now() - job.created_at).total_seconds()
-    transaction.on_commit(lambda: ops_store.observe("submit_latency_seconds", latency, job.cluster.name))
+    transaction.on_commit(lambda: measurements.observe("submit_latency_seconds", latency, job.cluster.name))
     return Outcome.SUBMITTED
 
 

@@ -3,7 +3,7 @@ channel); events.default_on answers for pairs never saved."""
 
 from __future__ import annotations
 
-from courses import access
+from jobs import access
 
 from .events import PERSONAL_CHANNELS, Channel, Event, default_on
 from .models import Preference

@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 
-from courses import access
+from jobs import access
 
 from .events import Event
 from .models import CourseWebhook

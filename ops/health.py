@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 import redis
+from celery import current_app
 from django.conf import settings
 from django.db import connections
 from django.http import HttpResponse, JsonResponse
@@ -55,9 +56,8 @@ def check_broker() -> None:
     if url.startswith("redis"):
         _ping(url)
         return
-    from portal.celery import app  # another broker (memory:// in unit runs): ask kombu
-
-    with app.connection_for_write() as connection:
+    # another broker (memory:// in unit runs): ask kombu, through the project's Celery app (portal/celery.py)
+    with current_app.connection_for_write() as connection:
         connection.ensure_connection(max_retries=1, timeout=PROBE_TIMEOUT)
 
 

@@ -19,7 +19,7 @@ from django.http import HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, HistogramMetricFamily
 
-from . import store
+from core import measurements as store
 
 logger = logging.getLogger(__name__)
 

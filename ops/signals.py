@@ -9,7 +9,9 @@ import uuid
 
 from celery import signals
 
-from . import logs, store
+from clusters.backends import ssh
+from core import logs
+from core import measurements as store
 
 HEADER = "gpulab_request_id"
 # Tasks whose first argument is a job id.
@@ -36,7 +38,7 @@ def _bind_ids(task=None, args=None, **_):
 
 @signals.task_postrun.connect
 def _report_pool_after_task(**_):
-    store.report_ssh_pool()
+    ssh.report_pool_size()
 
 
 @signals.worker_process_init.connect
@@ -45,7 +47,7 @@ def _report_pool_while_alive(**_):
 
     def loop():
         while True:
-            store.report_ssh_pool()
+            ssh.report_pool_size()
             time.sleep(store.PROCESS_TTL / 4)
 
     threading.Thread(target=loop, name="ssh-pool-gauge", daemon=True).start()

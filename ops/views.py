@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import redis
+from celery import current_app
 from django.conf import settings
 from django.contrib import admin
 from django.db.models import Count, Max, Q
@@ -14,12 +15,12 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from clusters.models import Cluster
+from core import measurements as store
 from core.choices import ON_SCHEDULER_STATES
 from jobs.models import Job
-from portal.celery import app as celery_app
 from telemetry.models import Node
 
-from . import metrics, store
+from . import metrics
 
 INSPECT_TIMEOUT = 1.0
 # Past these, the page says the periodic process looks stopped.
@@ -29,7 +30,7 @@ COLLECTOR_LATE_SECONDS = 30.0
 
 def inspect_workers() -> list[dict]:
     """Every worker that answers within a second, with its pool size and running tasks (two broadcasts at once)."""
-    inspector = celery_app.control.inspect(timeout=INSPECT_TIMEOUT)
+    inspector = current_app.control.inspect(timeout=INSPECT_TIMEOUT)
     with ThreadPoolExecutor(max_workers=2) as pool:
         stats_future, active_future = pool.submit(inspector.stats), pool.submit(inspector.active)
         stats, active = stats_future.result() or {}, active_future.result() or {}

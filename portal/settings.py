@@ -75,7 +75,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "ops.health.ProbeMiddleware",  # /healthz, /readyz, /metrics: before host checks and the HTTPS redirect
-    "ops.logs.RequestIdMiddleware",
+    "core.logs.RequestIdMiddleware",
     "portal.request_guard.RefuseNulMiddleware",  # a NUL in a URL is a 400 here, not a 500 from PostgreSQL
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -194,7 +194,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "portal.api_schema.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.api_schema.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "portal.api_limits.Pagination",
     "DEFAULT_PARSER_CLASSES": ["portal.api_limits.BoundedJSONParser"],  # the token endpoint also takes forms
     "PAGE_SIZE": 100,
@@ -255,7 +255,7 @@ GPULAB_FILES_CHUNK_BYTES = env_int("FILES_CHUNK_BYTES", 16 * 2**20)
 GPULAB_FILES_VIEW_BYTES = env_int("FILES_VIEW_BYTES", 512 * 1024)
 GPULAB_FILES_ARCHIVE_MAX_FILES = env_int("FILES_ARCHIVE_MAX_FILES", 20000)
 GPULAB_LAB_FILES_DIR = Path(env_str("LAB_FILES_DIR", str(BASE_DIR / "workloads")))
-# Named pauses that widen race windows in fault-injection tests (see portal/failpoints.py); empty in production.
+# Named pauses that widen race windows in fault-injection tests (see core/failpoints.py); empty in production.
 GPULAB_FAILPOINTS = env_str("FAILPOINTS", "")
 
 # How often course terms are checked: notices before the end, and the course's jobs stopped once it has passed.
@@ -339,10 +339,10 @@ if LOG_FORMAT not in {"plain", "json"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"ids": {"()": "ops.logs.ContextFilter"}},
+    "filters": {"ids": {"()": "core.logs.ContextFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-        "json": {"()": "ops.logs.JsonFormatter"},
+        "json": {"()": "core.logs.JsonFormatter"},
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["ids"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},

@@ -4,6 +4,8 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from clusters import views as cluster_views
+from courses import urls as course_urls
+from jobs import course_urls as course_job_urls
 from ops import views as ops_views
 from signon import views as signon_views
 from signon.oidc import LogoutView
@@ -25,7 +27,8 @@ urlpatterns = [
     path("", include("jobs.urls")),
     path("", include("telemetry.urls")),
     path("", include("sessions.urls")),
-    path("courses/", include("courses.urls")),
+    # One `courses` namespace: the course pages of courses (roster, quotas, terms) and of jobs (its jobs).
+    path("courses/", include(([*course_job_urls.urlpatterns, *course_urls.urlpatterns], course_urls.app_name))),
     path("notifications/", include("notifications.urls")),
     path("profile/", cluster_views.profile, name="profile"),
     path("profile/token/", cluster_views.new_token, name="new_token"),

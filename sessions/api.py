@@ -16,7 +16,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.api_schema import ErrorSerializer
+from core.api_schema import ErrorSerializer
 
 from . import paths
 from .files import FilesUnavailable, archive, opened

@@ -1,10 +1,10 @@
-"""Which space a request's URL names, decided by courses/access.py: a cluster's space is always the requesting
+"""Which space a request's URL names, decided by jobs/access.py: a cluster's space is always the requesting
 user's own; a job's run directory is for whoever may see the job (its owner changes it, its course's staff read it).
 Another student's job is a 404, as everywhere."""
 
 from __future__ import annotations
 
-from courses import access
+from jobs import access
 
 from .files import Space, home_space, job_space
 

@@ -1,5 +1,5 @@
 """Pages of the file browser: the user's lab space on a cluster, a job's run directory, and the job page's list of
-its artefacts. Their buttons call the files API (sessions/api.py); who sees what is courses/access.py's answer."""
+its artefacts. Their buttons call the files API (sessions/api.py); who sees what is jobs/access.py's answer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.urls import reverse
 
-from courses import access
+from jobs import access
 
 from . import paths
 from .files import FilesUnavailable, home_space, job_space, opened

@@ -14,10 +14,11 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.http import Http404
 
-from courses import access
-from ops.store import SocketGauge
+from core.measurements import SocketGauge
+from jobs import access, trainer_curve
 
 from . import recorder, series, stream
+from .access import get_node
 
 _clients: dict[int, object] = {}
 open_sockets = SocketGauge()
@@ -116,7 +117,7 @@ class JobTelemetryConsumer(SeriesConsumer):
     async def extra_frames(self) -> list[dict]:
         """The trainer's curve kept in Redis for a day: points the stored chunks may not hold yet."""
         with contextlib.suppress(OSError):
-            return [{"trainer": await stream.curve_points(_redis(), self.job_id)}]
+            return [{"trainer": await trainer_curve.curve_points(_redis(), self.job_id)}]
         return []
 
 
@@ -130,6 +131,6 @@ class CourseTelemetryConsumer(TelemetryConsumer):
 
 class NodeTelemetryConsumer(SeriesConsumer):
     def authorize(self, user, route):
-        node = access.get_node(user, route["kwargs"]["node_id"])
+        node = get_node(user, route["kwargs"]["node_id"])
         self.owner = {"node": node}
         return stream.node_group(node.pk)

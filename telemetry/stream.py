@@ -8,7 +8,6 @@ from the time of the last frame it holds, and drops what it already has by seq.
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from collections.abc import Iterable
@@ -108,42 +107,3 @@ async def history(redis, group: str, *, after_ms: int | None = None, seconds: in
 def history_message(frames: Iterable[str]) -> str:
     """Frames already serialized, joined without decoding them."""
     return '{"type":"history","frames":[' + ",".join(frames) + "]}"
-
-
-# -- trainer curves: kept for the whole run (not ten minutes), so a page opened late still shows epoch 1 --------
-CURVE_POINTS = 5000
-CURVE_SECONDS = 86400
-
-
-def _curve_key(job_id) -> str:
-    return f"{KEY_PREFIX}:curve:{job_id}"
-
-
-def add_curve_points(pipe, job_id, points: list[dict]) -> None:
-    key = _curve_key(job_id)
-    pipe.rpush(key, *(json.dumps(p, separators=(",", ":")) for p in points))
-    pipe.ltrim(key, -CURVE_POINTS, -1)
-    pipe.expire(key, CURVE_SECONDS)
-
-
-async def curve_points(redis, job_id) -> list[dict]:
-    return [json.loads(p) for p in await redis.lrange(_curve_key(job_id), 0, -1)]
-
-
-def recent_curve_points(job_id, count: int = 10) -> list[dict]:
-    """The job's last `count` trainer points, oldest first, for pages (synchronous). Empty if Redis is away: a page
-    then shows no step rather than failing."""
-    import redis
-
-    try:
-        raw = _sync_client().lrange(_curve_key(job_id), -count, -1)
-    except (redis.RedisError, OSError):
-        return []
-    return [json.loads(p) for p in raw]
-
-
-@functools.cache
-def _sync_client():
-    import redis
-
-    return redis.Redis.from_url(settings.TELEMETRY_REDIS_URL, socket_timeout=1, socket_connect_timeout=1)

@@ -27,9 +27,10 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from core.choices import ACTIVE_STATES, JobState
-from courses import access
+from jobs import access
 from jobs.models import Job
 
+from .access import get_node
 from .models import Node
 from .summary import REPORT_COLUMNS, course_report
 
@@ -138,5 +139,5 @@ def node_list(request):
 
 @login_required
 def node_detail(request, node_id: int):
-    node = access.get_node(request.user, node_id)
+    node = get_node(request.user, node_id)
     return render(request, "telemetry/node_detail.html", {"node": node})

@@ -7,7 +7,7 @@ from django.urls import reverse
 from clusters.choices import IdentitySource, RunAs
 from clusters.identity import cluster_username, set_cluster_username
 from clusters.models import AuthMethod, ClusterAccount, ClusterIdentity, ClusterKind
-from courses.access import LaunchRefused
+from jobs.access import LaunchRefused
 
 pytestmark = pytest.mark.django_db
 

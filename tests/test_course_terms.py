@@ -10,11 +10,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.choices import EventKind, JobState
-from courses import access, terms
+from courses import terms
 from courses.copying import copy_to_new_term
 from courses.forms import CopyTermForm
 from courses.models import Course, Enrollment, QuotaChange, QuotaOverride, Role, TermNotice
-from jobs import term_end
+from jobs import access, term_end
 from jobs.models import Job, JobEvent, JobTemplate
 
 pytestmark = pytest.mark.django_db

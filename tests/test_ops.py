@@ -18,8 +18,9 @@ import redis
 from cryptography.fernet import Fernet
 from django.urls import reverse
 
-from courses import access
-from ops import logs, store
+from core import logs
+from core import measurements as store
+from jobs import access
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,8 +5,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
-from courses import access
 from courses.models import Enrollment, Invitation, Role, RosterChange
+from jobs import access
 
 pytestmark = pytest.mark.django_db
 

@@ -6,19 +6,19 @@ import time
 import pytest
 from django.urls import reverse
 
+from core import measurements
 from core.choices import JobState
 from jobs.models import Job
 from jobs.staleness import notices_for
-from ops import store as ops_store
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def heard(monkeypatch):
-    """The stored last-answer time per cluster (ops/store.py), as epoch seconds."""
+    """The stored last-answer time per cluster (core/measurements.py), as epoch seconds."""
     times = {}
-    monkeypatch.setattr(ops_store, "last_heard", lambda names: {name: times.get(name) for name in names})
+    monkeypatch.setattr(measurements, "last_heard", lambda names: {name: times.get(name) for name in names})
     return times
 
 
@@ -81,8 +81,8 @@ def test_no_notice_once_the_cluster_answers(heard, running, login, alice):
 
 @pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs the Redis that `make test` starts")
 def test_stored_answer_time_is_written_by_successful_polls_only():
-    ops_store.client().hdel(f"{ops_store.PREFIX}heard", "stale-test")
-    ops_store.record_poll("stale-test", 0.1, "slurm_load_jobs error: Unable to contact slurm controller")
-    assert ops_store.last_heard(["stale-test"]) == {"stale-test": None}
-    ops_store.record_poll("stale-test", 0.1, "")
-    assert time.time() - ops_store.last_heard(["stale-test"])["stale-test"] < 5
+    measurements.client().hdel(f"{measurements.PREFIX}heard", "stale-test")
+    measurements.record_poll("stale-test", 0.1, "slurm_load_jobs error: Unable to contact slurm controller")
+    assert measurements.last_heard(["stale-test"]) == {"stale-test": None}
+    measurements.record_poll("stale-test", 0.1, "")
+    assert time.time() - measurements.last_heard(["stale-test"])["stale-test"] < 5

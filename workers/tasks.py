@@ -14,8 +14,8 @@ from django.core.cache import cache
 from clusters import services as cluster_services
 from clusters.backends import BackendError
 from clusters.models import Cluster
+from core import measurements
 from jobs import cancellation, enqueue, kept_logs, never_starts, polling, submission, term_end, time_limits
-from ops import store as ops_store
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def poll_cluster(cluster_id: int) -> dict:
         report = polling.poll_cluster(cluster_id)
     finally:
         cache.delete(lock_key)
-    ops_store.record_poll(report.cluster, time.monotonic() - started, report.error)
+    measurements.record_poll(report.cluster, time.monotonic() - started, report.error)
     return {"cluster": report.cluster, "polled": report.polled, "moved": report.moved, "error": report.error}
 
 
@@ -64,7 +64,7 @@ def poll_cluster(cluster_id: int) -> dict:
 def poll_clusters() -> None:
     """The beat task: one poll per cluster with jobs on its scheduler, jobs the scheduler will never start cancelled
     after their grace period, servers past their time limit stopped, and a sweep for stuck submissions."""
-    ops_store.mark("beat")
+    measurements.mark("beat")
     for cluster_id in polling.clusters_with_active_jobs():
         poll_cluster.delay(cluster_id)
     for job in never_starts.past_grace():

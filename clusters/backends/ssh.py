@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import paramiko
 from django.conf import settings
 
+from core import measurements
+
 from .base import AuthenticationFailed, BackendError, ClusterUnreachable, HostKeyMismatch, HostKeyNotPinned
 
 logger = logging.getLogger(__name__)
@@ -146,6 +148,11 @@ class SSHPool:
 
 
 pool = SSHPool()
+
+
+def report_pool_size() -> None:
+    """This process's open SSH connections, for /metrics (summed over the portal's processes)."""
+    measurements.set_process_gauge("ssh_pool_connections", pool.size())
 
 
 def connect(cluster, account) -> paramiko.SSHClient:

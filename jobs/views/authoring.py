@@ -6,8 +6,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from clusters import kinds
-from courses import access, terms
+from courses import terms
 from courses.models import Course
+from jobs import access
 from jobs.authoring import preview, publish
 from jobs.forms import TemplateForm
 from jobs.models import JobTemplate

@@ -4,7 +4,8 @@ from django.shortcuts import render
 
 from clusters.kinds import template_backend
 from clusters.models import Cluster
-from courses import access, terms
+from courses import terms
+from jobs import access
 from jobs.models import JobTemplate
 
 

@@ -8,14 +8,13 @@ from django.views.decorators.http import require_http_methods
 
 from clusters import kinds
 from clusters.backends import BackendError
-from courses import access
-from jobs import job_page, rightsize
+from jobs import access, job_page, rightsize
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.logs import log_streams, read_log
 from jobs.models import Job, JobTemplate
 from jobs.progress import job_progress
-from telemetry.stream import recent_curve_points
+from jobs.trainer_curve import recent_curve_points
 
 
 @login_required

@@ -2,7 +2,8 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 
-from courses import access, quotas, terms
+from courses import quotas, terms
+from jobs import access
 from jobs.forms import LaunchForm
 from jobs.launch import LaunchInvalid, launch
 from jobs.launch_facts import quota_use, run_estimates

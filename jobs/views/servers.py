@@ -7,8 +7,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from clusters.backends import BackendError
-from courses import access
-from jobs import servers
+from jobs import access, servers
 
 
 def _int(value, default: int) -> int:

@@ -21,8 +21,10 @@ from django.utils.module_loading import import_string
 from redis.exceptions import RedisError
 
 from clusters import kinds
+from clusters.backends import ssh
 from clusters.models import Cluster
-from ops import store as ops_store
+from core import measurements
+from jobs import trainer_curve
 from telemetry import stream
 from telemetry.frames import FrameBuilder
 from telemetry.models import Node
@@ -105,7 +107,7 @@ class Collector:
             if snapshot.trainer:
                 async with publisher.redis.pipeline(transaction=False) as pipe:
                     for job_id, points in snapshot.trainer.items():
-                        stream.add_curve_points(pipe, job_id, [_point(p) for p in points])
+                        trainer_curve.add_curve_points(pipe, job_id, [_point(p) for p in points])
                     await pipe.execute()
             if self.redis_down_since is not None:
                 logger.info("telemetry: Redis is back after %.1f s", time.monotonic() - self.redis_down_since)
@@ -145,8 +147,8 @@ class Collector:
                     fields["status"] = f"stale: no sample for {now - newest:.0f} s ({live.status})"[:255]
                 Node.objects.filter(pk=node_id).update(**fields)
             self.start_sources()
-            ops_store.mark("collector")
-            ops_store.report_ssh_pool()
+            measurements.mark("collector")
+            ssh.report_pool_size()
         finally:
             close_old_connections()
 

@@ -1,5 +1,5 @@
 """Cancel before submit, and a submission whose worker died, on the real stack: a Celery worker, PostgreSQL,
-Redis and SLURM over sshd. Failpoints (portal/failpoints.py) hold the race windows open.
+Redis and SLURM over sshd. Failpoints (core/failpoints.py) hold the race windows open.
 
 The stale-submission sweep is pushed out of reach (SUBMIT_STALE_AFTER_SECONDS=600), so what these tests see is
 the submit task's own handling, not the backstop.

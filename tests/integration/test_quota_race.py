@@ -4,7 +4,7 @@ import threading
 
 from django.db import connection
 
-from courses.access import LaunchRefused
+from jobs.access import LaunchRefused
 from jobs.launch import launch
 from jobs.models import Job
 

@@ -13,9 +13,9 @@ import uuid
 import pytest
 from rest_framework.authtoken.models import Token
 
+from core import logs
 from core.choices import ON_SCHEDULER_STATES
 from jobs.models import Job
-from ops import logs
 from workers.tasks import submit_job
 
 from .conftest import Worker, slurm, start_web, wait_for

@@ -22,8 +22,8 @@ from django.urls import reverse
 from clusters.backends import ssh
 from clusters.kinds import get_backend
 from clusters.models import AuthMethod, Cluster, ClusterAccount
+from core import measurements
 from jobs.models import Job
-from ops import store as ops_store
 from tests.integration.jobs_api import launch, read_whole_log
 
 from .conftest import slurm, wait_for
@@ -170,7 +170,7 @@ def test_unreachable_server_keeps_a_running_job_running(
     url = rest_cluster.api_url
     Cluster.objects.filter(pk=rest_cluster.pk).update(api_url="http://127.0.0.1:1")
     wait_for(
-        lambda: "Cannot reach slurmrestd" in ops_store.polls().get("local", {}).get("error", ""),
+        lambda: "Cannot reach slurmrestd" in measurements.polls().get("local", {}).get("error", ""),
         timeout=30,
         what="a poll to find slurmrestd unreachable",
     )
@@ -194,11 +194,11 @@ def test_expired_token_tells_the_admin_and_fails_no_job(
     account.set_api_token(lapsed, tokens.expires_at(lapsed))
     account.save()
     wait_for(
-        lambda: "expired" in ops_store.polls().get("local", {}).get("error", ""),
+        lambda: "expired" in measurements.polls().get("local", {}).get("error", ""),
         timeout=30,
         what="a poll to find the token expired",
     )
-    assert "An admin must store a new one" in ops_store.polls()["local"]["error"]
+    assert "An admin must store a new one" in measurements.polls()["local"]["error"]
     client.force_login(admin_user)
     page = client.get(reverse("admin:clusters_cluster_change", args=[rest_cluster.pk])).content.decode()
     assert "EXPIRED on" in page

@@ -2,7 +2,7 @@
 send it a prompt (Try it) through the API server's service proxy, and run the bundled load generator
 against it as a Job whose report the page shows.
 
-Every function takes a job the caller already got through courses.access; nothing here looks jobs up.
+Every function takes a job the caller already got through jobs.access; nothing here looks jobs up.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _backend(job) -> KubernetesBackend:
 class Server:
     """A Kubernetes job's objects, read from the YAML it was submitted with."""
 
-    job: Any  # a jobs.models.Job the caller got through courses.access
+    job: Any  # a jobs.models.Job the caller got through jobs.access
 
     @cached_property
     def objects(self) -> list[dict]:

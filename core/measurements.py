@@ -84,12 +84,6 @@ def set_process_gauge(name: str, value: float) -> None:
     client().hset(f"{PREFIX}gauge:{name}", process_name(), f"{value}:{expires}")
 
 
-def report_ssh_pool() -> None:
-    from clusters.backends.ssh import pool
-
-    set_process_gauge("ssh_pool_connections", pool.size())
-
-
 def process_gauge(name: str) -> dict[str, float]:
     """process → value, for processes that reported within PROCESS_TTL; stale entries are removed."""
     key = f"{PREFIX}gauge:{name}"

@@ -3,6 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from clusters.clusters_d import sync_directory
+from courses.cluster_files import link_courses
 
 
 class Command(BaseCommand):
@@ -14,7 +15,7 @@ class Command(BaseCommand):
     def handle(self, *args, directory: Path, **options):
         if not directory.is_dir():
             raise CommandError(f"{directory} is not a directory.")
-        result = sync_directory(directory)
+        result = sync_directory(directory, link_courses=link_courses)
         for name in result.created:
             self.stdout.write(f"created {name}")
         for name in result.updated:

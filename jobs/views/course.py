@@ -1,3 +1,8 @@
+"""A course's jobs for its teachers: every student's jobs filtered, and several cancelled at once.
+
+Served under /courses/<slug>/ beside the course's other pages (portal/urls.py joins them in one namespace).
+"""
+
 import uuid
 
 from django.contrib import messages
@@ -9,13 +14,12 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from core.choices import ACTIVE_STATES
+from courses.models import Role
+from jobs import access
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.models import Job
 from jobs.rightsize import class_efficiency
-
-from . import access
-from .models import Role
 
 
 @login_required

@@ -1,0 +1,156 @@
+"""The one place that answers "may this user see or act on this job or template?", built on the course questions.
+
+Views, the REST API, WebSocket consumers and Celery tasks all ask here (the course questions of courses/access.py
+are handed on, so a caller asks one module). Anything a user may not see is reported as missing (Http404), so
+the answer never reveals that another student's job exists.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from clusters.models import Cluster
+from core import logs
+from courses import terms
+from courses.access import (
+    courses_for,
+    get_copyable_course,
+    get_course,
+    get_files_cluster,
+    get_roster_course,
+    is_admin,
+    launchable_clusters,
+    may_teach,
+    role_in,
+    teaching_courses,
+    visible_clusters,
+)
+from courses.models import Course
+
+from .models import Job, JobTemplate
+
+__all__ = [
+    "LaunchRefused",
+    "check_launch",
+    "courses_for",
+    "get_authorable_template",
+    "get_copyable_course",
+    "get_course",
+    "get_files_cluster",
+    "get_job",
+    "get_job_files",
+    "get_roster_course",
+    "is_admin",
+    "launchable_clusters",
+    "launchable_templates",
+    "may_author",
+    "may_teach",
+    "role_in",
+    "teaching_courses",
+    "template_read_only",
+    "visible_clusters",
+    "visible_jobs",
+    "visible_templates",
+]
+
+
+class LaunchRefused(Exception):
+    """The user may not launch this template on this cluster; the message says why, for the user."""
+
+
+def visible_jobs(user) -> QuerySet[Job]:
+    """Jobs the user may see: their own, every job of a course they teach, everything for an admin."""
+    if is_admin(user):
+        return Job.objects.all()
+    if not user.is_authenticated:
+        return Job.objects.none()
+    return Job.objects.filter(Q(owner=user) | Q(course__in=teaching_courses(user)))
+
+
+def get_job(user, job_id) -> Job:
+    """A job the user may see and act on (cancel, clone, read its log); 404 for anything else."""
+    try:
+        job_uuid = uuid.UUID(str(job_id))
+    except ValueError:
+        raise Http404("No such job.") from None
+    jobs = visible_jobs(user).select_related("template", "cluster", "course", "owner", "account")
+    try:
+        job = jobs.get(pk=job_uuid)
+    except jobs.model.DoesNotExist:
+        raise Http404("No such job.") from None
+    logs.bind_job(job.pk)  # the rest of this request logs with the job's id
+    return job
+
+
+def visible_templates(user) -> QuerySet[JobTemplate]:
+    """Templates the user may read: published ones of their courses; drafts too in courses they teach."""
+    if is_admin(user):
+        return JobTemplate.objects.all()
+    published = Q(status=JobTemplate.Status.PUBLISHED, courses__in=courses_for(user))
+    authored = Q(courses__in=teaching_courses(user))
+    return JobTemplate.objects.filter(published | authored).distinct()
+
+
+def launchable_templates(user, course: Course) -> QuerySet[JobTemplate]:
+    if role_in(user, course) is None and not is_admin(user):
+        return JobTemplate.objects.none()
+    return course.templates.filter(status=JobTemplate.Status.PUBLISHED)
+
+
+def check_launch(user, course: Course, template: JobTemplate, cluster: Cluster) -> None:
+    """Raise LaunchRefused with a message the user can act on, unless they may launch this here."""
+    if not user.is_active:
+        raise LaunchRefused("Your account is disabled.")
+    if role_in(user, course) is None and not is_admin(user):
+        raise LaunchRefused(f"You are not enrolled in {course.name}.")
+    refusal = terms.launch_refusal(course, teaches=may_teach(user, course))
+    if refusal:
+        raise LaunchRefused(refusal)
+    if not launchable_templates(user, course).filter(pk=template.pk).exists():
+        raise LaunchRefused(f"The template “{template.name}” is not published for {course.name}.")
+    if not launchable_clusters(user, course, template).filter(pk=cluster.pk).exists():
+        raise LaunchRefused(
+            f"The cluster “{cluster.name}” is not available to {course.name} for {template.get_backend_display()} "
+            "jobs. Pick one of the course's clusters."
+        )
+
+
+def may_author(user, template: JobTemplate) -> bool:
+    """Admins edit anything; instructors edit their own course templates, never built-in or shared ones."""
+    if is_admin(user):
+        return True
+    course_ids = set(template.courses.values_list("pk", flat=True))
+    taught = set(teaching_courses(user).values_list("pk", flat=True))
+    return not template.builtin and bool(course_ids) and course_ids <= taught
+
+
+def get_authorable_template(user, slug: str, *, write: bool = False) -> JobTemplate:
+    """write=True: about to save or publish it; a template of a course whose term has ended stays as it was."""
+    template = JobTemplate.objects.filter(slug=slug).first()
+    if template is None or not may_author(user, template):
+        raise Http404("No such template.")
+    if write:
+        for course in template.courses.all():
+            terms.check_writable(course)
+    return template
+
+
+def template_read_only(template: JobTemplate) -> str | None:
+    """Why the template can no longer change (a course of it has ended), or None."""
+    if template.pk is None:
+        return None
+    ended = next((c for c in template.courses.all() if terms.has_ended(c)), None)
+    return terms.read_only_message(ended) if ended else None
+
+
+def get_job_files(user, job_id, *, write: bool = False) -> Job:
+    """A job whose run directory the user may browse: anyone who may see the job (get_job). Changing its files
+    (upload, rename, delete) is for the job's owner; a course's staff read them (403 on a change)."""
+    job = get_job(user, job_id)
+    if write and job.owner_id != user.pk:
+        raise PermissionDenied("Only the student who launched this job changes its files; you may read them.")
+    return job

@@ -1,0 +1,51 @@
+"""The trainer's curve per job (epoch, step, loss, tok/s), kept in telemetry's Redis for the whole run.
+
+The collector appends the points it parses from rank 0's log line; the job page reads the last few to say how far
+a run got, and the job's telemetry socket sends them all to a page opened late, so it still shows epoch 1. The
+list lives below telemetry so that jobs reads it without importing the telemetry app.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from django.conf import settings
+
+CURVE_POINTS = 5000
+CURVE_SECONDS = 86400
+KEY_PREFIX = "gpulab:telemetry"  # the telemetry database's prefix (telemetry/stream.py)
+
+
+def _curve_key(job_id) -> str:
+    return f"{KEY_PREFIX}:curve:{job_id}"
+
+
+def add_curve_points(pipe, job_id, points: list[dict]) -> None:
+    key = _curve_key(job_id)
+    pipe.rpush(key, *(json.dumps(p, separators=(",", ":")) for p in points))
+    pipe.ltrim(key, -CURVE_POINTS, -1)
+    pipe.expire(key, CURVE_SECONDS)
+
+
+async def curve_points(redis, job_id) -> list[dict]:
+    return [json.loads(p) for p in await redis.lrange(_curve_key(job_id), 0, -1)]
+
+
+def recent_curve_points(job_id, count: int = 10) -> list[dict]:
+    """The job's last `count` trainer points, oldest first, for pages (synchronous). Empty if Redis is away: a page
+    then shows no step rather than failing."""
+    import redis
+
+    try:
+        raw = _sync_client().lrange(_curve_key(job_id), -count, -1)
+    except (redis.RedisError, OSError):
+        return []
+    return [json.loads(p) for p in raw]
+
+
+@functools.cache
+def _sync_client():
+    import redis
+
+    return redis.Redis.from_url(settings.TELEMETRY_REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
