@@ -46,7 +46,8 @@ class Space:
     account: object
     root: str  # as configured (may be relative to the login's home); resolved once opened
     title: str
-    confine: bool = False  # under the shared service account: made on first use, private (0700)
+    confine: bool = False  # under the shared service account: private to the account (0700)
+    create: bool = False  # made on first use (the student's lab space; never a job's run directory)
 
 
 @dataclass
@@ -107,9 +108,9 @@ def home_space(cluster, user) -> Space:
         raise FilesUnavailable(str(exc)) from None
     _check_account(cluster, account)
     if account.user_id == user.pk:  # their own login: the lab directory in their home is theirs
-        return Space(cluster, account, _lab(cluster), f"Your files on {cluster.display_name}")
+        return Space(cluster, account, _lab(cluster), f"Your files on {cluster.display_name}", create=True)
     root = posixpath.join(_lab(cluster), "students", f"user-{user.pk}")
-    return Space(cluster, account, root, f"Your files on {cluster.display_name}", confine=True)
+    return Space(cluster, account, root, f"Your files on {cluster.display_name}", confine=True, create=True)
 
 
 def job_space(job) -> Space:
@@ -130,8 +131,9 @@ class Session:
 
     def _open_root(self) -> str:
         try:
-            if self.space.confine:
+            if self.space.create:
                 ssh.makedirs(self.sftp, self.space.root)
+            if self.space.confine:
                 self.sftp.chmod(self.space.root, 0o700)
             return self.sftp.normalize(self.space.root)
         except FileNotFoundError:

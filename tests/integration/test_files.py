@@ -171,6 +171,32 @@ def test_traversal_absolute_paths_symlinks_leading_out_devices_and_control_chara
     assert (bobs / "secret.txt").read_text() == "bob's answers"
 
 
+def test_with_the_student_s_own_cluster_account_files_are_read_and_written_as_that_account(
+    cluster, alice, api_for, services
+):
+    from clusters.choices import RunAs
+    from clusters.models import AuthMethod, ClusterAccount
+
+    cluster.lab_dir, cluster.run_as = LAB_DIR, RunAs.OWN_ACCOUNT
+    cluster.save()
+    own = ClusterAccount(
+        cluster=cluster, user=alice, username=services["GPULAB_PERSONAL_USER"], auth_method=AuthMethod.KEY
+    )
+    own.set_secret(Path(services["GPULAB_PERSONAL_KEY"]).read_text())
+    own.save()
+    home = Path(pwd.getpwnam(own.username).pw_dir)
+    lab = home / LAB_DIR[2:]
+    try:
+        client, base = api_for(alice), reverse("api:files-cluster", args=[cluster.pk])
+        upload(client, base, "data.txt", b"hello from alice\n", chunk=1024)
+        written = lab / "data.txt"  # the lab directory in the account's own home (made on first use), as that account
+        assert written.read_bytes() == b"hello from alice\n"
+        assert written.stat().st_uid == pwd.getpwnam(own.username).pw_uid
+        assert client.get(base + "text/", {"path": "data.txt"}).json()["text"] == "hello from alice\n"
+    finally:
+        shutil.rmtree(lab, ignore_errors=True)
+
+
 @pytest.fixture
 def alice_job(lab, cluster, alice, course, services):
     from jobs.models import JobTemplate
