@@ -24,6 +24,7 @@ from .models import Job, JobUsage
 from .states import transition
 
 logger = logging.getLogger(__name__)
+USAGE_RETRY_SECONDS = 600  # how long after its end a job's accounting is still asked for
 
 
 @dataclass
@@ -81,8 +82,26 @@ def poll_cluster(cluster_id: int) -> PollReport:
             if job.is_terminal and job.started_at:
                 ended.append(job)
     Job.objects.filter(pk__in=seen).update(last_seen_at=now)
-    record_usage(backend, ended)
+    record_usage(backend, ended + _usage_still_missing(cluster, now, [job.pk for job in ended]))
     return report
+
+
+def _usage_still_missing(cluster, now, asked: list) -> list[Job]:
+    """Jobs that ended in the last minutes whose accounting was not there yet (slurmdbd stores an end after
+    slurmctld reports it): asked for again while the cluster is polled. One query; none without accounting."""
+    if not cluster.has_accounting:
+        return []
+    return list(
+        Job.objects.filter(
+            cluster=cluster,
+            state__in=TERMINAL_STATES,
+            started_at__isnull=False,
+            finished_at__gte=now - timedelta(seconds=USAGE_RETRY_SECONDS),
+            accounted__isnull=True,
+        )
+        .exclude(pk__in=asked)
+        .exclude(scheduler_id="")[:200]
+    )
 
 
 def record_usage(backend, jobs: list[Job]) -> None:

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from clusters.backends.accounting import parse_cpu_time, parse_sacct, parse_size
+from clusters.backends.accounting import AccountedUsage, parse_cpu_time, parse_sacct, parse_size
 from core.choices import JobState
 from jobs.models import Job, JobTemplate, JobUsage
 from jobs.rightsize import class_efficiency, report_for, rightsized_params
@@ -194,3 +194,46 @@ def test_class_efficiency_is_one_query_whatever_the_number_of_jobs(alice, bob, c
     assert by_name[alice.username].cpu_efficiency == 50.0 and by_name[alice.username].memory_used == 25.0
     assert by_name[alice.username].time_used == 50.0
     assert (by_name[bob.username].jobs, by_name[bob.username].accounted) == (2, 1)
+
+
+# GET /slurmdb/v0.0.38/jobs?step=3006 on the local cluster, cut to the fields read (microseconds as sent).
+DBV_ANSWER = {
+    "errors": [],
+    "jobs": [
+        {
+            "job_id": 3006,
+            "time": {"elapsed": 6, "end": 1795439318, "limit": 3, "total": {"seconds": 0, "microseconds": 0}},
+            "tres": {
+                "allocated": [{"type": "cpu", "name": None, "count": 2}, {"type": "gres", "name": "gpu", "count": 1}],
+                "requested": [{"type": "cpu", "name": None, "count": 2}, {"type": "mem", "name": None, "count": 500}],
+            },
+            "steps": [
+                {
+                    "step": {"id": "batch"},
+                    "time": {"total": {"seconds": 1, "microseconds": 1021954}},
+                    "tres": {
+                        "requested": {"max": [{"type": "cpu", "count": 1530}, {"type": "mem", "count": 168800256}]}
+                    },
+                }
+            ],
+        },
+        {"job_id": 77, "time": {"elapsed": 1, "end": 0}, "tres": {}, "steps": []},  # its end not stored yet
+    ],
+}
+
+
+def test_slurmdbd_answer_gives_sacct_figures():
+    from clusters.backends.slurm_rest.parsing import usage
+
+    found = usage(DBV_ANSWER, ["3006", "77"])
+    assert list(found) == ["3006"]
+    assert found["3006"] == AccountedUsage(
+        scheduler_id="3006",
+        elapsed_seconds=6,
+        cpu_seconds=2.022,
+        cpus=2,
+        gpus=1,
+        max_rss_bytes=168800256,
+        requested_memory_bytes=500 * 1024**2,
+        time_limit_minutes=3,
+    )

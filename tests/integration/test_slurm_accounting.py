@@ -10,11 +10,13 @@ from django.urls import reverse
 from clusters.backends.accounting import parse_cpu_time, parse_size
 from clusters.identity import set_cluster_username
 from clusters.kinds import get_backend
+from clusters.models import Cluster
 from core.choices import TERMINAL_STATES
 from jobs.models import Job, JobTemplate, JobUsage
 from jobs.rightsize import report_for
 from tests.integration.jobs_api import launch
 
+from . import test_slurm_rest_jobs as rest_jobs
 from .conftest import slurm, wait_for
 
 
@@ -150,3 +152,28 @@ def test_cluster_without_accounting_still_polls_and_finishes_jobs(
     assert not JobUsage.objects.exists()
     page = login(alice).get(job.get_absolute_url()).content.decode()
     assert "Right-size report" in page and "keeps no SLURM accounting" in page
+
+
+rest_env = rest_jobs.rest_env  # the fixtures, shared
+rest_cluster = rest_jobs.rest_cluster
+
+
+def test_rest_kind_reads_the_same_figures_from_slurmdbd(
+    worker, api_for, alice, rest_cluster, sleep_template, job_state
+):
+    report = get_backend(rest_cluster).test_connection()
+    assert report.has_accounting is True and "SLURM accounting: available (slurmdbd API)" in report.lines
+    Cluster.objects.filter(pk=rest_cluster.pk).update(has_accounting=True)
+    # A second job keeps the cluster polled: slurmdbd may store the first one's end a cycle after slurmctld says so.
+    job_state(launch(api_for, alice, seconds=120), "running")
+    job = job_state(launch(api_for, alice, partition="gpu", gpus_per_node=1, seconds=3), *TERMINAL_STATES)
+    assert job.state == "completed", (job.state, job.error)
+    usage = wait_for(lambda: JobUsage.objects.filter(job=job).first(), timeout=30, what="the job's accounting row")
+    # Without -X: sacct adds the steps' CPU time into the job's line (with -X it shows the allocation's own, 0).
+    fields = "ElapsedRaw,TotalCPU,AllocCPUS,AllocTRES,TimelimitRaw"
+    out = slurm("sacct", "-n", "-P", "--noconvert", f"--jobs={job.scheduler_id}", f"--format=JobIDRaw,{fields}")
+    line = next(row.split("|", 1)[1] for row in out.splitlines() if row.startswith(f"{job.scheduler_id}|"))
+    elapsed, total_cpu, cpus, tres, limit = line.split("|")
+    assert (usage.elapsed_seconds, usage.cpus, usage.time_limit_minutes) == (int(elapsed), int(cpus), int(limit))
+    assert usage.cpu_seconds == pytest.approx(parse_cpu_time(total_cpu), abs=0.001)
+    assert "gres/gpu=1" in tres and usage.gpus == 1

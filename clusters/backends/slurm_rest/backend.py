@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 
 from .. import as_student, ssh, tokens
+from ..accounting import AccountedUsage
 from ..base import (
     BackendError,
     ClusterBackend,
@@ -212,6 +213,14 @@ class SlurmRestBackend(ClusterBackend):
                 _job_lists[key] = (asked_at, found)
         return {sid: found[sid] for sid in wanted if sid in found}
 
+    # -- accounting: one GET /slurmdb/…/jobs?step=<ids> for the jobs that ended in a cycle ----------------------------
+    def usage(self, scheduler_ids: list[str]) -> dict[str, AccountedUsage]:
+        ids = [i for i in scheduler_ids if i.isdigit()]
+        if not ids or not self.cluster.has_accounting:
+            return {}
+        path = f"/slurmdb/{self.version().name}/jobs"
+        return parsing.usage(self._reader().call("GET", path, params={"step": ",".join(ids)}), ids)
+
     # -- cancel and logs --------------------------------------------------------------------------------------------
     def cancel(self, scheduler_id: str) -> None:  # the next poll reports how it ended
         if not scheduler_id.isdigit():
@@ -268,7 +277,11 @@ class SlurmRestBackend(ClusterBackend):
         else:
             lines.append("No SSH login for the service account: job pages will say logs are unavailable.")
         facts = {"server_version": f"{release} ({version.name})"[:64]}
-        return ConnectionReport(ok=True, lines=lines, facts=facts)
+        # slurmrestd offers the slurmdbd API only where the cluster runs accounting (and the dbv plugin is loaded).
+        status, _ = reader.request("GET", f"/slurmdb/{version.name}/diag")
+        has_accounting = status == 200
+        lines.append("SLURM accounting: " + ("available (slurmdbd API)" if has_accounting else "off"))
+        return ConnectionReport(ok=True, lines=lines, facts=facts, has_accounting=has_accounting)
 
     def stage_lab_files(self, source: Path) -> int:
         if not self.has_ssh:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from core.choices import JobState
 
+from ..accounting import AccountedUsage
 from ..base import SchedulerStatus
 from ..slurm_states import (  # one table for both SLURM kinds
     STATE_MAP,
@@ -62,3 +63,46 @@ def find_by_comment(answer: dict, job_id, user: str) -> str | None:
         if isinstance(job, dict) and job.get("comment") == comment and job.get("user_name") in (user, None):
             return str(job["job_id"])
     return None
+
+
+def _tres(entries, kind: str, name: str | None = None) -> int | None:
+    """The count of one TRES ("cpu", "mem", ("gres", "gpu")) in a slurmdbd TRES list."""
+    for entry in entries or ():
+        if isinstance(entry, dict) and entry.get("type") == kind and (name is None or entry.get("name") == name):
+            count = entry.get("count")
+            return count if isinstance(count, int) else None
+    return None
+
+
+def _seconds(value) -> float:
+    """slurmdbd's {"seconds", "microseconds"} (microseconds may exceed a second: they are added, not a fraction)."""
+    if not isinstance(value, dict):
+        return 0.0
+    return float(value.get("seconds") or 0) + float(value.get("microseconds") or 0) / 1_000_000
+
+
+def usage(answer: dict, ids: list[str]) -> dict[str, AccountedUsage]:
+    """GET /slurmdb/v0.0.3x/jobs?step=… as sacct's figures: TotalCPU and MaxRSS come from the steps, as in sacct.
+
+    slurmctld (which the poll asks) knows a job has ended before slurmdbd has stored its end: a record without an
+    end time is left out, and asked for again in a later cycle."""
+    found: dict[str, AccountedUsage] = {}
+    for job in answer.get("jobs") or []:
+        scheduler_id = str(job.get("job_id", ""))
+        time, tres, steps = job.get("time") or {}, job.get("tres") or {}, job.get("steps") or []
+        if scheduler_id not in ids or not time.get("end"):
+            continue
+        peaks = [_tres(((step.get("tres") or {}).get("requested") or {}).get("max"), "mem") for step in steps]
+        memory_mib = _tres(tres.get("requested"), "mem")
+        limit = time.get("limit")
+        found[scheduler_id] = AccountedUsage(
+            scheduler_id=scheduler_id,
+            elapsed_seconds=int(time.get("elapsed") or 0),
+            cpu_seconds=round(sum(_seconds((step.get("time") or {}).get("total")) for step in steps), 3),
+            cpus=_tres(tres.get("allocated"), "cpu") or 0,
+            gpus=_tres(tres.get("allocated"), "gres", "gpu") or 0,
+            max_rss_bytes=max((peak for peak in peaks if peak), default=None),
+            requested_memory_bytes=memory_mib * 1024**2 if memory_mib else None,
+            time_limit_minutes=limit if isinstance(limit, int) and limit > 0 else None,
+        )
+    return found
