@@ -34,7 +34,7 @@ def pending(notification_id: int) -> Notification | None:
 
 def send_email(row: Notification) -> None:
     unsubscribe = link(row.user_id, row.event)
-    _add_log_tail(row)
+    _add_details(row)
     body = f"{row.text}\n\n{row.url}\n\n-- \n"
     body += f"Stop these mails ({row.get_event_display()}): {unsubscribe}\n"
     body += f"Choose what the portal tells you: {settings.PORTAL_URL}/notifications/\n"
@@ -53,7 +53,7 @@ def post_webhook(row: Notification) -> None:
     except UnsafeURL as exc:
         give_up(row, str(exc))
         return
-    _add_log_tail(row)
+    _add_details(row)
     text = f"*{row.subject}*\n{row.text}\n{row.url}".strip()
     try:
         answer = requests.post(url, json={"text": text}, timeout=settings.NOTIFY_WEBHOOK_TIMEOUT, allow_redirects=False)
@@ -84,15 +84,26 @@ def give_up(row: Notification, error: str) -> None:
     )
 
 
-def _add_log_tail(row: Notification) -> None:
-    """A failed job's last log lines, read at the first try to send (never in the poll that saw it fail) and kept
-    on the row, so a retry does not read them again."""
-    if row.event != Event.FAILED or row.job is None or row.tries:
+def _add_details(row: Notification) -> None:
+    """A failed job's last log lines, a finished job's right-size summary: read at the first try to send (never in
+    the poll that saw the job end) and kept on the row, so a retry does not read them again."""
+    if row.job is None or row.tries:
         return
-    tail = _log_tail(row)
-    if tail:
-        row.text += tail
+    details = {Event.FAILED: _log_tail, Event.FINISHED: _right_size}.get(row.event)
+    extra = details(row) if details else ""
+    if extra:
+        row.text += extra
         Notification.objects.filter(pk=row.pk).update(text=row.text)
+
+
+def _right_size(row: Notification) -> str:
+    from jobs.rightsize import report_for
+
+    report = report_for(row.job)
+    if report is None or not report.lines:
+        return ""
+    lines = [f"- {line.resource}: asked {line.requested}, used {line.used}. {line.advice}" for line in report.lines]
+    return "\n\nRequested against used:\n" + "\n".join(lines)
 
 
 def _log_tail(row: Notification) -> str:
@@ -101,7 +112,7 @@ def _log_tail(row: Notification) -> str:
     try:
         end = read_log(row.job, MAX_OFFSET).offset
         data = read_log(row.job, max(0, end - 4096)).data
-    except Exception as exc:  # any failure: the message goes out without the tail rather than not at all)
+    except Exception as exc:  # any failure: the message goes out without the tail rather than not at all
         logger.info("notifications: no log tail for job %s: %s", row.job_id, exc)
         return ""
     lines = data.splitlines()[-LOG_TAIL_LINES:]

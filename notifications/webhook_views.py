@@ -9,10 +9,11 @@ from django.shortcuts import redirect, render
 
 from jobs import access
 
-from .events import Event
-from .models import CourseWebhook
+from .events import Channel, Event
+from .models import CourseWebhook, Notification
 from .webhook_urls import UnsafeURL, check
 
+RECENT = 10  # the last posts, with what the webhook answered
 WEBHOOK_EVENTS = [(e.value, e.label) for e in Event]
 
 
@@ -50,5 +51,6 @@ def course_webhook(request, slug: str):
         form.save()
         messages.success(request, "Saved. The chosen events of this course are posted to the webhook.")
         return redirect("notifications:course_webhook", slug=course.slug)
-    context = {"course": course, "form": form, "hook": hook}
+    recent = Notification.objects.filter(course=course, channel=Channel.WEBHOOK).order_by("-created_at")[:RECENT]
+    context = {"course": course, "form": form, "hook": hook, "recent": recent}
     return render(request, "notifications/course_webhook.html", context, status=400 if form.errors else 200)

@@ -82,3 +82,22 @@ def test_browser_rows_of_other_people_are_never_marked_shown(login, alice, bob):
     notify(bob, Event.BUDGET_80, context={"key": "w47"})
     login(alice).post("/notifications/browser/")
     assert Notification.objects.get(user=bob).status == Notification.Status.QUEUED
+
+
+def test_the_webhook_page_lists_the_last_posts_with_what_the_webhook_answered(login, instructor, course):
+    CourseWebhook.objects.create(course=course, url="https://93.184.215.14/hooks/x", events=["digest"])
+    notify(course, Event.DIGEST, context={"key": "idle:1", "text": "2 students idle"})
+    Notification.objects.filter(channel=Channel.WEBHOOK).update(
+        status=Notification.Status.FAILED, error="Gave up after 5 tries: The webhook answered 503."
+    )
+    page = login(instructor).get(f"/notifications/course/{course.slug}/webhook/").content.decode()
+    assert 'id="webhook-posts"' in page and "answered 503" in page and "Gave up" in page
+
+
+def test_admins_see_deliveries_read_only(client, admin_user, alice):
+    notify(alice, Event.BUDGET_80, context={"key": "w47"})
+    client.force_login(admin_user)
+    assert client.get("/admin/notifications/notification/").status_code == 200
+    row = Notification.objects.get()
+    assert "budget_80" in client.get(f"/admin/notifications/notification/{row.pk}/change/").content.decode()
+    assert client.get("/admin/notifications/notification/add/").status_code == 403

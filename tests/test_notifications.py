@@ -13,6 +13,7 @@ from notifications.events import Channel, Event
 from notifications.models import CourseWebhook, Notification, Preference
 from notifications.unsubscribe import read, token
 from notifications.webhook_urls import UnsafeURL, check
+from tests.test_rightsize import big_template, oversized  # noqa: F401  (fixtures)
 from tests.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.django_db
@@ -196,3 +197,15 @@ def test_instructors_get_one_hourly_digest_of_idle_students(alice, bob, instruct
     (row,) = Notification.objects.filter(user=instructor, event=Event.DIGEST)
     assert row.text.startswith("2 student(s) of HPC Lab") and "alice, bob" in row.text
     assert row.url.endswith(f"/courses/{course.slug}/dashboard/")
+
+
+def test_a_finished_jobs_mail_carries_its_right_size_summary(alice, oversized, inbox):  # noqa: F811
+    from workers.notify import send_email
+
+    with_email(alice)
+    Preference.objects.create(user=alice, event=Event.FINISHED, channel=Channel.EMAIL, enabled=True)
+    notify(alice, Event.FINISHED, job=oversized)
+    send_email.apply(args=[Notification.objects.get(channel=Channel.EMAIL).pk])
+    (message,) = inbox.wait_for("alice@example.edu")
+    text = message.get_body().get_content()
+    assert "Requested against used:" in text and "GPUs: asked 4" in text
