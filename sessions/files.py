@@ -21,12 +21,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import paramiko
 from django.conf import settings
 
 from clusters import kinds
 from clusters.backends import ssh
 from clusters.backends.base import BackendError
 from clusters.choices import AuthMethod
+from clusters.identity import IdentityMissing
 
 from . import paths
 from .paths import PathRefused
@@ -104,7 +106,7 @@ def home_space(cluster, user) -> Space:
     _check_kind(cluster)
     try:
         account = cluster.account_for(user)
-    except Exception as exc:  # clusters.identity.IdentityMissing: its message says what to do
+    except IdentityMissing as exc:  # its message says what to do
         raise FilesUnavailable(str(exc)) from None
     _check_account(cluster, account)
     if account.user_id == user.pk:  # their own login: the lab directory in their home is theirs
@@ -350,6 +352,16 @@ def opened(space: Space) -> Iterator[Session]:
             yield Session(space, sftp)
     except BackendError as exc:
         raise FilesUnavailable(str(exc)) from None
+    except PermissionError:
+        raise PathRefused(
+            f"The cluster does not let {space.account.username} read or change this; check its permissions there."
+        ) from None
+    except (FileNotFoundError, PathRefused, FilesUnavailable):
+        raise
+    except (OSError, EOFError, paramiko.SSHException) as exc:  # the SFTP server's own refusal, or a dropped channel
+        raise FilesUnavailable(
+            f"The cluster refused: {exc}. Try again; if it keeps failing, tell your instructor."
+        ) from None
 
 
 class _Pipe(io.RawIOBase):
