@@ -209,3 +209,21 @@ def test_a_finished_jobs_mail_carries_its_right_size_summary(alice, oversized, i
     (message,) = inbox.wait_for("alice@example.edu")
     text = message.get_body().get_content()
     assert "Requested against used:" in text and "GPUs: asked 4" in text
+
+
+def test_a_budget_message_without_a_job_reaches_the_course_webhook_named_in_its_context(alice, course):
+    CourseWebhook.objects.create(course=course, url="https://93.184.215.14/hooks/x", events=[Event.BUDGET_80])
+    assert notify(alice, Event.BUDGET_80, context={"key": f"{course.pk}:w47", "course": course}) == 2
+    assert Notification.objects.get(channel=Channel.WEBHOOK).course == course
+
+
+def test_a_message_that_cannot_be_queued_never_stops_a_jobs_move(alice, make_job, monkeypatch):
+    from notifications import service
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the notification tables are unreachable")
+
+    monkeypatch.setattr(service, "notify", broken)
+    job = make_job(alice)
+    assert transition(job, JobState.SUBMITTING) and transition(job, JobState.RUNNING)
+    assert job.state == JobState.RUNNING and not Notification.objects.exists()
