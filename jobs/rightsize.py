@@ -113,7 +113,18 @@ def _gpus(report: Report, job: Job, summary) -> None:
                 advice = "The GPU was mostly idle: check that the code runs on it (e.g. tensors moved to cuda)."
         report.lines.append(Line("GPUs", f"{job.gpus}", f"{mean:.0f} % of their time on average", None, advice))
     peak = summary.peak_gpu_memory_mib if summary else None
-    if peak is not None:
+    total = summary.gpu_memory_total_mib if summary else None
+    if peak is not None and total:
+        percent = round(100 * peak / total, 1)
+        advice = "The most any GPU held."
+        if percent > HIGH:
+            advice += " Close to full: a bigger batch would run out of GPU memory."
+        elif percent < LOW:
+            advice += " A GPU with less memory (or a shared slice of one) would do."
+        report.lines.append(
+            Line("GPU memory", f"{total / 1024:.0f} GiB per GPU", f"{peak / 1024:.1f} GiB at peak", percent, advice)
+        )
+    elif peak is not None:
         report.lines.append(
             Line("GPU memory", f"{job.gpus} GPU(s)", f"{peak / 1024:.1f} GiB at peak", None, "The most any GPU held.")
         )

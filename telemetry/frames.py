@@ -37,6 +37,7 @@ class Usage:
     util_sum: float = 0.0
     util_max: float | None = None
     memory_peak: float | None = None
+    memory_total: float | None = None  # the largest GPU's memory, MiB: what the peak is a share of
     tokens_sum: float = 0.0
     tokens_count: int = 0
     idle_seconds: float = 0.0
@@ -222,6 +223,9 @@ class FrameBuilder:
         used = [g.numbers.mem_used for g in gpus if g.numbers.mem_used is not None]
         if used:
             usage.memory_peak = max([*used, usage.memory_peak or 0.0])
+        totals = [g.numbers.mem_total for g in gpus if g.numbers.mem_total]
+        if totals:
+            usage.memory_total = max([*totals, usage.memory_total or 0.0])
         for point in trainer:
             usage.tokens_sum += point.tokens_per_s
             usage.tokens_count += 1

@@ -60,6 +60,9 @@ class JobSummary(models.Model):
     mean_gpu_util = models.FloatField("mean GPU utilization (%)", null=True, blank=True)
     max_gpu_util = models.FloatField("max GPU utilization (%)", null=True, blank=True)
     peak_gpu_memory_mib = models.FloatField("peak GPU memory (MiB)", null=True, blank=True)
+    gpu_memory_total_mib = models.FloatField(
+        "GPU memory (MiB)", null=True, blank=True, help_text="One GPU's memory: what the peak is a share of."
+    )
     mean_tokens_per_s = models.FloatField("mean tok/s", null=True, blank=True)
     idle_minutes = models.FloatField(
         "GPU idle minutes", default=0.0, help_text="Minutes every GPU of the job sat idle."

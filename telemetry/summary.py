@@ -28,6 +28,7 @@ def summary_fields(job: Job, usage: Usage | None) -> dict:
             mean_gpu_util=round(usage.util_sum / usage.samples, 1) if usage.samples else None,
             max_gpu_util=usage.util_max,
             peak_gpu_memory_mib=usage.memory_peak,
+            gpu_memory_total_mib=usage.memory_total,
             mean_tokens_per_s=round(usage.tokens_sum / usage.tokens_count, 1) if usage.tokens_count else None,
             idle_minutes=round(usage.idle_seconds / 60, 1),
             samples=usage.samples,

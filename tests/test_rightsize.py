@@ -109,7 +109,9 @@ def oversized(alice, course, big_template, cluster):
     """Four GPUs at 10 %, 8 cores of which 1 busy, 2 GiB of 32 used, 10 minutes of 60."""
     job = _ended(alice, course, big_template, cluster)
     _accounted(job, cpu_seconds=600, cpus=8, elapsed=600, rss_gib=2, mem_gib=32, limit=60)
-    JobSummary.objects.create(job=job, gpu_hours=0.67, mean_gpu_util=10.0, peak_gpu_memory_mib=5120, samples=40)
+    JobSummary.objects.create(
+        job=job, gpu_hours=0.67, mean_gpu_util=10.0, peak_gpu_memory_mib=5120, gpu_memory_total_mib=81920, samples=40
+    )
     return Job.objects.get(pk=job.pk)
 
 
@@ -121,6 +123,7 @@ class TestReport:
         assert lines["Host memory"].percent == 6.2
         assert lines["Wall time"].percent == pytest.approx(16.7)
         assert lines["GPUs"].used == "10 % of their time on average" and lines["GPUs"].percent is None
+        assert lines["GPU memory"].percent == 6.2 and lines["GPU memory"].requested == "80 GiB per GPU"  # 5 of 80 GiB
         # 1 busy core x 1.5 → 2 (also the schema's min); 2 GiB x 1.5 → 3; 10 min x 1.5 → 15; 4 GPUs at 10 % → 1
         assert report.suggested == {"cpus_per_task": 2, "mem_gb": 3, "time_minutes": 15, "gpus_per_node": 1}
         assert rightsized_params(oversized) == {**oversized.params, **report.suggested}

@@ -79,6 +79,7 @@ def ended_jobs(transactional_db, course, cluster, alice, bob):
             mean_gpu_util=util,
             max_gpu_util=util + 10,
             peak_gpu_memory_mib=6144,
+            gpu_memory_total_mib=81559,
             samples=200,
         )
         jobs.append(job)

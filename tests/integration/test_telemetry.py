@@ -200,6 +200,9 @@ def test_trainer_lines_become_curves_and_the_log_streams(
     summary = wait_for(lambda: JobSummary.objects.filter(job=job).first(), timeout=30, what="the summary")
     assert summary.gpu_hours > 0 and summary.mean_tokens_per_s == pytest.approx(1005.0)
     assert summary.mean_gpu_util is not None and summary.samples > 0
+    assert summary.gpu_memory_total_mib == max(
+        sample.mem_total_mib for sample in FIXTURE
+    )  # what the peak is a share of
     csv = login(instructor).get(f"/courses/{course.slug}/report.csv")
     assert csv.status_code == 200 and csv["Content-Type"].startswith("text/csv")
     assert f"alice,{job.pk},Trainer lines" in csv.content.decode()
