@@ -29,7 +29,7 @@ from courses.access import (
     teaching_courses,
     visible_clusters,
 )
-from courses.models import Course
+from courses.models import Course, Role
 
 from .models import Job, JobTemplate
 
@@ -43,6 +43,7 @@ __all__ = [
     "get_files_cluster",
     "get_job",
     "get_job_files",
+    "get_job_terminal",
     "get_roster_course",
     "is_admin",
     "launchable_clusters",
@@ -154,3 +155,14 @@ def get_job_files(user, job_id, *, write: bool = False) -> Job:
     if write and job.owner_id != user.pk:
         raise PermissionDenied("Only the student who launched this job changes its files; you may read them.")
     return job
+
+
+def get_job_terminal(user, job_id) -> tuple[Job, bool]:
+    """A job the user may open a shell in, and whether they open it as staff: its owner; an instructor of its course
+    or an admin (the student is told, and the job's timeline records it). A TA gets 403; anyone else 404."""
+    job = get_job(user, job_id)
+    if job.owner_id == user.pk:
+        return job, False
+    if is_admin(user) or role_in(user, job.course) == Role.INSTRUCTOR:
+        return job, True
+    raise PermissionDenied("Only the student who launched this job and the course's instructors open its terminal.")

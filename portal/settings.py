@@ -254,6 +254,10 @@ GPULAB_FILES_MAX_UPLOAD_COUNT = env_int("FILES_MAX_UPLOAD_COUNT", 200)
 GPULAB_FILES_CHUNK_BYTES = env_int("FILES_CHUNK_BYTES", 16 * 2**20)
 GPULAB_FILES_VIEW_BYTES = env_int("FILES_VIEW_BYTES", 512 * 1024)
 GPULAB_FILES_ARCHIVE_MAX_FILES = env_int("FILES_ARCHIVE_MAX_FILES", 20000)
+# The job terminal (sessions/terminal.py): closed after this long without a keystroke (it holds an SSH channel and
+# a step in the student's allocation), and how often it checks that the job still runs.
+GPULAB_TERMINAL_IDLE_SECONDS = env_float("TERMINAL_IDLE_SECONDS", 30 * 60.0)
+GPULAB_TERMINAL_CHECK_SECONDS = env_float("TERMINAL_CHECK_SECONDS", 10.0)
 GPULAB_LAB_FILES_DIR = Path(env_str("LAB_FILES_DIR", str(BASE_DIR / "workloads")))
 # Named pauses that widen race windows in fault-injection tests (see core/failpoints.py); empty in production.
 GPULAB_FAILPOINTS = env_str("FAILPOINTS", "")

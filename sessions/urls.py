@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import terminal_views, views
 
 app_name = "sessions"
 
@@ -11,4 +11,5 @@ urlpatterns = [
     path("files/<int:cluster_id>/", views.cluster_files, name="cluster_files"),
     path("jobs/<uuid:job_id>/files/", views.job_files, name="job_files"),
     path("jobs/<uuid:job_id>/artefacts/", views.job_artefacts, name="job_artefacts"),
+    path("jobs/<uuid:job_id>/terminal/", terminal_views.job_terminal, name="job_terminal"),
 ]

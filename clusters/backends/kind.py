@@ -21,6 +21,7 @@ from clusters.choices import AuthMethod
 
 if TYPE_CHECKING:
     from .base import ClusterBackend, NamespacePlan
+    from .terminal import Terminal
 
 
 class KindRefusal(Exception):
@@ -174,6 +175,13 @@ class Kind:
     def load_test_report(self, job: Any) -> Any:
         """The newest load test's name, phase, figures and error (jobs/_load_test.html), or None."""
         return None
+
+    # A shell inside a running job, relayed to the browser by sessions/terminal.py.
+    opens_terminals: ClassVar[bool] = False
+
+    def open_terminal(self, job: Any, *, cols: int, rows: int) -> Terminal:
+        """A PTY inside the running job, as the identity the job runs as; ActionRefused or BackendError say why not."""
+        raise ActionRefused(f"A terminal cannot be opened in jobs on {self.name} clusters yet.")
 
     def telemetry_note(self, cluster: Any) -> str:
         """A line under a job's charts saying what this cluster cannot measure, or ""."""

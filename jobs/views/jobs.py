@@ -8,6 +8,7 @@ from django.views.decorators.http import require_http_methods
 
 from clusters import kinds
 from clusters.backends import BackendError
+from core.choices import JobState
 from jobs import access, job_page, rightsize
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
@@ -34,7 +35,9 @@ def my_jobs(request):
 def detail(request, job_id):
     job = access.get_job(request.user, job_id)
     context = {**_status_context(job), "parameters": _labelled_params(job), "rightsize": rightsize.report_for(job)}
-    server = kinds.kind_of(job.cluster.kind).server(job)
+    kind = kinds.kind_of(job.cluster.kind)
+    context["opens_terminal"] = kind.opens_terminals and job.state == JobState.RUNNING
+    server = kind.server(job)
     if server is not None:  # what the kind lets a student do with a running server, and its separate logs
         context["server"] = server
         context["stream"] = request.GET.get("stream", "")

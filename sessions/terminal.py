@@ -1,0 +1,152 @@
+"""The job terminal's WebSocket: xterm.js in the page <-> a PTY inside the running job (the kind's open_terminal).
+
+Invariant: the access helper (jobs/access.get_job_terminal) answers before the handshake completes; another
+student's job is refused with the same close code as a missing one (4404). One socket relays one PTY and owns it:
+the PTY closes with the socket, and the socket closes (saying why in the page) when the shell exits, the job stops
+running, or nobody typed for GPULAB_TERMINAL_IDLE_SECONDS. An instructor's terminal is recorded on the job's
+timeline before it opens, so the student sees who looked.
+
+Wire: the browser sends text frames {"input": "<keys>"} or {"resize": [cols, rows]}; the portal sends the PTY's
+output as binary frames and {"closed": "<why>"} (or {"notice": "<text>"}) as text frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+
+from clusters import kinds
+from clusters.backends.base import BackendError
+from clusters.backends.kind import KindRefusal
+from core.choices import EventKind, JobState
+from jobs import access, states
+
+
+def _authorize(user, job_id):
+    job, as_staff = access.get_job_terminal(user, job_id)
+    return job, as_staff
+
+
+def _still_running(job) -> bool:
+    job.refresh_from_db(fields=["state"])
+    return job.state == JobState.RUNNING
+
+
+def _record_staff_terminal(job, user) -> None:
+    name = user.get_full_name() or user.username
+    states.record(job, EventKind.NOTE, f"{name} (instructor) opened a terminal in this job.", actor=user)
+
+
+def _size(query: dict, name: str, default: int) -> int:
+    try:
+        return int(query.get(name, default))
+    except (TypeError, ValueError):
+        return default
+
+
+class TerminalConsumer(AsyncWebsocketConsumer):
+    term = None
+    tasks: list[asyncio.Task] = []
+
+    async def connect(self):
+        user, job_id = self.scope["user"], self.scope["url_route"]["kwargs"]["job_id"]
+        try:
+            self.job, as_staff = await database_sync_to_async(_authorize)(user, job_id)
+        except Http404:
+            await self.close(code=4404)
+            return
+        except PermissionDenied:
+            await self.close(code=4403)
+            return
+        await self.accept()
+        if not await database_sync_to_async(_still_running)(self.job):
+            await self.finish("This job is not running, so there is no shell to open. Launch it again to get one.")
+            return
+        if as_staff:
+            await database_sync_to_async(_record_staff_terminal)(self.job, user)
+        query = dict(part.split("=", 1) for part in self.scope["query_string"].decode().split("&") if "=" in part)
+        cols, rows = _size(query, "cols", 80), _size(query, "rows", 24)
+        try:
+            kind = kinds.kind_of(self.job.cluster.kind)
+            self.term = await asyncio.to_thread(kind.open_terminal, self.job, cols=cols, rows=rows)
+        except (KindRefusal, BackendError) as exc:
+            await self.finish(str(exc))
+            return
+        self.last_input, self.outbox = time.monotonic(), asyncio.Queue()
+        asyncio.get_running_loop().add_reader(self.term.fileno(), self._output_ready)
+        self.tasks = [asyncio.create_task(self._pump()), asyncio.create_task(self._watch())]
+
+    def _output_ready(self) -> None:
+        """The PTY has output or ended: queue it for _pump, which sends in order."""
+        data = self.term.read()
+        if data:
+            self.outbox.put_nowait(data)
+        if self.term.ended:
+            self._stop_reading()
+            self.outbox.put_nowait(None)
+
+    async def _pump(self) -> None:
+        while (data := await self.outbox.get()) is not None:
+            while not self.outbox.empty() and self.outbox._queue[0] is not None:  # coalesce a burst into one frame
+                data += self.outbox.get_nowait()
+            await self.send(bytes_data=data)
+        await self.finish("The shell has ended (exit, or the job's allocation ended). Reload the page for a new one.")
+
+    async def _watch(self) -> None:
+        """Close the terminal when the job stops running or nobody has typed for the idle limit."""
+        idle_limit = settings.GPULAB_TERMINAL_IDLE_SECONDS
+        while True:
+            await asyncio.sleep(min(settings.GPULAB_TERMINAL_CHECK_SECONDS, idle_limit))
+            if time.monotonic() - self.last_input >= idle_limit:
+                minutes = max(1, round(idle_limit / 60))
+                await self.finish(f"Closed after {minutes} min without typing. Reload the page to open a new one.")
+                return
+            if not await database_sync_to_async(_still_running)(self.job):
+                await self.finish("The job has ended, so its terminal is closed. Its files stay in the run directory.")
+                return
+
+    async def receive(self, text_data=None, bytes_data=None):
+        if self.term is None:
+            return
+        try:
+            message = json.loads(text_data or "{}")
+        except ValueError:
+            return
+        if isinstance(message.get("input"), str):
+            self.last_input = time.monotonic()
+            await asyncio.to_thread(self.term.write, message["input"].encode())
+        elif isinstance(message.get("resize"), list) and len(message["resize"]) == 2:
+            with contextlib.suppress(TypeError, ValueError):
+                self.term.resize(int(message["resize"][0]), int(message["resize"][1]))
+
+    async def finish(self, why: str) -> None:
+        """Tell the page why the terminal closed, then close the socket (and the PTY with it)."""
+        with contextlib.suppress(Exception):
+            await self.send(text_data=json.dumps({"closed": why}))
+        await self.close(code=1000)
+        self._release()
+
+    def _stop_reading(self) -> None:
+        if self.term is not None:
+            with contextlib.suppress(ValueError, OSError):
+                asyncio.get_running_loop().remove_reader(self.term.fileno())
+
+    def _release(self) -> None:
+        self._stop_reading()
+        if self.term is not None:
+            self.term.close()
+            self.term = None
+        for task in self.tasks:
+            if task is not asyncio.current_task():
+                task.cancel()
+
+    async def disconnect(self, code):
+        self._release()

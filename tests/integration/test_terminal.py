@@ -1,0 +1,135 @@
+"""A shell inside a running job on the local SLURM (sshd on 127.0.0.1, `srun --overlap --pty bash -l`), relayed by
+the portal's uvicorn over the Redis channel layer to xterm.js in Chromium; refusals and the end of the job."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+
+import pytest
+from playwright.sync_api import expect
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+
+from jobs.models import JobEvent
+
+from .jobs_api import launch
+from .test_browser import log_in, page  # noqa: F401  (the Chromium page fixture)
+from .ws import session_cookie
+
+ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+SHOTS = os.environ.get("GPULAB_SHOTS", "/tmp")
+
+
+def running_job(api_for, user, job_state, *, gpus: int = 1, seconds: int = 240):
+    return job_state(launch(api_for, user, gpus_per_node=gpus, seconds=seconds, time_minutes=5), "running")
+
+
+def open_socket(web, user, job, *, cols: int = 100, rows: int = 30):
+    return connect(
+        web.url.replace("http://", "ws://") + f"/ws/jobs/{job.pk}/terminal/?cols={cols}&rows={rows}",
+        additional_headers={"Cookie": f"sessionid={session_cookie(user)}", "Origin": web.url},
+        open_timeout=15,
+    )
+
+
+def plain(output: str) -> str:
+    """Terminal output without its escape sequences (colours, titles, bracketed-paste switches)."""
+    return ESCAPES.sub("", output)
+
+
+def read_until(socket, predicate, *, timeout: float = 30) -> tuple[str, str | None]:
+    """The shell's output up to the first time predicate(output) holds, up to a {"closed": …} message, or up to
+    `timeout` seconds of silence (then the caller's assertion shows what came)."""
+    output, closed = "", None
+    while not predicate(output) and closed is None:
+        try:
+            frame = socket.recv(timeout=timeout)
+        except TimeoutError:
+            break
+        if isinstance(frame, bytes):
+            output += frame.decode(errors="replace")
+        else:
+            closed = json.loads(frame).get("closed") or closed
+    return output, closed
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(240)
+def test_student_types_in_a_terminal_inside_the_running_job_and_reads_the_answer(
+    worker,
+    web,
+    page,  # noqa: F811
+    alice,
+    cluster,
+    sleep_template,
+    api_for,
+    job_state,
+):
+    job = running_job(api_for, alice, job_state)
+    log_in(page, web, "alice")
+    page.goto(f"{web.url}/jobs/{job.pk}/")
+    page.click("#open-terminal")
+    expect(page.locator("#terminal-status")).to_have_attribute("data-state", "open", timeout=20_000)
+    page.locator("#terminal .xterm-helper-textarea").focus()
+    page.keyboard.type("hostname; echo $SLURM_JOB_ID; nvidia-smi -L\n")
+    screen = "window.gpulabTerminal && (() => { const b = gpulabTerminal.buffer.active; const lines = []; "
+    screen += "for (let i = 0; i < b.length; i++) lines.push(b.getLine(i).translateToString(true)); "
+    screen += "return lines.join('\\n'); })()"
+    host = subprocess.run(["hostname"], capture_output=True, text=True, check=True).stdout.strip()
+    page.wait_for_function(f"({screen}).includes('GPU 0:')", timeout=30_000)
+    text = page.evaluate(screen)
+    lines = [line.strip() for line in text.splitlines()]
+    assert job.scheduler_id in lines, text  # echo $SLURM_JOB_ID, inside the job's allocation
+    assert any(line.startswith("GPU 0:") for line in lines) and host in text, text
+    expect(page.locator(".xterm-rows")).to_contain_text("GPU 0:")  # drawn on the page, not only in the buffer
+    page.screenshot(path=f"{SHOTS}/gpulab-terminal-laptop.png")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    expect(page.locator("#terminal-status")).to_have_attribute("data-state", "open", timeout=20_000)
+    page.locator("#terminal .xterm-helper-textarea").focus()
+    page.keyboard.type("stty size\n")
+    page.wait_for_function(f"/\\n\\d+ \\d+/.test({screen})", timeout=20_000)
+    page.screenshot(path=f"{SHOTS}/gpulab-terminal-phone.png")
+
+
+def test_another_student_is_refused_the_terminal_page_and_socket(
+    worker, web, alice, bob, carol, client, cluster, sleep_template, api_for, job_state
+):
+    job = running_job(api_for, alice, job_state)
+    for user in (bob, carol):
+        client.force_login(user)
+        assert client.get(f"/jobs/{job.pk}/terminal/").status_code == 404
+        with pytest.raises(InvalidStatus) as refusal:
+            open_socket(web, user, job)
+        assert refusal.value.response.status_code == 403  # closed before the handshake, as a missing job
+    client.force_login(alice)
+    assert client.get(f"/jobs/{job.pk}/terminal/").status_code == 200
+
+
+def test_terminal_closes_with_a_message_when_the_job_ends(
+    worker, web, alice, cluster, sleep_template, api_for, job_state
+):
+    job = running_job(api_for, alice, job_state)
+    with open_socket(web, alice, job) as socket:
+        socket.send(json.dumps({"input": "echo ready-$((6*7))\n"}))
+        output, closed = read_until(socket, lambda out: "ready-42" in out)
+        assert "ready-42" in output and closed is None
+        subprocess.run(["scancel", job.scheduler_id], check=True)
+        _, closed = read_until(socket, lambda out: False, timeout=60)
+        assert closed and ("ended" in closed)
+
+
+def test_instructor_opens_a_terminal_and_the_students_timeline_says_so(
+    worker, web, alice, instructor, cluster, sleep_template, api_for, job_state
+):
+    job = running_job(api_for, alice, job_state)
+    with open_socket(web, instructor, job) as socket:
+        socket.send(json.dumps({"input": "whoami\n"}))
+        as_user = re.compile(rf"^\r?{os.environ['GPULAB_SERVICE_USER']}\r?$", re.MULTILINE)  # the job's identity
+        output, _ = read_until(socket, lambda out: as_user.search(plain(out)))
+        assert as_user.search(plain(output)), output
+    note = JobEvent.objects.get(job=job, actor=instructor)
+    assert "opened a terminal" in note.message

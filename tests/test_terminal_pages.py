@@ -1,0 +1,62 @@
+"""The job terminal's page: anonymous, another student, the owner, the course's instructor and a TA."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.choices import JobState
+from courses.models import Enrollment, Role
+
+
+@pytest.fixture
+def running(make_job, alice):
+    job = make_job(alice, seconds=60)
+    job.state, job.scheduler_id = JobState.RUNNING, "4242"
+    job.save()
+    return job
+
+
+def url(job) -> str:
+    return f"/jobs/{job.pk}/terminal/"
+
+
+def test_anonymous_is_sent_to_log_in(client, running):
+    response = client.get(url(running))
+    assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_another_student_gets_404(login, running, bob, carol):
+    assert login(bob).get(url(running)).status_code == 404
+    assert login(carol).get(url(running)).status_code == 404
+
+
+def test_owner_gets_the_terminal_wired_to_its_socket(login, running, alice):
+    response = login(alice).get(url(running))
+    assert response.status_code == 200
+    assert f'data-socket="/ws/jobs/{running.pk}/terminal/"' in response.content.decode()
+    assert b"staff-notice" not in response.content
+
+
+def test_instructor_is_told_the_student_will_see_it(login, running, instructor):
+    response = login(instructor).get(url(running))
+    assert response.status_code == 200 and b"staff-notice" in response.content
+
+
+def test_teaching_assistant_is_refused_with_a_reason(login, running, make_user, course):
+    ta = make_user("tara")
+    Enrollment.objects.create(user=ta, course=course, role=Role.TA)
+    response = login(ta).get(url(running))
+    assert response.status_code == 403
+
+
+def test_a_job_that_is_not_running_says_so_instead_of_a_terminal(login, make_job, alice):
+    job = make_job(alice, seconds=60)
+    response = login(alice).get(url(job))
+    assert response.status_code == 200 and b"not running" in response.content and b"data-socket" not in response.content
+
+
+def test_job_page_offers_the_terminal_only_while_running(login, running, alice):
+    assert b'id="open-terminal"' in login(alice).get(f"/jobs/{running.pk}/").content
+    running.state = JobState.COMPLETED
+    running.save()
+    assert b'id="open-terminal"' not in login(alice).get(f"/jobs/{running.pk}/").content
