@@ -33,8 +33,9 @@ def compose(event: str, job=None, context: dict | None = None) -> Message:
         case Event.CANCELLED_BY_OTHER:
             return Message(f"{name} was cancelled", f"Your job {name} was cancelled. {text}".strip(), url)
         case Event.TIME_LIMIT_SOON:
-            body = f"Your job {name} reaches its time limit in about ten minutes; save what you need now."
-            return Message(f"{name}: ten minutes left", body, url)
+            left = context.get("left", 10)
+            body = f"Your job {name} reaches its time limit in {left} minute(s) and will be stopped. Save your work."
+            return Message(f"{name}: {left} minute(s) left", body, url)
         case Event.IDLE_WARNING:
             body = text or f"The GPUs of your job {name} are idle. Use them, or cancel the job so others can."
             return Message(f"{name}: GPU idle", body, url)

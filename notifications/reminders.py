@@ -37,8 +37,11 @@ def time_limit_soon(now: datetime | None = None) -> int:
     count = 0
     for job in running:
         minutes = kinds.kind_of(job.cluster.kind).time_limit_minutes(job)
-        if minutes and job.started_at + timedelta(minutes=minutes) - WARN_BEFORE <= now:
-            count += bool(notify(job.owner, Event.TIME_LIMIT_SOON, job=job))
+        ends = job.started_at + timedelta(minutes=minutes) if minutes else None
+        if ends and ends - WARN_BEFORE <= now < ends:
+            left = max(1, round((ends - now).total_seconds() / 60))
+            context = {"left": left}
+            count += bool(notify(job.owner, Event.TIME_LIMIT_SOON, job=job, context=context))
     return count
 
 

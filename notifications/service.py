@@ -59,6 +59,8 @@ def wanted(user, event: str) -> set[str]:
 
 
 def _to_person(user, event, key, message: Message, job, course) -> int:
+    if not user.is_active:
+        return 0
     channels = wanted(user, event)
     if not user.email:
         channels.discard(Channel.EMAIL)

@@ -3,6 +3,8 @@ the small feed the open portal page reads to show browser notifications."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -55,7 +57,7 @@ def browser_feed(request):
     """The signed-in person's browser messages not yet shown, oldest first; each is shown once."""
     if not request.user.is_authenticated:
         return JsonResponse({"detail": "Sign in to receive notifications."}, status=403)
-    since = timezone.now() - timezone.timedelta(hours=FEED_HOURS)
+    since = timezone.now() - timedelta(hours=FEED_HOURS)
     waiting = Notification.objects.filter(
         user=request.user, channel=Channel.BROWSER, status=Notification.Status.QUEUED, created_at__gte=since
     ).order_by("created_at")[:FEED_SIZE]

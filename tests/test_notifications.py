@@ -61,6 +61,12 @@ def test_an_event_without_a_job_needs_a_key(alice):
     assert notify(alice, Event.BUDGET_80, context={"key": "hpc:week-47", "text": "8 of 10 GPU-hours used."}) == 1
 
 
+def test_an_inactive_account_is_told_nothing(alice):
+    alice.is_active = False
+    alice.save()
+    assert notify(alice, Event.BUDGET_80, context={"key": "w47"}) == 0
+
+
 def test_a_course_target_reaches_its_instructors_not_its_students(instructor, alice, course):
     notify(course, Event.DIGEST, context={"key": "idle:13h", "text": "5 students idle"})
     assert rows(user=instructor) == [("browser", "digest", "queued")] and rows(user=alice) == []
@@ -180,7 +186,7 @@ def test_ten_minutes_before_its_time_limit_the_owner_is_told_once(alice, make_jo
     assert time_limit_soon(job.started_at + timedelta(minutes=1)) == 1
     assert time_limit_soon(job.started_at + timedelta(minutes=2)) == 0
     (row,) = Notification.objects.filter(user=alice, event=Event.TIME_LIMIT_SOON)
-    assert "ten minutes" in row.text
+    assert "reaches its time limit in 9 minute(s)" in row.text
 
 
 def test_instructors_get_one_hourly_digest_of_idle_students(alice, bob, instructor, course, make_job):
