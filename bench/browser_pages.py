@@ -166,7 +166,7 @@ def produce(plan: dict) -> None:
 
     django.setup()
     from telemetry.collector.run import Collector
-    from telemetry.collector.state import JobRef
+    from telemetry.live import JobRef
     from telemetry.parsers import CpuSample, DiskSample, GpuSample, HostSample, TrainerPoint
     from telemetry.stream import Publisher
 

@@ -38,7 +38,7 @@ def produce(seconds: float, plan: dict) -> None:
 
     django.setup()
     from telemetry.collector.run import Collector
-    from telemetry.collector.state import JobRef
+    from telemetry.live import JobRef
     from telemetry.parsers import GpuSample
     from telemetry.stream import Publisher
 

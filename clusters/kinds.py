@@ -10,10 +10,11 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from .backends.base import BackendError, ClusterBackend
-from .backends.kind import Kind
+from .errors import BackendError
 
 if TYPE_CHECKING:
+    from .backends.base import ClusterBackend
+    from .backends.kind import Kind
     from .models import Cluster, ClusterAccount
 
 KINDS: dict[str, str] = {

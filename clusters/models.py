@@ -3,8 +3,9 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from . import crypto
+from . import crypto, kinds
 from .choices import STUDENT_USER_MODES, AuthMethod, IdentitySource, RunAs
+from .limits import PartitionLimits
 
 
 class ClusterKind(models.TextChoices):
@@ -127,8 +128,6 @@ class Cluster(models.Model):
 
     def limits_of(self, partition: str | None):
         """The learnt limits of `partition` (its default partition when None); None when not known."""
-        from .backends.base import PartitionLimits
-
         entries = self.partition_limits or {}
         if partition is None:
             entry = next((e for e in entries.values() if e.get("default")), None)
@@ -137,8 +136,6 @@ class Cluster(models.Model):
         return PartitionLimits.from_dict(entry) if entry else None
 
     def clean(self):
-        from . import kinds
-
         self.run_as = self.run_as or RunAs.SERVICE
         if self.kind in kinds.KINDS and self.run_as not in kinds.backend_class(self.kind).run_as_modes:
             offered = "; ".join(str(RunAs(m).label) for m in kinds.backend_class(self.kind).run_as_modes)
@@ -146,12 +143,6 @@ class Cluster(models.Model):
         missing = kinds.kind_of(self.kind).missing_fields(self) if self.kind in kinds.KINDS else {}
         if missing:
             raise ValidationError(missing)
-
-    def account_for(self, user) -> "ClusterAccount | None":
-        """The identity a user's jobs run as, by the cluster's run_as mode (clusters.identity.account_for)."""
-        from .identity import account_for
-
-        return account_for(self, user)
 
     def service_account(self) -> "ClusterAccount | None":
         return self.accounts.filter(user__isnull=True).first()

@@ -12,7 +12,7 @@ from django.db.models import Count, Sum
 
 from clusters import kinds
 from clusters.backends.kind import Rendered, RenderRefused, RenderRequest
-from clusters.identity import IdentityMissing
+from clusters.identity import IdentityMissing, account_for
 from core.choices import ACTIVE_STATES, EventKind
 from courses import quotas
 from courses.models import Role
@@ -128,7 +128,7 @@ def launch(user, *, course, template: JobTemplate, cluster, raw_params: Mapping[
     access.check_launch(user, course, template, cluster)
     values = validate_launch(template, cluster, raw_params)
     try:
-        account = cluster.account_for(user)
+        account = account_for(cluster, user)
     except IdentityMissing as exc:
         raise access.LaunchRefused(str(exc)) from None
     if account is None:

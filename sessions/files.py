@@ -28,7 +28,7 @@ from clusters import kinds
 from clusters.backends import ssh
 from clusters.backends.base import BackendError
 from clusters.choices import AuthMethod
-from clusters.identity import IdentityMissing
+from clusters.identity import IdentityMissing, account_for
 
 from . import paths
 from .paths import PathRefused
@@ -105,7 +105,7 @@ def home_space(cluster, user) -> Space:
     """The user's own lab space on `cluster`."""
     _check_kind(cluster)
     try:
-        account = cluster.account_for(user)
+        account = account_for(cluster, user)
     except IdentityMissing as exc:  # its message says what to do
         raise FilesUnavailable(str(exc)) from None
     _check_account(cluster, account)

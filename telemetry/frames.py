@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from telemetry.collector.state import JobRef, NodeLive, Snapshot
 from telemetry.hints import IDLE_SECONDS, HintRules, Sample
+from telemetry.live import JobRef, NodeLive, Snapshot
 from telemetry.stream import course_group, job_group, node_group
 from telemetry.wire import (
     NO_NUMBERS,

@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from clusters.choices import IdentitySource, RunAs
-from clusters.identity import cluster_username, set_cluster_username
+from clusters.identity import account_for, cluster_username, set_cluster_username
 from clusters.models import AuthMethod, ClusterAccount, ClusterIdentity, ClusterKind
 from jobs.access import LaunchRefused
 
@@ -47,8 +47,8 @@ def test_sign_on_sets_the_username_with_its_source_and_again_changes_nothing(ali
 
 def test_shared_mode_runs_as_the_service_account_or_a_registered_one(alice, bob, cluster):
     own = ClusterAccount.objects.create(cluster=cluster, user=alice, username="alicehpc", auth_method=AuthMethod.KEY)
-    assert cluster.account_for(alice) == own
-    assert cluster.account_for(bob) == cluster.service_account()
+    assert account_for(cluster, alice) == own
+    assert account_for(cluster, bob) == cluster.service_account()
 
 
 def test_student_user_modes_run_as_the_cluster_username_through_the_service_account(alice, cluster):
@@ -56,11 +56,11 @@ def test_student_user_modes_run_as_the_cluster_username_through_the_service_acco
     cluster.save()
     ClusterAccount.objects.create(cluster=cluster, user=alice, username="alicehpc", auth_method=AuthMethod.KEY)
     set_cluster_username(alice, "alice01")
-    account = cluster.account_for(alice)
+    account = account_for(cluster, alice)
     assert (account.username, account.auth_method, account.has_secret) == ("alice01", AuthMethod.VIA_SERVICE, False)
-    assert cluster.account_for(alice) == account  # one identity row per name
+    assert account_for(cluster, alice) == account  # one identity row per name
     set_cluster_username(alice, "alice02")
-    assert cluster.account_for(alice).username == "alice02"
+    assert account_for(cluster, alice).username == "alice02"
     assert ClusterAccount.objects.get(pk=account.pk).username == "alice01"  # earlier jobs keep theirs
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from telemetry import series
-from telemetry.collector.state import JobRef, LiveState
 from telemetry.frames import FrameBuilder
+from telemetry.live import JobRef, LiveState
 from telemetry.parsers import GpuSample
 from telemetry.recorder import SeriesRecorder, stored
 from telemetry.templatetags.telemetry_charts import chart_boxes, prints_training_metrics

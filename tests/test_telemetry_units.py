@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from clusters.backends.slurm.backend import expand_hostlist, expand_ids, parse_gpu_allocations, parse_nodes
-from telemetry.collector.state import JobRef, LiveState
 from telemetry.frames import FrameBuilder
 from telemetry.hints import HOLD_SECONDS, HintRules, Sample
+from telemetry.live import JobRef, LiveState
 from telemetry.parsers import (
     parse_dcgm_vector,
     parse_iostat_json,

@@ -1,4 +1,4 @@
-"""The interface every cluster backend implements, and the errors it may raise.
+"""The interface every cluster backend implements, and the errors it may raise (clusters/errors.py).
 
 The jobs app talks to clusters only through this module's types: it never imports paramiko or the
 Kubernetes client. Messages on BackendError are written for the student who will read them.
@@ -14,50 +14,39 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clusters.errors import (  # handed on: every backend raises these
+    AuthenticationFailed as AuthenticationFailed,
+)
+from clusters.errors import (
+    BackendError as BackendError,
+)
+from clusters.errors import (
+    ClusterUnreachable as ClusterUnreachable,
+)
+from clusters.errors import (
+    HostKeyMismatch as HostKeyMismatch,
+)
+from clusters.errors import (
+    HostKeyNotPinned as HostKeyNotPinned,
+)
+from clusters.errors import (
+    NotSupported as NotSupported,
+)
+from clusters.errors import (
+    PermissionDenied as PermissionDenied,
+)
+from clusters.errors import (
+    SchedulerUnavailable as SchedulerUnavailable,
+)
+from clusters.errors import (
+    SubmitRejected as SubmitRejected,
+)
+from clusters.limits import PartitionLimits as PartitionLimits
+
 if TYPE_CHECKING:
     from clusters.models import Cluster, ClusterAccount
 
     from .accounting import AccountedUsage
-
-
-class BackendError(Exception):
-    """A failure the user should read; permanent unless a subclass says otherwise."""
-
-    transient = False
-
-
-class ClusterUnreachable(BackendError):
-    """The cluster did not answer (network, daemon down). Worth retrying; never a reason to fail a job."""
-
-    transient = True
-
-
-class HostKeyNotPinned(BackendError):
-    pass
-
-
-class HostKeyMismatch(BackendError):
-    pass
-
-
-class AuthenticationFailed(BackendError):
-    pass
-
-
-class SubmitRejected(BackendError):
-    """The scheduler refused the job; the message is the scheduler's own."""
-
-
-class SchedulerUnavailable(ClusterUnreachable):
-    """The login host answered but the scheduler did not (e.g. slurmctld down)."""
-
-
-class PermissionDenied(BackendError):
-    """The cluster refused the portal's identity (e.g. Kubernetes RBAC); the message is the server's."""
-
-
-class NotSupported(BackendError):
-    """The action makes no sense on this kind of cluster (e.g. scaling a SLURM job)."""
 
 
 @dataclass(frozen=True)
@@ -89,34 +78,6 @@ class SchedulerStatus:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     never_starts: str = ""  # pending for a reason that cannot clear by itself: why, in words for the student
-
-
-@dataclass(frozen=True)
-class PartitionLimits:
-    """What one partition (queue) of a cluster can ever give a job; None means no limit."""
-
-    name: str
-    nodes: int  # every node in the partition, whatever its state
-    gpus_per_node: int  # on its best-equipped node
-    max_nodes_per_job: int | None = None
-    max_minutes: int | None = None
-    default: bool = False  # where jobs go when they name no partition
-
-    def as_dict(self) -> dict:
-        return dict(self.__dict__)
-
-    def describe(self) -> str:
-        per_job = f"at most {self.max_nodes_per_job} per job" if self.max_nodes_per_job else "no per-job node limit"
-        time = f"at most {self.max_minutes} minutes" if self.max_minutes else "no time limit"
-        default = " (default)" if self.default else ""
-        return (
-            f"partition {self.name}{default}: {self.nodes} node(s), {per_job}, {self.gpus_per_node} GPU(s) per node, "
-            f"{time}"
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict) -> PartitionLimits:
-        return cls(**{name: data.get(name) for name in cls.__dataclass_fields__ if name in data})
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,8 @@ import paramiko
 
 from clusters.backends import ssh
 from clusters.backends.base import BackendError
+from telemetry.live import LiveState
 from telemetry.parsers import NVIDIA_SMI_FIELDS, parse_iostat_json, parse_meminfo, parse_nvidia_smi_line
-
-from .state import LiveState
 
 logger = logging.getLogger(__name__)
 

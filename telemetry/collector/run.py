@@ -27,12 +27,12 @@ from core import measurements
 from jobs import trainer_curve
 from telemetry import stream
 from telemetry.frames import FrameBuilder
+from telemetry.live import LiveState
 from telemetry.models import Node
 from telemetry.recorder import SeriesRecorder
 from telemetry.summary import store_ended
 
 from .sources import LogSource, Periodic
-from .state import LiveState
 
 logger = logging.getLogger(__name__)
 

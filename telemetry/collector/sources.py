@@ -22,11 +22,11 @@ from clusters.models import Cluster
 from core.choices import JobState
 from jobs.logs import read_log
 from jobs.models import Job
+from telemetry.live import JobRef, LiveState
 from telemetry.models import Node
 from telemetry.parsers import parse_trainer_line
 
 from .node_stream import NodeStream, NodeTarget
-from .state import JobRef, LiveState
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 from playwright.sync_api import expect, sync_playwright
 
 from jobs.models import Job, JobTemplate
-from telemetry.collector.state import JobRef
+from telemetry.live import JobRef
 from telemetry.models import Node, SeriesChunk
 from telemetry.parsers import CpuSample, DiskSample, GpuSample, HostSample, TrainerPoint
 

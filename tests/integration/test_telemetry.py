@@ -246,8 +246,8 @@ def test_kubernetes_pod_usage_and_dcgm_gpus_reach_the_job_frame(alice, course, k
 
     from clusters.backends.kubernetes.telemetry import KubernetesSource
     from jobs.launch import launch as launch_job
-    from telemetry.collector.state import LiveState
     from telemetry.frames import FrameBuilder
+    from telemetry.live import LiveState
 
     job = launch_job(alice, course=course, template=k8s_templates["k8s-tinylm-server"], cluster=k8s_cluster,
                      raw_params={"gpus": 1})  # fmt: skip

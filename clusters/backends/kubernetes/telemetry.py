@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import urllib3
 
 from telemetry.collector.sources import Periodic, running_jobs
-from telemetry.collector.state import LiveState, PodLive
+from telemetry.live import LiveState, PodLive
 from telemetry.models import Node
 from telemetry.parsers import DCGM_QUERY, DcgmGpu, parse_dcgm_vector
 

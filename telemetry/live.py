@@ -1,7 +1,8 @@
 """What the collector knows right now, shared by its reader threads and its publisher.
 
 Readers (one per node stream, one per cluster for attribution, Kubernetes metrics and logs) write here under
-one lock; the publisher takes what changed since its last tick. Nothing in here touches the database.
+one lock; the publisher takes what changed since its last tick. Nothing in here touches the database. It stands
+beside the collector, not in it, because frames.py builds from its snapshot and the collector uses frames.py.
 """
 
 from __future__ import annotations
