@@ -21,6 +21,8 @@ class FakeBackend(ClusterBackend):
     statuses: dict[str, SchedulerStatus] = {}
     logs: dict[uuid.UUID, str] = {}
     poll_calls: list[list[str]] = []
+    usages: dict = {}  # scheduler id → AccountedUsage, what accounting answers for it
+    usage_calls: list[list[str]] = []
     cancelled: list[str] = []
     down = False
     _ids = itertools.count(1000)
@@ -28,6 +30,7 @@ class FakeBackend(ClusterBackend):
     @classmethod
     def reset(cls) -> None:
         cls.submitted, cls.statuses, cls.logs, cls.poll_calls, cls.cancelled = {}, {}, {}, [], []
+        cls.usages, cls.usage_calls = {}, []
         cls.down = False
 
     def _check(self) -> None:
@@ -48,6 +51,11 @@ class FakeBackend(ClusterBackend):
         self._check()
         FakeBackend.poll_calls.append(list(scheduler_ids))
         return {sid: FakeBackend.statuses[sid] for sid in scheduler_ids if sid in FakeBackend.statuses}
+
+    def usage(self, scheduler_ids):
+        self._check()
+        FakeBackend.usage_calls.append(list(scheduler_ids))
+        return {sid: FakeBackend.usages[sid] for sid in scheduler_ids if sid in FakeBackend.usages}
 
     def cancel(self, scheduler_id):
         self._check()

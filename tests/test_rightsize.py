@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from clusters.backends.accounting import AccountedUsage, parse_cpu_time, parse_sacct, parse_size
+from clusters.models import Cluster
 from core.choices import JobState
 from jobs.models import Job, JobTemplate, JobUsage
 from jobs.rightsize import class_efficiency, report_for, rightsized_params
@@ -240,3 +241,55 @@ def test_slurmdbd_answer_gives_sacct_figures():
         requested_memory_bytes=500 * 1024**2,
         time_limit_minutes=3,
     )
+
+
+def _usage(scheduler_id: str) -> AccountedUsage:
+    return AccountedUsage(scheduler_id, 60, 30.0, 2, 0, 1024**2, 2 * GIB, 5)
+
+
+def test_poll_asks_accounting_once_for_the_jobs_that_ended_and_again_for_a_missing_one(
+    fake_backend, make_job, alice, bob, cluster
+):
+    from clusters.backends.base import SchedulerStatus
+    from jobs import polling, submission
+
+    Cluster.objects.filter(pk=cluster.pk).update(has_accounting=True)
+    jobs = []
+    for owner in (alice, alice, bob):
+        job = make_job(owner)
+        submission.submit(job.pk)
+        job.refresh_from_db()
+        jobs.append(job)
+    done, late, running = (job.scheduler_id for job in jobs)
+    fake_backend.statuses[running] = SchedulerStatus(running, JobState.RUNNING, "RUNNING")
+    for sid in (done, late):
+        fake_backend.statuses[sid] = SchedulerStatus(
+            sid, JobState.COMPLETED, "COMPLETED", exit_code=0, started_at=timezone.now() - timedelta(minutes=1)
+        )
+    fake_backend.usages[done] = _usage(done)  # slurmdbd has not stored `late` yet
+    polling.poll_cluster(cluster.pk)
+    assert [sorted(call) for call in fake_backend.usage_calls] == [sorted([done, late])]
+    assert list(JobUsage.objects.values_list("job__scheduler_id", flat=True)) == [done]
+
+    fake_backend.usages[late] = _usage(late)
+    polling.poll_cluster(cluster.pk)  # `running` keeps the cluster polled; `late` is asked for again, `done` is not
+    assert fake_backend.usage_calls[-1] == [late]
+    assert JobUsage.objects.get(job__scheduler_id=late).cpu_efficiency == 25.0  # 30 s / (60 s x 2 cores)
+
+
+def test_cluster_without_accounting_asks_nothing_again(fake_backend, make_job, alice, cluster):
+    from clusters.backends.base import SchedulerStatus
+    from jobs import polling, submission
+
+    first, second = make_job(alice), make_job(alice)
+    for job in (first, second):
+        submission.submit(job.pk)
+        job.refresh_from_db()
+    fake_backend.statuses[first.scheduler_id] = SchedulerStatus(
+        first.scheduler_id, JobState.COMPLETED, "COMPLETED", exit_code=0, started_at=timezone.now()
+    )
+    fake_backend.statuses[second.scheduler_id] = SchedulerStatus(second.scheduler_id, JobState.RUNNING, "RUNNING")
+    polling.poll_cluster(cluster.pk)
+    polling.poll_cluster(cluster.pk)
+    assert fake_backend.usage_calls == [[first.scheduler_id]]  # the backend answers nothing; no retries follow
+    assert Job.objects.get(pk=first.pk).state == "completed" and not JobUsage.objects.exists()
