@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
 from .authoring import publish
-from .models import Job, JobEvent, JobTemplate
+from .models import Job, JobEvent, JobTemplate, JobUsage
 
 
 @admin.register(JobTemplate)
@@ -60,4 +60,18 @@ class JobAdmin(admin.ModelAdmin):
         return [f.name for f in self.model._meta.fields]
 
     def has_add_permission(self, request):
+        return False
+
+
+@admin.register(JobUsage)
+class JobUsageAdmin(admin.ModelAdmin):
+    """What SLURM accounting recorded of finished jobs: written by the poll, read here."""
+
+    list_display = ["job", "elapsed_seconds", "cpus", "cpu_efficiency", "max_rss_bytes", "requested_memory_bytes"]
+    readonly_fields = [f.name for f in JobUsage._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False

@@ -221,10 +221,13 @@ start_mariadb() {
     mariadb-install-db --no-defaults --user=mysql --datadir="$MARIADB_DIR/data" --skip-test-db \
       --auth-root-authentication-method=socket >>"$LOCAL_DIR/log/mariadb.log" 2>&1
   fi
+  # A small buffer pool for a teaching cluster's few thousand jobs (slurmdbd logs that it would like more); the lock
+  # wait slurmdbd asks for, so that a long purge or rollup does not fail.
   if ! is_running "$MARIADB_DIR/mariadb.pid"; then
     setsid mariadbd --no-defaults --user=mysql --datadir="$MARIADB_DIR/data" --socket="$MARIADB_DIR/mysqld.sock" \
       --port="$MARIADB_PORT" --bind-address=127.0.0.1 --skip-name-resolve --pid-file="$MARIADB_DIR/mariadb.pid" \
-      --log-error="$LOCAL_DIR/log/mariadb.log" --innodb-buffer-pool-size=64M </dev/null >/dev/null 2>&1 &
+      --log-error="$LOCAL_DIR/log/mariadb.log" --innodb-buffer-pool-size=64M --innodb-lock-wait-timeout=900 \
+      </dev/null >/dev/null 2>&1 &
   fi
   for _ in $(seq 1 100); do
     mariadb-admin --no-defaults --socket="$MARIADB_DIR/mysqld.sock" ping >/dev/null 2>&1 && break
@@ -396,7 +399,7 @@ stop() {
 case "${1:-}" in
   install) install_packages ;;
   start) start ;;
-  students) ensure_students ;;
+  students) ensure_students && if is_running "$LOCAL_DIR/slurmdbd.pid"; then register_accounting; fi ;;
   stop) stop ;;
   status) runuser -u "$SERVICE_USER" -- sinfo ;;
   *) echo "usage: $0 install|start|stop|status" >&2; exit 2 ;;

@@ -293,3 +293,11 @@ def test_cluster_without_accounting_asks_nothing_again(fake_backend, make_job, a
     polling.poll_cluster(cluster.pk)
     assert fake_backend.usage_calls == [[first.scheduler_id]]  # the backend answers nothing; no retries follow
     assert Job.objects.get(pk=first.pk).state == "completed" and not JobUsage.objects.exists()
+
+
+def test_admin_lists_accounting_read_only(client, login, admin_user, alice, oversized):
+    url = reverse("admin:jobs_jobusage_changelist")
+    assert login(alice).get(url).status_code == 302  # not staff: sent to the admin's login
+    page = login(admin_user).get(url)
+    assert page.status_code == 200 and oversized.short_id in page.content.decode()
+    assert login(admin_user).get(reverse("admin:jobs_jobusage_add")).status_code == 403
