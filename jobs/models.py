@@ -204,8 +204,8 @@ class JobUsage(models.Model):
     recorded_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        verbose_name = "job usage (SLURM accounting)"
-        verbose_name_plural = "job usage (SLURM accounting)"
+        verbose_name = "job usage (accounting)"
+        verbose_name_plural = "job usage (accounting)"
 
     def __str__(self) -> str:
         return f"accounting of {self.job_id}"
