@@ -19,6 +19,11 @@ class NamespaceMode(models.TextChoices):
     PER_STUDENT = "student", "One namespace per student"
 
 
+class BudgetPeriod(models.TextChoices):
+    WEEK = "week", "Per week (resets Monday 00:00)"
+    TERM = "term", "Per term"
+
+
 class Course(models.Model):
     slug = models.SlugField(unique=True, help_text="Short name used in URLs and the API, e.g. hpc-2026.")
     name = models.CharField(max_length=200)
@@ -56,6 +61,29 @@ class Course(models.Model):
         null=True,
         blank=True,
         help_text="Running jobs are stopped then and the course becomes read-only; pages and reports stay.",
+    )
+    # GPU-hour budgets (courses/budgets.py): empty means no budget of that kind.
+    budget_period = models.CharField(
+        "student budget period", max_length=8, choices=BudgetPeriod.choices, default=BudgetPeriod.WEEK
+    )
+    student_gpu_hours = models.DecimalField(
+        "GPU-hours per student",
+        max_digits=9,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="Per period; empty: no per-student budget.",
+    )
+    course_gpu_hours = models.DecimalField(
+        "GPU-hours for the whole course",
+        max_digits=9,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="Over the term; empty: no course budget.",
+    )
+    budget_grace_minutes = models.PositiveIntegerField(
+        "grace before stopping", default=10, help_text="Running jobs are stopped this long after a budget runs out."
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -229,3 +257,82 @@ class Invitation(models.Model):
 
     def __str__(self) -> str:
         return f"Invitation of {self.user} to {self.course}"
+
+
+class BudgetChange(models.Model):
+    """The audit of GPU-hour budgets: a course setting changed, or a student topped up for one period."""
+
+    class What(models.TextChoices):
+        STUDENT_GPU_HOURS = "student_gpu_hours", "GPU-hours per student"
+        COURSE_GPU_HOURS = "course_gpu_hours", "GPU-hours for the course"
+        GRACE = "budget_grace_minutes", "Grace before stopping (minutes)"
+        PERIOD = "budget_period", "Student budget period"
+        TOP_UP = "top_up", "Top-up (GPU-hours)"
+
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="budget_changes")
+    student = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_username = models.CharField("changed by", max_length=150)  # kept if the account is deleted
+    what = models.CharField(max_length=32, choices=What.choices)
+    old_value = models.CharField(max_length=16, blank=True, help_text="Empty: none.")
+    new_value = models.CharField(max_length=16, blank=True, help_text="Empty: none.")
+    hours = models.DecimalField("top-up GPU-hours", max_digits=9, decimal_places=2, default=0)
+    period_start = models.DateTimeField(null=True, blank=True, help_text="Top-ups: the period they add to.")
+    reason = models.CharField(max_length=200, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        indexes = [
+            models.Index(fields=["course", "-at"], name="budgetchange_course_at"),
+            models.Index(fields=["course", "period_start"], name="budgetchange_course_period"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_what_display()} {self.old_value}→{self.new_value} by {self.actor_username}"
+
+
+class BudgetOverrun(models.Model):
+    """A budget found used up: when, so running jobs are stopped after the course's grace. One row per budget and
+    period (student empty: the course total); deleted when a top-up or a raised budget leaves hours again."""
+
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="budget_overruns")
+    student = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    period_start = models.DateTimeField()
+    since = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["course", "student", "period_start"],
+                nulls_distinct=False,
+                name="budgetoverrun_once",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"budget of {self.student or 'the course'} in {self.course} used up since {self.since:%Y-%m-%d %H:%M}"
+
+
+class BudgetNotice(models.Model):
+    """A budget warning (80 %, 95 %) given once per student, period and level; written before it is sent."""
+
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="budget_notices")
+    student = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    period_start = models.DateTimeField()
+    level = models.PositiveSmallIntegerField()
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["course", "student", "period_start", "level"], name="budgetnotice_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.level} % notice to {self.student} in {self.course}"

@@ -18,7 +18,7 @@ from courses import quotas
 from courses.models import Role
 from jobs import access
 
-from . import enqueue
+from . import budgets, enqueue
 from .models import Job, JobTemplate
 from .params import requested_gpus, validate_values
 from .resources import RESOURCES
@@ -35,6 +35,10 @@ class LaunchInvalid(Exception):
 
 class QuotaExceeded(access.LaunchRefused):
     pass
+
+
+class BudgetExhausted(access.LaunchRefused):
+    """A GPU-hour budget (the student's or the course's) is used up; the message says what is left and when."""
 
 
 def cluster_choices(cluster) -> dict[str, tuple[str, ...]]:
@@ -166,6 +170,9 @@ def check_quota(user, course, gpus: int, *, replacing: Job | None = None) -> Non
     if access.is_admin(user) or access.role_in(user, course) == Role.INSTRUCTOR:
         return
     get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    refusal = budgets.launch_refusal(course, user) if replacing is None else None
+    if refusal:
+        raise BudgetExhausted(refusal)
     limits = quotas.limits_for(course, user)
     # A job the scheduler will never start holds nothing (jobs/never_starts.py).
     active = Job.objects.filter(owner=user, course=course, state__in=ACTIVE_STATES, never_starts_since__isnull=True)

@@ -7,3 +7,8 @@ state), `from_state`, `to_state` and `actor` (who asked, or None for the schedul
 from django.dispatch import Signal
 
 job_moved = Signal()
+
+# Sent by the budget pass (jobs/governance.py) when a student's GPU-hour budget crosses a warning level (80, 95) or
+# runs out (100), once per level and period, with `course`, `student_id`, `level`, `text` (what to tell them) and
+# `key` (the occurrence, for de-duplication).
+budget_crossed = Signal()

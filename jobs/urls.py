@@ -1,12 +1,15 @@
 from django.urls import path
 
-from .views import authoring, catalog, jobs, launch, servers
+from .views import authoring, budgets, catalog, jobs, launch, servers
 
 app_name = "jobs"
 
 urlpatterns = [
     path("", catalog.catalog, name="catalog"),
     path("courses/<slug:course_slug>/launch/<slug:template_slug>/", launch.launch_form, name="launch"),
+    path("courses/<slug:course_slug>/budget/", budgets.my_budget, name="budget"),
+    path("courses/<slug:course_slug>/budgets/", budgets.course_budgets, name="course_budgets"),
+    path("courses/<slug:course_slug>/budgets/top-up/", budgets.top_up, name="budget_top_up"),
     path("jobs/", jobs.my_jobs, name="my_jobs"),
     path("jobs/<uuid:job_id>/", jobs.detail, name="detail"),
     path("jobs/<uuid:job_id>/status/", jobs.status, name="status"),

@@ -6,4 +6,7 @@ class NotificationsConfig(AppConfig):
     verbose_name = "Notifications"
 
     def ready(self) -> None:
-        from . import job_hooks  # noqa: F401  (connects to jobs' state-move signal)
+        from . import (
+            budget_hooks,  # noqa: F401  (connects to the budget pass signal)
+            job_hooks,  # noqa: F401  (connects to jobs' state-move signal)
+        )

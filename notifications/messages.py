@@ -40,7 +40,8 @@ def compose(event: str, job=None, context: dict | None = None) -> Message:
             body = text or f"The GPUs of your job {name} are idle. Use them, or cancel the job so others can."
             return Message(f"{name}: GPU idle", body, url)
         case Event.BUDGET_80:
-            return Message("GPU-hour budget 80 % used", text or "You have used 80 % of your GPU-hour budget.", url)
+            subject = context.get("subject", "GPU-hour budget 80 % used")
+            return Message(subject, text or "You have used 80 % of your GPU-hour budget.", url)
         case _:
             return Message(context.get("subject", Event(event).label), text, url)
 

@@ -266,6 +266,8 @@ GPULAB_FAILPOINTS = env_str("FAILPOINTS", "")
 GPULAB_TERM_CHECK_INTERVAL = env_float("TERM_CHECK_INTERVAL_SECONDS", 60.0)
 
 # The schedule is one fixed interval: kept in memory, so a beat killed mid-write never leaves a corrupt file behind.
+# GPU-hour budgets and idle rules are evaluated this often (seconds); tests shorten it.
+GPULAB_GOVERNANCE_INTERVAL = env_int("GPULAB_GOVERNANCE_INTERVAL", 60)
 CELERY_BEAT_SCHEDULER = "celery.beat:Scheduler"
 CELERY_BEAT_SCHEDULE = {
     "poll-clusters": {"task": "workers.tasks.poll_clusters", "schedule": GPULAB_POLL_INTERVAL},
@@ -275,6 +277,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "check-terms": {"task": "workers.tasks.check_terms", "schedule": GPULAB_TERM_CHECK_INTERVAL},
     "notification-reminders": {"task": "workers.notify.send_reminders", "schedule": 60.0},
+    "evaluate-budgets": {"task": "workers.tasks.evaluate_budgets", "schedule": GPULAB_GOVERNANCE_INTERVAL},
 }
 
 # --- Hostile input and sign-in (README "Configuration", docs/operations.md "Sign-in throttling") -------------

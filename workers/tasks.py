@@ -15,7 +15,7 @@ from clusters import services as cluster_services
 from clusters.backends import BackendError
 from clusters.models import Cluster
 from core import measurements
-from jobs import cancellation, enqueue, kept_logs, never_starts, polling, submission, term_end, time_limits
+from jobs import budget_pass, cancellation, enqueue, kept_logs, never_starts, polling, submission, term_end, time_limits
 
 logger = logging.getLogger(__name__)
 
@@ -99,3 +99,11 @@ def check_terms() -> dict:
     a day before, and at the end the course's unfinished jobs cancelled. Idempotent; a late run catches up."""
     report = term_end.run()
     return {"told": report.told_instructors, "warned": report.warned_students, "cancelled": report.cancelled}
+
+
+@shared_task
+def evaluate_budgets() -> dict:
+    """The beat task, once a minute: GPU-hour budgets warned at 80 % and 95 %, and running jobs stopped once a used-up
+    budget's grace has passed (jobs/budget_pass.py)."""
+    report = budget_pass.run()
+    return {"warned": report.warned, "overruns": report.overruns, "stopped": len(report.stopped)}

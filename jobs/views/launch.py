@@ -4,6 +4,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from courses import quotas, terms
 from jobs import access
+from jobs.budgets import standing_of
 from jobs.forms import LaunchForm
 from jobs.launch import LaunchInvalid, launch
 from jobs.launch_facts import quota_use, run_estimates
@@ -40,7 +41,10 @@ def launch_form(request, course_slug: str, template_slug: str):
             messages.success(request, f"Launched {template.name}. It is queued for {job.cluster.display_name}.")
             return redirect(job)
     teaches = access.may_teach(request.user, course)
+    budget, course_budget = (None, None) if teaches else standing_of(course, request.user)
     context = {
+        "budget": budget,
+        "course_budget": course_budget,
         "course": course,
         "template": template,
         "form": form,

@@ -1,0 +1,51 @@
+"""The instructor's budget forms: the course's settings and a top-up for one student; ranges from courses/budgets.py."""
+
+from django import forms
+
+from . import budgets
+from .models import BudgetPeriod
+
+
+class BudgetSettingsForm(forms.Form):
+    budget_period = forms.ChoiceField(label="Student budget period", choices=BudgetPeriod.choices)
+    student_gpu_hours = forms.DecimalField(
+        label="GPU-hours per student",
+        max_digits=9,
+        decimal_places=2,
+        required=False,
+        help_text="Empty: no per-student budget.",
+    )
+    course_gpu_hours = forms.DecimalField(
+        label="GPU-hours for the whole course",
+        max_digits=9,
+        decimal_places=2,
+        required=False,
+        help_text="Over the term. Empty: no course budget.",
+    )
+    budget_grace_minutes = forms.IntegerField(
+        label="Grace before stopping (minutes)", help_text="Running jobs stop this long after a budget runs out."
+    )
+
+    def clean(self):
+        data = super().clean()
+        for name, message in budgets.setting_errors(data).items():
+            self.add_error(name, message)
+        return data
+
+
+class TopUpForm(forms.Form):
+    student = forms.TypedChoiceField(label="Student", coerce=int)
+    hours = forms.DecimalField(label="GPU-hours to add", max_digits=9, decimal_places=2)
+    reason = forms.CharField(label="Reason (kept in the changes)", max_length=200, required=False)
+
+    def __init__(self, *args, students=(), **kwargs):
+        super().__init__(*args, prefix="topup", **kwargs)
+        self.students = {s.pk: s for s in students}
+        self.fields["student"].choices = [(s.pk, s.username) for s in students]
+
+    def clean_hours(self):
+        hours = self.cleaned_data["hours"]
+        error = budgets.top_up_error(hours)
+        if error:
+            raise forms.ValidationError(error)
+        return hours

@@ -1,0 +1,35 @@
+"""Budget warnings (jobs.signals.budget_crossed) told to the student: at 80 % and 95 % of their GPU-hour budget and
+when it is used up. One message per level and period (the signal's key)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.dispatch import receiver
+from django.urls import reverse
+
+from jobs.signals import budget_crossed
+
+from . import notify
+from .events import Event
+
+logger = logging.getLogger(__name__)
+
+
+@receiver(budget_crossed, dispatch_uid="notifications.budget_crossed")
+def on_budget_crossed(sender, course, student_id, level, text, key, **kwargs) -> None:
+    student = get_user_model().objects.filter(pk=student_id, is_active=True).first()
+    if student is None:
+        return
+    url = settings.PORTAL_URL + reverse("jobs:budget", args=[course.slug])
+    subject = "GPU-hour budget used up" if level >= 100 else f"GPU-hour budget {level} % used"
+    try:
+        notify(
+            student,
+            Event.BUDGET_80,
+            context={"key": key, "text": text, "course": course, "url": url, "subject": subject},
+        )
+    except Exception:  # a message that cannot be queued never stops the budget pass
+        logger.exception("notifications: could not queue the budget message for %s", key)
