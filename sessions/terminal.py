@@ -29,6 +29,8 @@ from clusters.backends.kind import KindRefusal
 from core.choices import EventKind, JobState
 from jobs import access, states
 
+SMALL_WRITE = 1024  # bytes: keystrokes; larger input (a paste) is written from a thread
+
 
 def _authorize(user, job_id):
     job, as_staff = access.get_job_terminal(user, job_id)
@@ -122,7 +124,11 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             return
         if isinstance(message.get("input"), str):
             self.last_input = time.monotonic()
-            await asyncio.to_thread(self.term.write, message["input"].encode())
+            data = message["input"].encode()
+            if len(data) <= SMALL_WRITE:
+                self.term.write(data)  # a keystroke fits the channel's window: no thread hop on the echo's path
+            else:
+                await asyncio.to_thread(self.term.write, data)  # a paste may wait for the window to open
         elif isinstance(message.get("resize"), list) and len(message["resize"]) == 2:
             with contextlib.suppress(TypeError, ValueError):
                 self.term.resize(int(message["resize"][0]), int(message["resize"][1]))

@@ -7,7 +7,9 @@ connection of the identity the job runs as (clusters/backends/ssh.py); closing a
 
 from __future__ import annotations
 
+import contextlib
 import shlex
+import socket
 
 import paramiko
 
@@ -53,6 +55,8 @@ def open_terminal(cluster, login, argv: list[str], *, cols: int, rows: int) -> T
     """Run `argv` under a PTY as `login` (a ClusterAccount the portal signs in with)."""
     try:
         transport = ssh.pool.client(cluster, login).get_transport()
+        with contextlib.suppress(OSError, AttributeError):  # keystrokes go out at once, not batched by Nagle
+            transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         channel = transport.open_session(timeout=15)
         channel.get_pty(term=TERM, width=max(2, min(cols, 1000)), height=max(2, min(rows, 500)))
         channel.exec_command(shlex.join(argv))

@@ -133,3 +133,23 @@ def test_instructor_opens_a_terminal_and_the_students_timeline_says_so(
         assert as_user.search(plain(output)), output
     note = JobEvent.objects.get(job=job, actor=instructor)
     assert "opened a terminal" in note.message
+
+
+def test_terminal_left_without_typing_closes_with_a_message(
+    worker, portal_env, tmp_path, alice, cluster, sleep_template, api_for, job_state
+):
+    from .conftest import start_web
+
+    job = running_job(api_for, alice, job_state)
+    env = {**portal_env, "TERMINAL_IDLE_SECONDS": "3", "TERMINAL_CHECK_SECONDS": "1"}
+    web = start_web(env, tmp_path / "web.log")
+    try:
+        with open_socket(web, alice, job) as socket:
+            socket.send(json.dumps({"input": "echo typed-$((6*7))\n"}))
+            output, closed = read_until(socket, lambda out: "typed-42" in out)
+            assert "typed-42" in output and closed is None
+            _, closed = read_until(socket, lambda out: False, timeout=60)
+        assert closed and "without typing" in closed
+        assert job_state(job, "running")  # the job itself goes on
+    finally:
+        web.stop()
