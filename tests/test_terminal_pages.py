@@ -60,3 +60,33 @@ def test_job_page_offers_the_terminal_only_while_running(login, running, alice):
     running.state = JobState.COMPLETED
     running.save()
     assert b'id="open-terminal"' not in login(alice).get(f"/jobs/{running.pk}/").content
+
+
+def _opened_argv(monkeypatch, job) -> tuple[str, list[str]]:
+    """What the SLURM kind would run for `job`'s terminal, and as which login (the SSH step itself not taken)."""
+    from clusters import kinds
+    from clusters.backends import terminal
+
+    seen = {}
+    monkeypatch.setattr(
+        terminal, "open_terminal", lambda cluster, login, argv, **size: seen.update(login=login, argv=argv)
+    )
+    kinds.kind_of("slurm").open_terminal(job, cols=80, rows=24)
+    return seen["login"].username, seen["argv"]
+
+
+def test_the_shell_runs_as_the_jobs_own_login(monkeypatch, running):
+    login, argv = _opened_argv(monkeypatch, running)
+    assert (login, argv) == ("labsvc", ["srun", "--jobid=4242", "--overlap", "--pty", "bash", "-l"])
+
+
+def test_the_shell_runs_as_the_students_user_through_sudo_when_jobs_do(monkeypatch, running, alice):
+    from clusters.models import AuthMethod, ClusterAccount
+
+    running.account = ClusterAccount.objects.create(
+        cluster=running.cluster, user=alice, username="jalice", auth_method=AuthMethod.VIA_SERVICE
+    )
+    running.save()
+    login, argv = _opened_argv(monkeypatch, running)
+    assert login == "labsvc"
+    assert argv == ["sudo", "-n", "-u", "jalice", "--", "srun", "--jobid=4242", "--overlap", "--pty", "bash", "-l"]

@@ -73,11 +73,12 @@ def test_student_types_in_a_terminal_inside_the_running_job_and_reads_the_answer
     page.goto(f"{web.url}/jobs/{job.pk}/")
     page.click("#open-terminal")
     expect(page.locator("#terminal-status")).to_have_attribute("data-state", "open", timeout=20_000)
-    page.locator("#terminal .xterm-helper-textarea").focus()
-    page.keyboard.type("hostname; echo $SLURM_JOB_ID; nvidia-smi -L\n")
     screen = "window.gpulabTerminal && (() => { const b = gpulabTerminal.buffer.active; const lines = []; "
     screen += "for (let i = 0; i < b.length; i++) lines.push(b.getLine(i).translateToString(true)); "
     screen += "return lines.join('\\n'); })()"
+    page.wait_for_function(f"({screen}).includes('$')", timeout=30_000)  # bash's prompt: the shell is ready
+    page.locator("#terminal .xterm-helper-textarea").focus()
+    page.keyboard.type("hostname; echo $SLURM_JOB_ID; nvidia-smi -L\n")
     host = subprocess.run(["hostname"], capture_output=True, text=True, check=True).stdout.strip()
     page.wait_for_function(f"({screen}).includes('GPU 0:')", timeout=30_000)
     text = page.evaluate(screen)
