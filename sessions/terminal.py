@@ -4,7 +4,7 @@ Invariant: the access helper (jobs/access.get_job_terminal) answers before the h
 student's job is refused with the same close code as a missing one (4404). One socket relays one PTY and owns it:
 the PTY closes with the socket, and the socket closes (saying why in the page) when the shell exits, the job stops
 running, or nobody typed for GPULAB_TERMINAL_IDLE_SECONDS. An instructor's terminal is recorded on the job's
-timeline before it opens, so the student sees who looked.
+timeline before it opens, and told to the student's open terminals (the job's group), so the student sees who looked.
 
 Wire: the browser sends text frames {"input": "<keys>"} or {"resize": [cols, rows]}; the portal sends the PTY's
 output as binary frames and {"closed": "<why>"} (or {"notice": "<text>"}) as text frames.
@@ -42,9 +42,10 @@ def _still_running(job) -> bool:
     return job.state == JobState.RUNNING
 
 
-def _record_staff_terminal(job, user) -> None:
-    name = user.get_full_name() or user.username
-    states.record(job, EventKind.NOTE, f"{name} (instructor) opened a terminal in this job.", actor=user)
+def _record_staff_terminal(job, user) -> str:
+    note = f"{user.get_full_name() or user.username} (instructor) opened a terminal in this job."
+    states.record(job, EventKind.NOTE, note, actor=user)
+    return note
 
 
 def _size(query: dict, name: str, default: int) -> int:
@@ -56,6 +57,8 @@ def _size(query: dict, name: str, default: int) -> int:
 
 class TerminalConsumer(AsyncWebsocketConsumer):
     term = None
+    group = ""
+    as_staff = False
     tasks: list[asyncio.Task] = []
 
     async def connect(self):
@@ -68,12 +71,16 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         except PermissionDenied:
             await self.close(code=4403)
             return
+        # One group per job's terminals: an instructor's arrival is told to the student's open terminal.
+        self.group, self.as_staff = f"terminal.job.{self.job.pk.hex}", as_staff
+        await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         if not await database_sync_to_async(_still_running)(self.job):
             await self.finish("This job is not running, so there is no shell to open. Launch it again to get one.")
             return
         if as_staff:
-            await database_sync_to_async(_record_staff_terminal)(self.job, user)
+            note = await database_sync_to_async(_record_staff_terminal)(self.job, user)
+            await self.channel_layer.group_send(self.group, {"type": "staff.opened", "text": note})
         query = dict(part.split("=", 1) for part in self.scope["query_string"].decode().split("&") if "=" in part)
         cols, rows = _size(query, "cols", 80), _size(query, "rows", 24)
         try:
@@ -133,6 +140,11 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             with contextlib.suppress(TypeError, ValueError):
                 self.term.resize(int(message["resize"][0]), int(message["resize"][1]))
 
+    async def staff_opened(self, event) -> None:
+        """An instructor opened a terminal in this job: the student's own terminal says so."""
+        if not self.as_staff:
+            await self.send(text_data=json.dumps({"notice": event["text"]}))
+
     async def finish(self, why: str) -> None:
         """Tell the page why the terminal closed, then close the socket (and the PTY with it)."""
         with contextlib.suppress(Exception):
@@ -156,3 +168,5 @@ class TerminalConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code):
         self._release()
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)

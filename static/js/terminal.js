@@ -33,7 +33,7 @@
     if (typeof event.data !== "string") { term.write(new Uint8Array(event.data)); return; }
     const message = JSON.parse(event.data);
     if (message.closed) closedWhy = message.closed;
-    if (message.notice) say(message.notice, "open");
+    if (message.notice) { status.textContent = message.notice; status.className = "notice"; }
   };
   socket.onclose = (event) => {
     const why = closedWhy || (event.code === 4404 ? "There is no such job." :

@@ -40,6 +40,14 @@ def plain(output: str) -> str:
     return ESCAPES.sub("", output)
 
 
+def wait_text(socket, *, timeout: float = 30) -> str:
+    """The next text (control) frame, past the shell's output."""
+    while True:
+        frame = socket.recv(timeout=timeout)
+        if isinstance(frame, str):
+            return frame
+
+
 def read_until(socket, predicate, *, timeout: float = 30) -> tuple[str, str | None]:
     """The shell's output up to the first time predicate(output) holds, up to a {"closed": …} message, or up to
     `timeout` seconds of silence (then the caller's assertion shows what came)."""
@@ -123,11 +131,13 @@ def test_terminal_closes_with_a_message_when_the_job_ends(
         assert closed and ("ended" in closed)
 
 
-def test_instructor_opens_a_terminal_and_the_students_timeline_says_so(
+def test_instructor_opens_a_terminal_and_the_students_terminal_and_timeline_say_so(
     worker, web, alice, instructor, cluster, sleep_template, api_for, job_state
 ):
     job = running_job(api_for, alice, job_state)
-    with open_socket(web, instructor, job) as socket:
+    with open_socket(web, alice, job) as students, open_socket(web, instructor, job) as socket:
+        told = json.loads(wait_text(students))
+        assert "(instructor) opened a terminal in this job" in told["notice"]
         socket.send(json.dumps({"input": "whoami\n"}))
         as_user = re.compile(rf"^\r?{os.environ['GPULAB_SERVICE_USER']}\r?$", re.MULTILINE)  # the job's identity
         output, _ = read_until(socket, lambda out: as_user.search(plain(out)))
