@@ -107,7 +107,10 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             while not self.outbox.empty() and self.outbox._queue[0] is not None:  # coalesce a burst into one frame
                 data += self.outbox.get_nowait()
             await self.send(bytes_data=data)
-        await self.finish("The shell has ended (exit, or the job's allocation ended). Reload the page for a new one.")
+        await self.finish(
+            "The shell has ended: it exited, or the job's allocation ended. If the job still runs, reload the page "
+            "for a new shell."
+        )
 
     async def _watch(self) -> None:
         """Close the terminal when the job stops running or nobody has typed for the idle limit."""

@@ -98,10 +98,15 @@ def test_student_types_in_a_terminal_inside_the_running_job_and_reads_the_answer
     page.set_viewport_size({"width": 390, "height": 844})
     page.reload()
     expect(page.locator("#terminal-status")).to_have_attribute("data-state", "open", timeout=20_000)
+    page.wait_for_function(f"({screen}).includes('$')", timeout=30_000)
     page.locator("#terminal .xterm-helper-textarea").focus()
     page.keyboard.type("stty size\n")
     page.wait_for_function(f"/\\n\\d+ \\d+/.test({screen})", timeout=20_000)
     page.screenshot(path=f"{SHOTS}/gpulab-terminal-phone.png")
+    subprocess.run(["scancel", job.scheduler_id], check=True)  # the job ends: the page says the terminal closed
+    expect(page.locator("#terminal-status")).to_have_attribute("data-state", "closed", timeout=60_000)
+    expect(page.locator("#terminal-status")).to_contain_text("ended")
+    page.screenshot(path=f"{SHOTS}/gpulab-terminal-closed-phone.png")
 
 
 def test_another_student_is_refused_the_terminal_page_and_socket(
