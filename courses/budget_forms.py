@@ -26,6 +26,14 @@ class BudgetSettingsForm(forms.Form):
         label="Grace before stopping (minutes)", help_text="Running jobs stop this long after a budget runs out."
     )
 
+    idle_util_below = forms.IntegerField(
+        label="Idle below (% GPU utilization)", required=False, help_text="Empty: idle GPUs are not reaped."
+    )
+    idle_warn_minutes = forms.IntegerField(label="Warn after idle (minutes)")
+    idle_cancel_minutes = forms.IntegerField(
+        label="Cancel after the warning (minutes)", help_text="Unless the student presses “Keep it”."
+    )
+
     def clean(self):
         data = super().clean()
         for name, message in budgets.setting_errors(data).items():

@@ -27,6 +27,8 @@ MAX_GRACE_MINUTES = 24 * 60
 MAX_TOP_UP_HOURS = 1_000
 WARN_LEVELS = (80, 95)  # per cent of a budget at which the student is told, once per period
 SETTINGS = ("budget_period", "student_gpu_hours", "course_gpu_hours", "budget_grace_minutes")
+IDLE_SETTINGS = ("idle_util_below", "idle_warn_minutes", "idle_cancel_minutes")  # the idle rule, audited alike
+MAX_IDLE_MINUTES = 24 * 60
 
 
 @dataclass(frozen=True)
@@ -61,11 +63,18 @@ def setting_errors(values: dict) -> dict[str, str]:
         "student_gpu_hours": (MIN_HOURS, MAX_STUDENT_HOURS, "GPU-hours per student"),
         "course_gpu_hours": (MIN_HOURS, MAX_COURSE_HOURS, "GPU-hours for the course"),
         "budget_grace_minutes": (0, MAX_GRACE_MINUTES, "The grace"),
+        "idle_util_below": (1, 100, "Idle below"),
+        "idle_warn_minutes": (1, MAX_IDLE_MINUTES, "Warn after idle"),
+        "idle_cancel_minutes": (1, MAX_IDLE_MINUTES, "Cancel after the warning"),
     }
     for name, (low, high, label) in bounds.items():
         value = values.get(name)
         if value is not None and not low <= value <= high:
-            empty = " Leave it empty for no budget." if name != "budget_grace_minutes" else ""
+            empty = {
+                "student_gpu_hours": " Leave it empty for no budget.",
+                "course_gpu_hours": " Leave it empty for no budget.",
+                "idle_util_below": " Leave it empty for no idle rule.",
+            }.get(name, "")
             errors[name] = f"{label} must be between {low} and {high}.{empty}"
     if values.get("budget_period") not in (None, *BudgetPeriod.values):
         errors["budget_period"] = "Pick per week or per term."
@@ -86,7 +95,7 @@ def _text(value) -> str:
 @transaction.atomic
 def set_settings(course: Course, values: dict, *, actor) -> int:
     """Change the course's budget settings (values already checked by setting_errors); how many changed."""
-    changed = [name for name in SETTINGS if name in values and values[name] != getattr(course, name)]
+    changed = [name for name in SETTINGS + IDLE_SETTINGS if name in values and values[name] != getattr(course, name)]
     for name in changed:
         BudgetChange.objects.create(
             course=course,

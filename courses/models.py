@@ -85,6 +85,13 @@ class Course(models.Model):
     budget_grace_minutes = models.PositiveIntegerField(
         "grace before stopping", default=10, help_text="Running jobs are stopped this long after a budget runs out."
     )
+    # Idle reaping (telemetry/idle_reaping.py): a running job's GPUs below idle_util_below % for idle_warn_minutes
+    # are warned about, and the job is cancelled idle_cancel_minutes later unless someone keeps it. Empty: no rule.
+    idle_util_below = models.PositiveSmallIntegerField(
+        "idle below (% GPU utilization)", null=True, blank=True, help_text="Empty: idle GPUs are not reaped."
+    )
+    idle_warn_minutes = models.PositiveIntegerField("warn after idle (minutes)", default=30)
+    idle_cancel_minutes = models.PositiveIntegerField("cancel after the warning (minutes)", default=15)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -268,6 +275,9 @@ class BudgetChange(models.Model):
         GRACE = "budget_grace_minutes", "Grace before stopping (minutes)"
         PERIOD = "budget_period", "Student budget period"
         TOP_UP = "top_up", "Top-up (GPU-hours)"
+        IDLE_BELOW = "idle_util_below", "Idle below (% GPU utilization)"
+        IDLE_WARN = "idle_warn_minutes", "Warn after idle (minutes)"
+        IDLE_CANCEL = "idle_cancel_minutes", "Cancel after the warning (minutes)"
 
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="budget_changes")
     student = models.ForeignKey(

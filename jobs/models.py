@@ -229,3 +229,22 @@ class KeptLog(models.Model):
 
     def __str__(self) -> str:
         return f"log of {self.job_id}"
+
+
+class IdleWarning(models.Model):
+    """The course's idle rule applied to one running job (telemetry/idle_reaping.py): when it was warned, and when
+    someone pressed "Keep it" (idle time then counts again from that moment)."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, primary_key=True, related_name="idle_warning")
+    warned_at = models.DateTimeField(null=True, blank=True)
+    idle_minutes = models.FloatField(default=0.0, help_text="How long its GPUs had been idle when warned.")
+    max_util = models.FloatField(default=0.0, help_text="The highest GPU utilization (%) over that time.")
+    kept_at = models.DateTimeField(null=True, blank=True)
+    kept_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+
+    def __str__(self) -> str:
+        return f"idle warning of {self.job_id}"
+
+    @property
+    def active(self) -> bool:
+        return self.warned_at is not None and (self.kept_at is None or self.kept_at < self.warned_at)

@@ -12,3 +12,7 @@ job_moved = Signal()
 # runs out (100), once per level and period, with `course`, `student_id`, `level`, `text` (what to tell them) and
 # `key` (the occurrence, for de-duplication).
 budget_crossed = Signal()
+
+# Sent by the idle pass (telemetry/idle_reaping.py) when a running job is warned that its GPUs are idle, with `job` and
+# `text` (the numbers, and when it will be cancelled).
+idle_warned = Signal()

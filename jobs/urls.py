@@ -15,6 +15,7 @@ urlpatterns = [
     path("jobs/<uuid:job_id>/status/", jobs.status, name="status"),
     path("jobs/<uuid:job_id>/log/", jobs.log, name="log"),
     path("jobs/<uuid:job_id>/cancel/", jobs.cancel, name="cancel"),
+    path("jobs/<uuid:job_id>/keep/", jobs.keep, name="keep"),
     path("jobs/<uuid:job_id>/clone/", launch.clone, name="clone"),
     path("jobs/<uuid:job_id>/scale/", servers.scale, name="scale"),
     path("jobs/<uuid:job_id>/try/", servers.try_it, name="try_it"),

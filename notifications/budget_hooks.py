@@ -1,5 +1,6 @@
 """Budget warnings (jobs.signals.budget_crossed) told to the student: at 80 % and 95 % of their GPU-hour budget and
-when it is used up. One message per level and period (the signal's key)."""
+when it is used up, one message per level and period (the signal's key); and idle warnings (jobs.signals.idle_warned),
+one per warning."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.dispatch import receiver
 from django.urls import reverse
 
-from jobs.signals import budget_crossed
+from jobs.signals import budget_crossed, idle_warned
 
 from . import notify
 from .events import Event
@@ -33,3 +34,11 @@ def on_budget_crossed(sender, course, student_id, level, text, key, **kwargs) ->
         )
     except Exception:  # a message that cannot be queued never stops the budget pass
         logger.exception("notifications: could not queue the budget message for %s", key)
+
+
+@receiver(idle_warned, dispatch_uid="notifications.idle_warned")
+def on_idle_warned(sender, job, text, key, **kwargs) -> None:
+    try:
+        notify(job.owner, Event.IDLE_WARNING, job=job, context={"key": f"idle:{key}", "text": text})
+    except Exception:  # a message that cannot be queued never stops the idle pass
+        logger.exception("notifications: could not queue the idle warning of job %s", job.pk)

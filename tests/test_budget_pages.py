@@ -34,6 +34,9 @@ def settings_data(**values):
         "student_gpu_hours": "4",
         "course_gpu_hours": "100",
         "budget_grace_minutes": "10",
+        "idle_util_below": "",
+        "idle_warn_minutes": "30",
+        "idle_cancel_minutes": "15",
     } | values
 
 
@@ -87,6 +90,9 @@ def test_instructor_saves_settings_and_the_change_is_audited(login, instructor, 
         ("student_gpu_hours", "100000"),
         ("budget_grace_minutes", "-1"),
         ("budget_grace_minutes", "99999"),
+        ("idle_util_below", "0"),
+        ("idle_util_below", "101"),
+        ("idle_warn_minutes", "0"),
         ("course_gpu_hours", "abc"),
         ("budget_period", "month"),
     ],
@@ -121,6 +127,15 @@ def test_top_up_of_someone_outside_the_course_is_refused(login, instructor, caro
     data = {"topup-student": carol.pk, "topup-hours": 3}
     assert login(instructor).post(reverse("jobs:budget_top_up", args=[budgeted.slug]), data).status_code == 400
     assert not BudgetChange.objects.exists()
+
+
+def test_instructor_sets_an_idle_rule_and_it_is_audited(login, instructor, budgeted):
+    url = reverse("jobs:course_budgets", args=[budgeted.slug])
+    response = login(instructor).post(url, settings_data(idle_util_below="10", idle_warn_minutes="20"), follow=True)
+    assert "2 setting(s) changed" in response.content.decode()
+    budgeted.refresh_from_db()
+    assert (budgeted.idle_util_below, budgeted.idle_warn_minutes) == (10, 20)
+    assert set(BudgetChange.objects.values_list("what", flat=True)) == {"idle_util_below", "idle_warn_minutes"}
 
 
 def test_launch_page_shows_what_is_left(login, alice, budgeted, sleep_template):

@@ -15,7 +15,18 @@ from clusters import services as cluster_services
 from clusters.backends import BackendError
 from clusters.models import Cluster
 from core import measurements
-from jobs import budget_pass, cancellation, enqueue, kept_logs, never_starts, polling, submission, term_end, time_limits
+from jobs import (
+    budget_pass,
+    cancellation,
+    enqueue,
+    kept_logs,
+    never_starts,
+    polling,
+    submission,
+    term_end,
+    time_limits,
+)
+from telemetry import idle_reaping
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +115,14 @@ def check_terms() -> dict:
 @shared_task
 def evaluate_budgets() -> dict:
     """The beat task, once a minute: GPU-hour budgets warned at 80 % and 95 %, and running jobs stopped once a used-up
-    budget's grace has passed (jobs/budget_pass.py)."""
+    budget's grace has passed (jobs/budget_pass.py); idle GPUs warned about, then their jobs cancelled
+    (telemetry/idle_reaping.py)."""
     report = budget_pass.run()
-    return {"warned": report.warned, "overruns": report.overruns, "stopped": len(report.stopped)}
+    idle = idle_reaping.run()
+    return {
+        "warned": report.warned,
+        "overruns": report.overruns,
+        "stopped": len(report.stopped),
+        "idle_warned": len(idle.warned),
+        "idle_cancelled": len(idle.cancelled),
+    }

@@ -33,6 +33,10 @@ def my_budget(request, course_slug: str):
     return render(request, "jobs/budget.html", context)
 
 
+def _settings(course) -> dict:
+    return {name: getattr(course, name) for name in budgets.SETTINGS + budgets.IDLE_SETTINGS}
+
+
 def _students(course):
     return list(
         get_user_model()
@@ -46,11 +50,9 @@ def _students(course):
 def course_budgets(request, course_slug: str):
     course = access.get_course(request.user, course_slug, teach=True, write=request.method == "POST")
     students = _students(course)
-    settings_form = BudgetSettingsForm(
-        request.POST or None, initial={name: getattr(course, name) for name in budgets.SETTINGS}
-    )
+    settings_form = BudgetSettingsForm(request.POST or None, initial=_settings(course))
     if request.method == "POST" and settings_form.is_valid():
-        values = {name: settings_form.cleaned_data[name] for name in budgets.SETTINGS}
+        values = {name: settings_form.cleaned_data[name] for name in budgets.SETTINGS + budgets.IDLE_SETTINGS}
         changed = budgets.set_settings(course, values, actor=request.user)
         messages.success(request, f"Saved: {changed} setting(s) changed." if changed else "Nothing changed.")
         return redirect("jobs:course_budgets", course_slug=course.slug)
@@ -72,7 +74,7 @@ def top_up(request, course_slug: str):
             )
         messages.success(request, f"Added {form.cleaned_data['hours']} GPU-hour(s) to {student.username}'s budget.")
         return redirect("jobs:course_budgets", course_slug=course.slug)
-    settings_form = BudgetSettingsForm(initial={name: getattr(course, name) for name in budgets.SETTINGS})
+    settings_form = BudgetSettingsForm(initial=_settings(course))
     return render(request, "jobs/course_budgets.html", _context(course, students, settings_form, form), status=400)
 
 

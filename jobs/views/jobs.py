@@ -13,7 +13,7 @@ from jobs import access, job_page, rightsize
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.logs import log_streams, read_log
-from jobs.models import Job, JobTemplate
+from jobs.models import IdleWarning, Job, JobTemplate
 from jobs.progress import job_progress
 from jobs.trainer_curve import recent_curve_points
 
@@ -37,6 +37,8 @@ def detail(request, job_id):
     context = {**_status_context(job), "parameters": _labelled_params(job), "rightsize": rightsize.report_for(job)}
     kind = kinds.kind_of(job.cluster.kind)
     context["opens_terminal"] = kind.opens_terminals and job.state == JobState.RUNNING
+    warning = IdleWarning.objects.filter(job=job).first() if job.state == JobState.RUNNING else None
+    context["idle_warning"] = warning if warning is not None and warning.active else None
     server = kind.server(job)
     if server is not None:  # what the kind lets a student do with a running server, and its separate logs
         context["server"] = server
@@ -106,6 +108,17 @@ def log(request, job_id):
     }
     context["done"] = job.is_terminal and chunk is not None and chunk.eof
     return render(request, "jobs/_log.html", context)
+
+
+@login_required
+@require_http_methods(["POST"])
+def keep(request, job_id):
+    """ "Keep it" on an idle warning: the course's idle clock starts again for this job."""
+    job = access.get_job(request.user, job_id)
+    if job.state == JobState.RUNNING and job.cancel_requested_at is None:
+        IdleWarning.objects.update_or_create(job=job, defaults={"kept_at": timezone.now(), "kept_by": request.user})
+        messages.success(request, "Kept: the idle clock starts again now. Use the GPUs, or cancel when you are done.")
+    return redirect(job)
 
 
 @login_required
