@@ -16,7 +16,7 @@ from .backends.ssh import fingerprint, probe_host_key
 from .forms import TOKEN_WARNING, ApiTokenField, ClusterAccountForm, token_expiry_text
 from .identity import set_cluster_username, validate_cluster_username
 from .kinds import get_backend
-from .models import Cluster, ClusterAccount, ClusterIdentity, ClusterKind, CredentialEvent
+from .models import Cluster, ClusterAccount, ClusterIdentity, CredentialEvent
 
 
 def warn_if_token_lapses(request, accounts) -> None:
@@ -118,6 +118,8 @@ class ClusterAdmin(admin.ModelAdmin):
         cluster = self.get_object(request, object_id)
         if cluster is not None and request.method == "GET":
             warn_if_token_lapses(request, cluster.accounts.exclude(api_token_encrypted=""))
+        if cluster is not None and cluster.kind in kinds.KINDS:  # the kind's own word on keeping students apart
+            extra_context = {**(extra_context or {}), "isolation_note": kinds.kind_of(cluster.kind).isolation_note}
         return super().change_view(request, object_id, form_url, extra_context)
 
     def _label(self, name: str) -> str:
@@ -156,12 +158,15 @@ class ClusterAdmin(admin.ModelAdmin):
 
     @admin.display(description="address")
     def address(self, obj):
-        return obj.api_url or ("kubeconfig" if obj.is_kubernetes else f"{obj.host}:{obj.port}")
+        if obj.kind not in kinds.KINDS:  # a kind this portal no longer registers: what the row holds
+            return obj.api_url or f"{obj.host}:{obj.port}"
+        return kinds.kind_of(obj.kind).address(obj)
 
     @admin.display(description="host key")
     def host_key_status(self, obj):
-        if obj.is_kubernetes:
-            return "— (TLS: CA certificate)"
+        note = kinds.kind_of(obj.kind).host_key_note(obj) if obj.kind in kinds.KINDS else ""
+        if note:
+            return note
         return fingerprint(obj.host_key) if obj.host_key else "not pinned"
 
     def get_urls(self):
@@ -176,14 +181,16 @@ class ClusterAdmin(admin.ModelAdmin):
         cluster = get_object_or_404(Cluster, pk=pk)
         if not self.has_change_permission(request, cluster):
             raise PermissionDenied("Changing clusters needs the admin's change permission.")
-        context = {**self.admin_site.each_context(request), "cluster": cluster, "opts": self.model._meta}
-        if cluster.is_kubernetes or (cluster.kind == ClusterKind.SLURM_REST and not cluster.host):
-            return self._test_kubernetes(request, cluster, context)
+        kind = kinds.kind_of(cluster.kind)
+        context = {**self.admin_site.each_context(request), "cluster": cluster, "opts": self.model._meta, "kind": kind}
+        context["target"] = kind.connection_target(cluster)
+        if not kind.tests_over_ssh(cluster):
+            return self._test_backend(request, cluster, context)
         try:
             offered = probe_host_key(cluster.host, cluster.port)
         except BackendError as exc:
             context["error"] = str(exc)
-            return TemplateResponse(request, "admin/clusters/cluster/test_connection.html", context)
+            return _connection_page(request, context)
         if request.method == "POST" and request.POST.get("host_key"):
             if request.POST["host_key"].strip() != offered:
                 context["error"] = "The server's key changed while you were confirming it. Check it again."
@@ -200,10 +207,11 @@ class ClusterAdmin(admin.ModelAdmin):
                 services.save_connection_facts(cluster, report)  # accounting and partition limits
             except BackendError as exc:
                 context["error"] = str(exc)
-        return TemplateResponse(request, "admin/clusters/cluster/test_connection.html", context)
+        return _connection_page(request, context)
 
-    def _test_kubernetes(self, request, cluster: Cluster, context: dict):
-        """Ask the API server its version and, by SelfSubjectAccessReview, what the portal's identity may do."""
+    def _test_backend(self, request, cluster: Cluster, context: dict):
+        """No SSH login to test: the backend alone answers (a Kubernetes API server, slurmrestd without a login
+        node)."""
         try:
             report = get_backend(cluster).test_connection()
         except BackendError as exc:
@@ -211,7 +219,7 @@ class ClusterAdmin(admin.ModelAdmin):
         else:
             context["report"] = report
             services.save_connection_facts(cluster, report)
-        return TemplateResponse(request, "admin/clusters/cluster/test_connection.html", context)
+        return _connection_page(request, context)
 
     def stage_lab_files(self, request, pk: int):
         cluster = get_object_or_404(Cluster, pk=pk)
@@ -224,6 +232,12 @@ class ClusterAdmin(admin.ModelAdmin):
         else:
             messages.success(request, f"Copied {count} files to {cluster.lab_dir} on {cluster}.")
         return redirect(reverse("admin:clusters_cluster_change", args=[pk]))
+
+
+def _connection_page(request, context: dict) -> TemplateResponse:
+    if "report" in context:
+        context["verdict"] = context["kind"].connection_verdict(context["cluster"], context["report"].ok)
+    return TemplateResponse(request, "admin/clusters/cluster/test_connection.html", context)
 
 
 class ClusterAccountAdminForm(ClusterAccountForm):

@@ -119,12 +119,9 @@ class Cluster(models.Model):
         return self.title or self.name
 
     @property
-    def is_kubernetes(self) -> bool:
-        return self.kind == ClusterKind.KUBERNETES
-
-    @property
     def shares_gpus(self) -> bool:
-        return self.is_kubernetes and self.gpu_sharing_factor > 1
+        """Its GPUs are time-sliced shares of physical ones (the kind knows; a kind not registered here shares none)."""
+        return self.kind in kinds.KINDS and kinds.kind_of(self.kind).shares_gpus(self)
 
     def limits_of(self, partition: str | None):
         """The learnt limits of `partition` (its default partition when None); None when not known."""

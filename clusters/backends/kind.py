@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from clusters.choices import AuthMethod
+from clusters.choices import AuthMethod, RunAs
 
 if TYPE_CHECKING:
     from .base import ClusterBackend, NamespacePlan
@@ -101,6 +101,9 @@ class Kind:
     # How the kind's accounts sign in (clusters.choices.AuthMethod values); the account form refuses the others.
     auth_methods: ClassVar[frozenset[str]] = frozenset({AuthMethod.KEY, AuthMethod.PASSWORD})
     # Dotted path of the telemetry collector's source for clusters of this kind ("" = none: no live charts).
+    # What the cluster's admin page says of keeping students apart, where the kind decides it ("": the run_as mode's
+    # words, clusters/templates/admin/clusters/cluster/change_form.html).
+    isolation_note: ClassVar[str] = ""
     telemetry_source: ClassVar[str] = ""
     # Running jobs past their template's limit are stopped by the portal (the scheduler has no limit to hold).
     portal_stops_at_time_limit: ClassVar[bool] = False
@@ -186,6 +189,34 @@ class Kind:
     def telemetry_note(self, cluster: Any) -> str:
         """A line under a job's charts saying what this cluster cannot measure, or ""."""
         return ""
+
+    def shares_gpus(self, cluster: Any) -> bool:
+        """Each GPU a job holds is a time-sliced share of a physical one (the launch form and job page say so)."""
+        return False
+
+    # -- what the admin's cluster list and its Test connection page say of a cluster of this kind ---------------
+
+    def address(self, cluster: Any) -> str:
+        """Where the portal reaches the cluster, in the admin's cluster list."""
+        return cluster.api_url or f"{cluster.host}:{cluster.port}"
+
+    def connection_target(self, cluster: Any) -> str:
+        """What Test connection reaches, under the page's title."""
+        return f"{cluster.host}:{cluster.port}"
+
+    def tests_over_ssh(self, cluster: Any) -> bool:
+        """Test connection pins the login node's host key, then logs in; False: it asks the backend alone."""
+        return True
+
+    def host_key_note(self, cluster: Any) -> str:
+        """What the cluster list shows instead of a host key's fingerprint, or "" where a key is pinned over SSH."""
+        return ""
+
+    def connection_verdict(self, cluster: Any, ok: bool) -> str:
+        """Test connection's one-line answer, above the report's lines."""
+        if ok:
+            return "Login works"
+        return "Login works; the sudo rule must change" if cluster.run_as == RunAs.SUDO else "Login problem"
 
     def __repr__(self) -> str:
         return f"<Kind {self.name}>"

@@ -18,6 +18,7 @@ from typing import Any
 from django.utils import timezone
 
 from clusters.backends import BackendError
+from clusters.models import ClusterKind
 from core.choices import EndpointAPI, JobState
 
 from .. import kind
@@ -48,7 +49,7 @@ class Server:
 
     @cached_property
     def objects(self) -> list[dict]:
-        if not self.job.cluster.is_kubernetes or not self.job.script:
+        if self.job.cluster.kind != ClusterKind.KUBERNETES or not self.job.script:
             return []
         return load(self.job.script)
 

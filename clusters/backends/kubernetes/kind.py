@@ -26,6 +26,31 @@ class KubernetesKind(Kind):
     telemetry_source = "clusters.backends.kubernetes.telemetry.KubernetesSource"
     portal_stops_at_time_limit = True
     auth_methods = frozenset({AuthMethod.TOKEN, AuthMethod.KUBECONFIG})
+    isolation_note = (
+        "Every student's objects are created with this cluster's one set of credentials. In a course with one "
+        "namespace for the course, students' pods share it: they can use each other's volumes and reach each other's "
+        "services. The portal's template checks keep a student's values out of code; they do not separate students. "
+        "Where students must not reach each other's work, set the course's namespaces to one per student."
+    )
+
+    def shares_gpus(self, cluster) -> bool:
+        return cluster.gpu_sharing_factor > 1
+
+    def address(self, cluster) -> str:
+        return cluster.api_url or "kubeconfig"
+
+    def connection_target(self, cluster) -> str:
+        context = f" (context {cluster.kube_context})" if cluster.kube_context else ""
+        return (cluster.api_url or "API server from the kubeconfig") + context
+
+    def tests_over_ssh(self, cluster) -> bool:
+        return False  # the API server's version and, by SelfSubjectAccessReview, what the portal may do
+
+    def host_key_note(self, cluster) -> str:
+        return "— (TLS: CA certificate)"
+
+    def connection_verdict(self, cluster, ok: bool) -> str:
+        return "Connected; all permissions present" if ok else "Connected, but permissions are missing"
 
     def render(self, request: RenderRequest) -> Rendered:
         rendered = launch.render(request.template, request.course, request.user, request.values, request.job_id)

@@ -11,3 +11,6 @@ class SlurmRestKind(BatchKind):
 
     def missing_fields(self, cluster) -> dict[str, str]:
         return {} if cluster.api_url else {"api_url": "A SLURM REST cluster needs slurmrestd's URL."}
+
+    def tests_over_ssh(self, cluster) -> bool:
+        return bool(cluster.host)  # the login node is optional: without one, Test connection asks slurmrestd alone
