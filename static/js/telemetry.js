@@ -182,7 +182,9 @@ class Chart {
 
   seriesOptions(index) {
     const line = this.lineStyle(index);
-    return { label: this.names[index], stroke: line.color, dash: DASH_PATTERNS[line.dash], width: 1.5, spanGaps: false };
+    // The legend shows a value (with its unit) only for the point under the cursor.
+    const value = (u, v, s, i) => (i === null || v === null || v === undefined ? "" : `${round(v)} ${this.spec.unit}`);
+    return { label: this.names[index], stroke: line.color, dash: DASH_PATTERNS[line.dash], width: 1.5, spanGaps: false, value };
   }
 
   options(width) {
