@@ -43,6 +43,7 @@ GPUS_PER_NODE, STUDENTS = 8, 60
 HISTORY_MINUTES, FINISHED_FROM, FINISHED_TO = 60, 75, 62  # minutes before now
 TRAINER_EVERY = 10  # seconds between trainer points
 HEAP_EVERY = 300.0  # seconds between the heap figures printed while the pages stay open
+PROBE_EVERY = 30.0  # seconds between collections of the probe's records from the pages
 QUIET_SECONDS = 5.0  # a page is interactive once no long task has started for this long
 OPEN_TIMEOUT = 240.0
 CHROMIUM = "/usr/bin/chromium"
@@ -333,10 +334,9 @@ def heap_mib(page) -> float:
     return used / 2**20
 
 
-def live_costs(page, since_ms: float) -> tuple[list[float], dict[str, float]]:
+def live_costs(events: list, since_ms: float) -> tuple[list[float], dict[str, float]]:
     """Script time per live frame (its socket handler plus the animation frames and timers before the next
-    frame), and the total time by kind of callback."""
-    events = page.evaluate("window.__probe.events")
+    frame), and the total time by kind of callback, from the probe's records [kind, start, duration]."""
     events = sorted((e for e in events if e[1] >= since_ms), key=lambda e: e[1])
     costs: list[float] = []
     by_kind: dict[str, float] = {}
@@ -424,9 +424,17 @@ def main() -> None:
             producer.stdin.write("go\n")
             producer.stdin.flush()
             heaps = {name: [figures[name]["heap_open_mib"]] for name in opened}
+            events: dict[str, list] = {name: [] for name in opened}
             ends = time.monotonic() + args.minutes * 60
+            next_heap = time.monotonic() + HEAP_EVERY
             while (left := ends - time.monotonic()) > 0:
-                time.sleep(min(left, HEAP_EVERY))
+                time.sleep(min(left, PROBE_EVERY))
+                for name, page in opened.items():
+                    # The probe's own records leave the page, so they do not count in its heap.
+                    events[name] += page.evaluate("window.__probe.events.splice(0)")
+                if time.monotonic() < min(next_heap, ends):
+                    continue
+                next_heap += HEAP_EVERY
                 for name, page in opened.items():
                     heaps[name].append(heap_mib(page))
                 print(
@@ -437,7 +445,7 @@ def main() -> None:
             for name, profiler in profilers.items():
                 print(f"live-{name}:\n{summarize(profiler.stop(results / f'live-{name}.cpuprofile'))}", flush=True)
             for name, page in opened.items():
-                costs, by_kind = live_costs(page, marks[name])
+                costs, by_kind = live_costs(events[name] + page.evaluate("window.__probe.events"), marks[name])
                 split = ", ".join(f"{k} {total / max(1, len(costs)):.1f} ms" for k, total in sorted(by_kind.items()))
                 print(f"{name}: per live frame on average: {split}", flush=True)
                 figures[name].update(
