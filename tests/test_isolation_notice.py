@@ -1,5 +1,7 @@
 """The admin's cluster page says what a shared service account isolates (nothing) and what to do instead."""
 
+from html import unescape
+
 import pytest
 from django.urls import reverse
 
@@ -17,7 +19,7 @@ def test_kubernetes_cluster_page_recommends_a_namespace_per_student(login, admin
     from clusters.models import Cluster, ClusterKind
 
     cluster = Cluster.objects.create(name="k8s", kind=ClusterKind.KUBERNETES, api_url="https://k8s.example.edu:6443")
-    text = login(admin_user).get(reverse("admin:clusters_cluster_change", args=[cluster.pk])).content.decode()
+    text = unescape(login(admin_user).get(reverse("admin:clusters_cluster_change", args=[cluster.pk])).content.decode())
     assert "Isolation between students." in text and "set the course's namespaces to one per student" in text
 
 
