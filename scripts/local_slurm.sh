@@ -138,6 +138,15 @@ AccountingStorageTRES=gres/gpu
 AccountingStoreFlags=job_comment
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
+# Backfill every 5 s, so pending jobs get a start estimate (squeue --start) within a poll cycle or two.
+SchedulerParameters=bf_interval=5
+# Multifactor priority, so sprio can say why a job is behind another: age, fair share (from accounting), size.
+PriorityType=priority/multifactor
+PriorityWeightAge=1000
+PriorityWeightFairshare=10000
+PriorityWeightJobSize=1000
+PriorityWeightPartition=1000
+PriorityMaxAge=1-0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 GresTypes=gpu
@@ -285,16 +294,18 @@ register_accounting() {
   done
 }
 
-# slurmctld reads AuthAltTypes and AccountingStorageType only at start: a controller started before the JWT or the
-# accounting lines were written is restarted once (jobs survive in StateSaveLocation; clients retry for
+# slurmctld reads AuthAltTypes, AccountingStorageType and PriorityType only at start: a controller started before the
+# JWT, accounting or priority lines were written is restarted once (jobs survive in StateSaveLocation; clients retry for
 # MessageTimeout), slurmd with it (its job accounting gatherer), and never again after that.
 restart_slurm_for_new_config() {
   is_running "$LOCAL_DIR/slurmctld.pid" || return 0
   local config # read whole first: grep -q closing the pipe early would fail it under pipefail
   config=$(scontrol show config 2>/dev/null || true)
   grep -Eq '^AuthAltTypes +=.*auth/jwt' <<<"$config" &&
-    grep -Eq '^AccountingStorageType += accounting_storage/slurmdbd' <<<"$config" && return 0
-  log "restarting slurmctld and slurmd once to load the JWT key and SLURM accounting (slurmdbd)"
+    grep -Eq '^AccountingStorageType += accounting_storage/slurmdbd' <<<"$config" &&
+    grep -Eq '^PriorityType += priority/multifactor' <<<"$config" &&
+    grep -Eq '^SchedulerParameters += .*bf_interval=' <<<"$config" && return 0
+  log "restarting slurmctld and slurmd once to load the JWT key, SLURM accounting (slurmdbd) and multifactor priority"
   local pidfile pid
   for pidfile in "$LOCAL_DIR/slurmctld.pid" "$LOCAL_DIR/slurmd.pid"; do
     is_running "$pidfile" || continue
