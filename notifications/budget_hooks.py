@@ -1,6 +1,6 @@
 """Budget warnings (jobs.signals.budget_crossed) told to the student: at 80 % and 95 % of their GPU-hour budget and
-when it is used up, one message per level and period (the signal's key); and idle warnings (jobs.signals.idle_warned),
-one per warning."""
+when it is used up, each level its own event (so its own preference), one message per level and period (the signal's
+key); and idle warnings (jobs.signals.idle_warned), one per warning."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from django.urls import reverse
 from jobs.signals import budget_crossed, idle_warned
 
 from . import notify
-from .events import Event
+from .events import BUDGET_EVENTS, Event
 
 logger = logging.getLogger(__name__)
 
@@ -25,13 +25,8 @@ def on_budget_crossed(sender, course, student_id, level, text, key, **kwargs) ->
     if student is None:
         return
     url = settings.PORTAL_URL + reverse("jobs:budget", args=[course.slug])
-    subject = "GPU-hour budget used up" if level >= 100 else f"GPU-hour budget {level} % used"
     try:
-        notify(
-            student,
-            Event.BUDGET_80,
-            context={"key": key, "text": text, "course": course, "url": url, "subject": subject},
-        )
+        notify(student, BUDGET_EVENTS[level], context={"key": key, "text": text, "course": course, "url": url})
     except Exception:  # a message that cannot be queued never stops the budget pass
         logger.exception("notifications: could not queue the budget message for %s", key)
 

@@ -12,7 +12,9 @@ class Event(models.TextChoices):
     FAILED = "failed", "Job failed"
     IDLE_WARNING = "idle_warning", "GPU idle warning"
     TIME_LIMIT_SOON = "time_limit_soon", "Ten minutes before the time limit"
-    BUDGET_80 = "budget_80", "GPU-hour budget 80 % used"
+    BUDGET_80 = "budget_80", "GPU-hour budget: 80 % used"
+    BUDGET_95 = "budget_95", "GPU-hour budget: 95 % used"
+    BUDGET_USED_UP = "budget_used_up", "GPU-hour budget used up (running jobs stop after the course's grace)"
     CANCELLED_BY_OTHER = "cancelled_by_other", "Job cancelled by someone else"
     DIGEST = "digest", "Course digest (instructors)"
 
@@ -24,6 +26,9 @@ class Channel(models.TextChoices):
 
 
 PERSONAL_CHANNELS = (Channel.EMAIL, Channel.BROWSER)  # what a person chooses; the webhook is the course's
+
+# The budget pass's levels (jobs.signals.budget_crossed) and the event each is told as.
+BUDGET_EVENTS = {80: Event.BUDGET_80, 95: Event.BUDGET_95, 100: Event.BUDGET_USED_UP}
 
 # Off by default: the two that would mail someone for every job they run.
 _QUIET_BY_EMAIL = {Event.STARTED, Event.FINISHED}

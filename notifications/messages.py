@@ -39,9 +39,14 @@ def compose(event: str, job=None, context: dict | None = None) -> Message:
         case Event.IDLE_WARNING:
             body = text or f"The GPUs of your job {name} are idle. Use them, or cancel the job so others can."
             return Message(f"{name}: GPU idle", body, url)
-        case Event.BUDGET_80:
-            subject = context.get("subject", "GPU-hour budget 80 % used")
-            return Message(subject, text or "You have used 80 % of your GPU-hour budget.", url)
+        case Event.BUDGET_80 | Event.BUDGET_95:
+            level = 80 if event == Event.BUDGET_80 else 95
+            return Message(
+                f"GPU-hour budget {level} % used", text or f"You have used {level} % of your GPU-hour budget.", url
+            )
+        case Event.BUDGET_USED_UP:
+            body = text or "Your GPU-hour budget is used up: running jobs stop after the course's grace."
+            return Message("GPU-hour budget used up", body, url)
         case _:
             return Message(context.get("subject", Event(event).label), text, url)
 

@@ -17,6 +17,8 @@ from jobs.budgets import standing_of
 from jobs.launch import BudgetExhausted
 from jobs.models import Job, JobEvent
 from jobs.signals import budget_crossed
+from notifications.events import Channel, Event
+from notifications.models import Notification, Preference
 
 pytestmark = pytest.mark.django_db
 
@@ -145,6 +147,29 @@ def test_top_up_during_grace_keeps_the_jobs_running(budgeted, alice, instructor,
     assert not BudgetOverrun.objects.exists()
     job.refresh_from_db()
     assert job.cancel_requested_at is None
+
+
+def test_each_budget_level_is_its_own_notification_with_its_own_preference(budgeted, alice, bob, make_job):
+    Preference.objects.create(user=alice, event=Event.BUDGET_80, channel=Channel.BROWSER, enabled=False)
+    Preference.objects.create(user=bob, event=Event.BUDGET_95, channel=Channel.BROWSER, enabled=False)
+    ran(make_job(alice, gpus_per_node=1), 1.95)  # 97.5 %: told although she turned the 80 % message off
+    ran(make_job(bob, gpus_per_node=1), 1.7)  # 85 %: told although he turned the 95 % message off
+    budget_pass.run()
+    ran(make_job(alice, gpus_per_node=1), 1)  # used up
+    budget_pass.run()
+    told = Notification.objects.filter(channel=Channel.BROWSER)
+    assert sorted((n.user.username, n.event, n.subject) for n in told) == [
+        ("alice", "budget_95", "GPU-hour budget 95 % used"),
+        ("alice", "budget_used_up", "GPU-hour budget used up"),
+        ("bob", "budget_80", "GPU-hour budget 80 % used"),
+    ]
+
+
+def test_the_preferences_page_lists_each_budget_level_in_plain_words(login, alice):
+    page = login(alice).get("/notifications/").content.decode()
+    for words in ("GPU-hour budget: 80 % used", "GPU-hour budget: 95 % used", "GPU-hour budget used up"):
+        assert words in page
+    assert 'name="budget_95__email"' in page and 'name="budget_used_up__browser"' in page
 
 
 @pytest.mark.parametrize(
