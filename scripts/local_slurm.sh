@@ -60,7 +60,8 @@ install_packages() {
 }
 
 # The students' own users, and the sudo rule docs/cluster-identity.md gives: the service account may run only the
-# portal's SLURM commands and its two file operations, only as a member of the students' group (never root).
+# portal's SLURM commands, its two file operations, the SFTP server (the file browser) and srun into a running job
+# (the terminal), only as a member of the students' group (never root).
 # PERSONAL_USER gets a rule that is too broad (every command), so that the tests see Test connection flag it.
 ensure_students() {
   getent group "$STUDENT_GROUP" >/dev/null || groupadd "$STUDENT_GROUP"
@@ -76,7 +77,8 @@ ensure_students() {
 # Written by scripts/local_slurm.sh (see docs/cluster-identity.md).
 Defaults:$SERVICE_USER !requiretty
 $SERVICE_USER ALL=(%$STUDENT_GROUP) NOPASSWD: /usr/bin/sbatch, /usr/bin/scancel, /usr/bin/squeue, \\
-    /usr/bin/scontrol show job *, /usr/bin/mkdir, /usr/bin/dd
+    /usr/bin/scontrol show job *, /usr/bin/mkdir, /usr/bin/dd, /usr/lib/openssh/sftp-server, \\
+    /usr/bin/srun --jobid=* --overlap --pty bash -l
 # Too broad on purpose: the tests check that Test connection flags it.
 $PERSONAL_USER ALL=(%$STUDENT_GROUP) NOPASSWD: ALL
 EOF

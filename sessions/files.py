@@ -3,8 +3,10 @@
 Invariant: every path a request names is cleaned by sessions/paths.py, then resolved on the cluster (symlinks
 followed by the server's realpath) and used only when the result is the space's root or under it and is a regular
 file or a folder: a symlink leading out, a device, a FIFO or a socket is refused. A space is one of:
-- the student's lab space on a cluster: as their own registered account, the cluster's lab directory; under the
-  shared service account, `<lab directory>/students/user-<id>`, private to them in the portal (0700);
+- the student's lab space on a cluster: as their own registered account or their own user (through the service
+  account's sudo rule, which runs the login node's sftp-server as them), the cluster's lab directory in their home
+  (`<lab directory>/students/<user>` when it is a shared absolute path); under the shared service account,
+  `<lab directory>/students/user-<id>`, private to them in the portal (0700);
 - a job's run directory (`<lab directory>/jobs/<job id>`), as the identity the job ran as.
 """
 
@@ -25,9 +27,9 @@ import paramiko
 from django.conf import settings
 
 from clusters import kinds
-from clusters.backends import ssh
+from clusters.backends import as_student, ssh
+from clusters.backends.as_student import StudentShell
 from clusters.backends.base import BackendError
-from clusters.choices import AuthMethod
 from clusters.identity import IdentityMissing, account_for
 
 from . import paths
@@ -50,6 +52,7 @@ class Space:
     title: str
     confine: bool = False  # under the shared service account: private to the account (0700)
     create: bool = False  # made on first use (the student's lab space; never a job's run directory)
+    student: StudentShell | None = None  # jobs run as the student's user: SFTP as them, through the sudo rule
 
 
 @dataclass
@@ -93,12 +96,14 @@ def _check_kind(cluster) -> None:
 def _check_account(cluster, account) -> None:
     if account is None:
         raise FilesUnavailable(f"“{cluster.display_name}” has no service account yet: an admin must add one.")
-    if account.auth_method == AuthMethod.VIA_SERVICE:
-        raise FilesUnavailable(
-            f"Files on “{cluster.display_name}” are not available yet: its jobs run as each student's cluster user "
-            "through sudo, and the file browser reaches files only as an account the portal signs in with. "
-            "Register your own cluster account on your profile page, or ask an admin."
-        )
+
+
+def _student_of(cluster, account):
+    """The student's user reached through the service account's sudo rule, or None (the account signs in itself)."""
+    try:
+        return as_student.for_account(cluster, account)
+    except BackendError as exc:
+        raise FilesUnavailable(str(exc)) from None
 
 
 def home_space(cluster, user) -> Space:
@@ -109,10 +114,15 @@ def home_space(cluster, user) -> Space:
     except IdentityMissing as exc:  # its message says what to do
         raise FilesUnavailable(str(exc)) from None
     _check_account(cluster, account)
-    if account.user_id == user.pk:  # their own login: the lab directory in their home is theirs
-        return Space(cluster, account, _lab(cluster), f"Your files on {cluster.display_name}", create=True)
+    title = f"Your files on {cluster.display_name}"
+    student = _student_of(cluster, account)
+    if student is not None and posixpath.isabs(_lab(cluster)):  # a lab directory every student's user shares
+        root = posixpath.join(_lab(cluster), "students", student.student)
+        return Space(cluster, account, root, title, confine=True, create=True, student=student)
+    if account.user_id == user.pk:  # their own login or user: the lab directory in their home is theirs
+        return Space(cluster, account, _lab(cluster), title, create=True, student=student)
     root = posixpath.join(_lab(cluster), "students", f"user-{user.pk}")
-    return Space(cluster, account, root, f"Your files on {cluster.display_name}", confine=True, create=True)
+    return Space(cluster, account, root, title, confine=True, create=True)
 
 
 def job_space(job) -> Space:
@@ -121,7 +131,8 @@ def job_space(job) -> Space:
     account = job.account or job.cluster.service_account()
     _check_account(job.cluster, account)
     root = posixpath.join(_lab(job.cluster), "jobs", str(job.pk))
-    return Space(job.cluster, account, root, f"Run directory of job {job.short_id}")
+    student = _student_of(job.cluster, account)
+    return Space(job.cluster, account, root, f"Run directory of job {job.short_id}", student=student)
 
 
 class Session:
@@ -348,7 +359,8 @@ class Session:
 def opened(space: Space) -> Iterator[Session]:
     """A session on `space`; cluster failures become FilesUnavailable with the cluster's own words."""
     try:
-        with ssh.sftp(space.cluster, space.account) as sftp:
+        channel = space.student.sftp() if space.student else ssh.sftp(space.cluster, space.account)
+        with channel as sftp:
             yield Session(space, sftp)
     except BackendError as exc:
         raise FilesUnavailable(str(exc)) from None

@@ -13,7 +13,8 @@ User labsvc may run the following commands on login1:
 """
 NARROW = """    (%gpulab-students) NOPASSWD: /usr/bin/sbatch, /usr/bin/scancel,
         /usr/bin/squeue, /usr/bin/scontrol show job *, /usr/bin/mkdir,
-        /usr/bin/dd
+        /usr/bin/dd, /usr/lib/openssh/sftp-server, /usr/bin/srun --jobid\\=* --overlap
+        --pty bash -l
 """
 
 
@@ -37,6 +38,8 @@ def test_the_documented_rule_passes():
         ("    (%gpulab-students) NOPASSWD: /usr/bin/python3\n", "runs other programs"),
         ("    (%gpulab-students) NOPASSWD: /usr/bin/scontrol\n", "every scontrol subcommand"),
         ("    (%gpulab-students) NOPASSWD: /usr/bin/cp\n", "not one of the portal's commands"),
+        ("    (%gpulab-students) NOPASSWD: /usr/bin/srun\n", "pin it to the terminal's form"),
+        ("    (%gpulab-students) NOPASSWD: /usr/bin/srun --jobid\\=* /bin/sh\n", "pin it to the terminal's form"),
     ],
 )
 def test_a_rule_that_allows_more_is_flagged(entry, flagged):
@@ -55,3 +58,9 @@ def test_commands_that_need_a_password_count_as_missing():
 def test_no_rule_at_all_is_reported_missing():
     result = sudo_rule.judge(sudo_rule.parse("sudo: a password is required\n"))
     assert not result.ok and "MISSING" in result.lines("labsvc")[0]
+
+
+def test_srun_in_another_form_does_not_count_for_the_terminal():
+    rule = NARROW.replace("/usr/bin/srun --jobid\\=* --overlap\n        --pty bash -l", "/usr/bin/srun --jobid\\=* id")
+    result = verdict(rule)
+    assert result.missing == ["srun"] and "srun" in result.too_broad[0]

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
+import paramiko
+
+from . import ssh
 from .base import AuthenticationFailed, BackendError, LogChunk, complete_utf8
 from .ssh import CommandResult, run
+from .sudo_rule import SFTP_SERVER
 
 SUDO_REFUSED = re.compile(r"sudo: (a password is required|a terminal is required|.*not allowed)", re.IGNORECASE)
 
@@ -37,15 +43,32 @@ class StudentShell:
             raise BackendError(f"“{student}” is not a cluster username jobs may run as; an admin must correct it.")
         self.cluster, self.login, self.student = cluster, login, student
 
+    def as_student(self, argv: list[str]) -> list[str]:
+        """`argv` run as the student through the sudo rule (for a channel the caller opens itself)."""
+        return ["sudo", "-n", "-u", self.student, "--", *argv]
+
+    def refused(self, command: str) -> SudoRefused:
+        return SudoRefused(
+            f"The login node of “{self.cluster.display_name}” does not let {self.login.username} run {command} as "
+            f"{self.student}: an admin must install the sudo rule in docs/cluster-identity.md and put "
+            f"{self.student} in the students' group."
+        )
+
     def run(self, argv: list[str], *, stdin: str = "") -> CommandResult:
-        result = run(self.cluster, self.login, ["sudo", "-n", "-u", self.student, "--", *argv], stdin=stdin)
+        result = run(self.cluster, self.login, self.as_student(argv), stdin=stdin)
         if not result.ok and SUDO_REFUSED.search(result.stderr):
-            raise SudoRefused(
-                f"The login node of “{self.cluster.display_name}” does not let {self.login.username} run {argv[0]} as "
-                f"{self.student}: an admin must install the sudo rule in docs/cluster-identity.md and put "
-                f"{self.student} in the students' group."
-            )
+            raise self.refused(argv[0])
         return result
+
+    @contextmanager
+    def sftp(self) -> Iterator[paramiko.SFTPClient]:
+        """SFTP as the student: the login node's sftp-server run through the sudo rule, started in the student's home
+        (`-d %d`), so paths relative to the lab directory mean the same as for their jobs."""
+        try:
+            with ssh.sftp(self.cluster, self.login, server=self.as_student([SFTP_SERVER, "-d", "%d"])) as channel:
+                yield channel
+        except ssh.ServerRefused as exc:
+            raise (self.refused("sftp-server") if SUDO_REFUSED.search(str(exc)) else exc) from None
 
     def home(self) -> str:
         """The student's home directory, from the login node's user database (no sudo needed)."""
@@ -78,7 +101,10 @@ class StudentShell:
         if not result.ok:
             if "No such file" in result.stderr:
                 return LogChunk(offset=0, data="", eof=True, exists=False)
-            raise BackendError(f"Could not read {path} as {self.student}: {result.message()}")
+            if "cannot skip" not in result.stderr:
+                raise BackendError(f"Could not read {path} as {self.student}: {result.message()}")
+            with self.sftp() as sftp:  # dd refuses an offset far past the end: say where the end is, as SFTP does
+                return LogChunk(offset=sftp.stat(path).st_size or 0, data="", eof=True)
         raw = complete_utf8(result.raw_stdout)
         text = raw.decode("utf-8", errors="replace")
         # Fewer bytes than asked (before dropping a cut character) means the end of the file for now.

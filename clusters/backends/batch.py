@@ -7,6 +7,7 @@ those checks and the script passes `bash -n`.
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -21,15 +22,30 @@ from jobs.rendering import (
 )
 from jobs.script_safety import PLACEHOLDER
 
-from .kind import Kind, Preview, Rendered, RenderRefused, RenderRequest
+from . import terminal
+from .kind import ActionRefused, Kind, Preview, Rendered, RenderRefused, RenderRequest
 
 PREVIEW_JOB_ID = uuid.UUID(int=0)
+SLURM_JOB_NUMBER = re.compile(r"^\d+$")
 
 
 class BatchKind(Kind):
     templates = "slurm"
     telemetry_source = "telemetry.collector.sources.SlurmSource"
     files_over_sftp = True
+    opens_terminals = True
+
+    def open_terminal(self, job, *, cols: int, rows: int) -> terminal.Terminal:
+        """`srun --overlap --pty bash -l` in the job's allocation over the login node, as the job's identity."""
+        if not SLURM_JOB_NUMBER.match(job.scheduler_id or ""):
+            raise ActionRefused("This job has no SLURM job number yet; open the terminal once it runs.")
+        if not job.cluster.host:
+            raise ActionRefused(
+                f"“{job.cluster.display_name}” has no SSH login node in the portal, so no terminal can be opened in "
+                "its jobs. An admin can add the login node on the cluster's page."
+            )
+        account = job.account or job.cluster.service_account()
+        return terminal.srun_in_job(job.cluster, account, job.scheduler_id, cols=cols, rows=rows)
 
     def render(self, request: RenderRequest) -> Rendered:
         template, cluster = request.template, request.cluster

@@ -32,6 +32,10 @@ logger = logging.getLogger(__name__)
 _KEY_CLASSES = (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey)
 
 
+class ServerRefused(BackendError):
+    """The command meant to serve a channel (an SFTP server under sudo) exited at once, saying why."""
+
+
 @dataclass(frozen=True)
 class CommandResult:
     exit_status: int
@@ -242,14 +246,30 @@ def run(cluster, account, argv: list[str], *, timeout: float | None = None, stdi
     raise BackendError("unreachable")  # pragma: no cover
 
 
-@contextmanager
-def sftp(cluster, account) -> Iterator[paramiko.SFTPClient]:
+def _open_sftp(client: paramiko.SSHClient, server: list[str] | None) -> paramiko.SFTPClient:
+    if server is None:
+        return client.open_sftp()  # the login's own SFTP subsystem
+    channel = client.get_transport().open_session(timeout=settings.GPULAB_SSH_CONNECT_TIMEOUT)
+    channel.exec_command(shlex.join(server))  # an SFTP server run as another user (sudo … sftp-server)
     try:
-        channel = pool.client(cluster, account).open_sftp()
+        return paramiko.SFTPClient(channel)
+    except (paramiko.SSHException, EOFError):
+        said = channel.recv_stderr(4096).decode(errors="replace").strip() if channel.recv_stderr_ready() else ""
+        channel.close()
+        if said:  # the command itself refused (sudo's rule): the connection is fine, so no retry
+            raise ServerRefused(said[:2000]) from None
+        raise
+
+
+@contextmanager
+def sftp(cluster, account, *, server: list[str] | None = None) -> Iterator[paramiko.SFTPClient]:
+    """An SFTP channel as `account`; with `server`, speaking to that command (from the vocabulary) instead."""
+    try:
+        channel = _open_sftp(pool.client(cluster, account), server)
     except (paramiko.SSHException, OSError, EOFError):
         pool.discard(cluster, account)
         try:
-            channel = pool.client(cluster, account).open_sftp()
+            channel = _open_sftp(pool.client(cluster, account), server)
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise ClusterUnreachable(f"SFTP to “{cluster.display_name}” failed: {exc}.") from None
     try:

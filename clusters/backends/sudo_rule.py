@@ -1,7 +1,9 @@
 """The sudo rule that lets a cluster's service account run jobs as each student, read from `sudo -n -l`, and judged.
 
 Invariant: the portal runs, as a student, only the commands in REQUIRED (SLURM's sbatch, scancel, squeue,
-`scontrol show job`, and its two file operations, mkdir and dd). A rule that lets the service account run anything
+`scontrol show job`, its two file operations, mkdir and dd, the SFTP server behind the file browser, and the terminal's
+`srun --jobid=<id> --overlap --pty bash -l`). srun is pinned to that form: as the student it can do no more than
+sbatch already does, but the rule says what the portal runs. A rule that lets the service account run anything
 else as a student, or anything at all as root or as every user, gives whoever holds the service account's key more
 than the portal needs: Test connection flags it, naming what is too broad and what to write instead.
 """
@@ -20,7 +22,11 @@ REQUIRED = {
     "scontrol": "show job",
     "mkdir": "",
     "dd": "",
+    "sftp-server": "",
+    "srun": "--jobid=",
 }
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"  # Debian's path; the rule must name the login node's own
+TERMINAL_SRUN = ("--overlap", "--pty", "bash", "-l")  # after --jobid=<id>: the only srun the rule may allow
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish", "su", "sudo", "login", "runuser", "script"}
 EDITORS = {"vi", "vim", "nvim", "view", "nano", "emacs", "ed", "ex", "pico", "joe", "mcedit", "sudoedit", "less"}
 EDITORS |= {"more", "man"}  # pagers open a shell with "!"
@@ -31,7 +37,8 @@ _TAGS = re.compile(r"^(?:[A-Z_]+:\s*)+")
 _ENTRY = re.compile(r"^\((?P<runas>[^)]*)\)\s*(?P<rest>.*)$")
 _ALLOWED_RULE = (
     "<service account> ALL=(%<students' group>) NOPASSWD: /usr/bin/sbatch, /usr/bin/scancel, /usr/bin/squeue, "
-    "/usr/bin/scontrol show job *, /usr/bin/mkdir, /usr/bin/dd"
+    "/usr/bin/scontrol show job *, /usr/bin/mkdir, /usr/bin/dd, /usr/lib/openssh/sftp-server, "
+    "/usr/bin/srun --jobid=* --overlap --pty bash -l"
 )
 
 
@@ -51,7 +58,9 @@ class SudoRule:
                 name, args = _split(command)
                 if command == "ALL":
                     found.update(REQUIRED)
-                elif name in REQUIRED and (args.startswith(REQUIRED[name]) or args == "*"):
+                elif name == "srun" and args and not _terminal_srun(args):
+                    continue  # another srun form is not the terminal's
+                elif name in REQUIRED and (args.startswith(REQUIRED[name]) or args == "*" or not args):
                     found.add(name)
         return found
 
@@ -69,7 +78,8 @@ class Verdict:
         if self.ok:
             return [
                 f"sudo rule of {account}: only the portal's commands (sbatch, scancel, squeue, scontrol show job, "
-                "mkdir, dd), only as students. Jobs run as each student's own user."
+                "mkdir, dd, sftp-server, srun into a job's terminal), only as students. Jobs, files and terminals "
+                "run as each student's own user."
             ]
         lines = [f"TOO BROAD: {problem}" for problem in self.too_broad]
         if self.missing:
@@ -122,7 +132,13 @@ def judge(rule: SudoRule) -> Verdict:
 
 def _split(command: str) -> tuple[str, str]:
     path, _, args = command.partition(" ")
-    return posixpath.basename(path), args.strip()
+    return posixpath.basename(path), args.replace("\\", "").strip()  # sudo -l writes "=" in arguments as "\\="
+
+
+def _terminal_srun(args: str) -> bool:
+    """srun pinned to the terminal's form: `--jobid=* --overlap --pty bash -l`."""
+    words = args.split()
+    return len(words) == 5 and words[0].startswith("--jobid=") and tuple(words[1:]) == TERMINAL_SRUN
 
 
 def _command_problem(command: str) -> str:
@@ -137,6 +153,10 @@ def _command_problem(command: str) -> str:
         return "a shell runs any command; remove it."
     if name in EDITORS:
         return "an editor can open a shell and change any file; remove it."
+    if name == "srun":
+        if _terminal_srun(args):
+            return ""
+        return "srun runs any program; pin it to the terminal's form “srun --jobid=* --overlap --pty bash -l”."
     if name in RUNNERS or re.match(r"python[\d.]*$", name):
         return "it runs other programs; remove it."
     if name not in REQUIRED:

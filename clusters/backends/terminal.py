@@ -13,8 +13,9 @@ import socket
 
 import paramiko
 
-from . import ssh
+from . import as_student, ssh
 from .base import BackendError
+from .sudo_rule import TERMINAL_SRUN
 
 TERM = "xterm-256color"  # what xterm.js understands
 
@@ -66,3 +67,14 @@ def open_terminal(cluster, login, argv: list[str], *, cols: int, rows: int) -> T
             "failing, tell your instructor."
         ) from None
     return Terminal(channel)
+
+
+def srun_in_job(cluster, account, scheduler_id: str, *, cols: int, rows: int) -> Terminal:
+    """A login shell in a running SLURM job as `account`: its own login, or the student's user through the service
+    account's sudo rule (which allows exactly this srun)."""
+    argv = ["srun", f"--jobid={scheduler_id}", *TERMINAL_SRUN]
+    student = as_student.for_account(cluster, account)
+    login = account
+    if student:
+        login, argv = student.login, student.as_student(argv)
+    return open_terminal(cluster, login, argv, cols=cols, rows=rows)

@@ -68,6 +68,19 @@ def with_identities(cluster, mode, alice, bob, students):
     return cluster
 
 
+def to_slurm_rest(cluster, services) -> None:
+    """The local cluster through slurmrestd, with the SlurmUser's token on the service account (which keeps its SSH
+    login for the files, the logs and the terminal)."""
+    from clusters.backends import tokens
+
+    token = Path(services["GPULAB_SLURMREST_TOKEN_FILE"]).read_text().strip()
+    Cluster.objects.filter(pk=cluster.pk).update(kind="slurm-rest", api_url=services["GPULAB_SLURMREST_URL"])
+    cluster.refresh_from_db()
+    account = cluster.service_account()
+    account.set_api_token(token, tokens.expires_at(token))
+    account.save()
+
+
 def launch_whoami(api_for, user, **params):
     from jobs.models import Job
 
@@ -104,14 +117,7 @@ def test_jobs_run_as_each_student_through_slurmrestd(
     worker, api_for, alice, bob, cluster, whoami, students, job_state, services
 ):
     """slurm-rest with the SlurmUser's token on the service account, which also logs in over SSH for the files."""
-    from clusters.backends import tokens
-
-    token = Path(services["GPULAB_SLURMREST_TOKEN_FILE"]).read_text().strip()
-    Cluster.objects.filter(pk=cluster.pk).update(kind="slurm-rest", api_url=services["GPULAB_SLURMREST_URL"])
-    cluster.refresh_from_db()
-    account = cluster.service_account()
-    account.set_api_token(token, tokens.expires_at(token))
-    account.save()
+    to_slurm_rest(cluster, services)
     with_identities(cluster, RunAs.REST_USER, alice, bob, students)
     check_owners_and_privacy(api_for, alice, bob, students, job_state)
 
@@ -172,16 +178,10 @@ def test_a_portal_generated_key_logs_in_once_installed_and_runs_jobs(
 def test_a_student_cancels_their_job_running_as_their_own_user(
     worker, api_for, alice, bob, cluster, sleep_template, students, job_state, services, mode
 ):
-    from clusters.backends import tokens
     from tests.integration.jobs_api import launch
 
     if mode == RunAs.REST_USER:
-        token = Path(services["GPULAB_SLURMREST_TOKEN_FILE"]).read_text().strip()
-        Cluster.objects.filter(pk=cluster.pk).update(kind="slurm-rest", api_url=services["GPULAB_SLURMREST_URL"])
-        cluster.refresh_from_db()
-        account = cluster.service_account()
-        account.set_api_token(token, tokens.expires_at(token))
-        account.save()
+        to_slurm_rest(cluster, services)
     with_identities(cluster, mode, alice, bob, students)
     job = job_state(launch(api_for, alice, seconds=300), "running")
     owner = subprocess.run(
