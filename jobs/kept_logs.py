@@ -1,9 +1,10 @@
 """Copies of finished jobs' logs, kept by the portal so a job's page still shows its output after the cluster's
 scratch is cleaned.
 
-Invariant: a job that has ended has at most one KeptLog, holding the start of its log up to GPULAB_KEPT_LOG_BYTES
-(`truncated` says when there was more); it is written after the job ends (polling sends the task) and read only when
-the cluster no longer has the log or cannot be reached.
+Invariant: a job that has ended has at most one KeptLog, holding the END of its log, its last GPULAB_KEPT_LOG_BYTES
+from the first whole line (where a failed job says why); `truncated` says the beginning was cut, and the kept log then
+opens with a line saying so. It is written after the job ends (polling sends the task) and read only when the cluster
+no longer has the log or cannot be reached.
 """
 
 from __future__ import annotations
@@ -15,31 +16,33 @@ from clusters.kinds import get_backend
 
 from .models import Job, KeptLog
 
-TRUNCATED_NOTE = "\n[The portal kept the first {size} of this log; the rest was not kept.]\n"
+TRUNCATED_NOTE = "[The portal kept the last {size} of this log; its beginning was cut.]\n"
+# Past the end of any real log: a backend answers a read from here with where the log ends (jobs/logs.py clamps to it).
+MAX_OFFSET = 2**62
 
 
 def keep(job: Job) -> KeptLog | None:
-    """Copy the ended job's log from its cluster (again, if asked twice); None when there is no log to copy."""
+    """Copy the end of the ended job's log from its cluster (again, if asked twice); None when there is no log."""
     if not job.is_terminal or not job.scheduler_id:
         return None
     backend, cap = get_backend(job.cluster, job.account), settings.GPULAB_KEPT_LOG_BYTES
-    parts, offset, truncated = [], 0, False
-    while True:
+    end = backend.read_log(job.pk, MAX_OFFSET, 1, scheduler_id=job.scheduler_id)
+    if not end.exists:
+        return None
+    start = offset = max(0, end.offset - cap)
+    parts: list[str] = []
+    while offset < end.offset:
         chunk = backend.read_log(
-            job.pk, offset, min(settings.GPULAB_LOG_CHUNK_BYTES, cap - offset), scheduler_id=job.scheduler_id
+            job.pk, offset, min(settings.GPULAB_LOG_CHUNK_BYTES, end.offset - offset), scheduler_id=job.scheduler_id
         )
-        if not chunk.exists:
+        if not chunk.exists or chunk.offset <= offset:
             break
         parts.append(chunk.data)
-        if chunk.eof or chunk.offset <= offset:
-            break
         offset = chunk.offset
-        if offset >= cap:
-            truncated = not backend.read_log(job.pk, offset, 1, scheduler_id=job.scheduler_id).eof
-            break
-    if not parts:
-        return None
-    kept, _ = KeptLog.objects.update_or_create(job=job, defaults={"data": "".join(parts), "truncated": truncated})
+    data = "".join(parts)
+    if start > 0:  # cut at a line's start, not inside a line or a character
+        data = data.partition("\n")[2]
+    kept, _ = KeptLog.objects.update_or_create(job=job, defaults={"data": data, "truncated": start > 0})
     return kept
 
 
@@ -55,7 +58,7 @@ def read_kept(job: Job, offset: int, limit: int) -> LogChunk | None:
         return None
     raw = kept.data.encode()
     if kept.truncated:
-        raw += TRUNCATED_NOTE.format(size=f"{settings.GPULAB_KEPT_LOG_BYTES // 1024} KiB").encode()
+        raw = TRUNCATED_NOTE.format(size=f"{settings.GPULAB_KEPT_LOG_BYTES // 1024} KiB").encode() + raw
     piece = complete_utf8(raw[offset : offset + limit]) if offset < len(raw) else b""
     end = offset + len(piece) if offset < len(raw) else len(raw)
     return LogChunk(offset=end, data=piece.decode("utf-8", errors="replace"), eof=end >= len(raw))

@@ -12,11 +12,9 @@ from clusters import kinds
 from clusters.backends.base import BackendError, LogChunk
 from clusters.kinds import get_backend
 
-from .kept_logs import read_kept
+from .kept_logs import MAX_OFFSET, read_kept  # larger offsets are read as MAX_OFFSET
 from .models import Job
 
-# Past the end of any real log; larger offsets are read as this one, so no backend sees a number it cannot hold.
-MAX_OFFSET = 2**62
 _DIGITS = re.compile(r"[0-9]{1,100}")
 
 
