@@ -6,6 +6,9 @@ the PTY closes with the socket, and the socket closes (saying why in the page) w
 running, or nobody typed for GPULAB_TERMINAL_IDLE_SECONDS. An instructor's terminal is recorded on the job's
 timeline before it opens, and told to the student's open terminals (the job's group), so the student sees who looked.
 
+The socket's query names the screen's size (cols, rows) and, where the kind offers a choice (a pod's containers),
+the target; the kind checks that the target is the job's own.
+
 Wire: the browser sends text frames {"input": "<keys>"} or {"resize": [cols, rows]}; the portal sends the PTY's
 output as binary frames and {"closed": "<why>"} (or {"notice": "<text>"}) as text frames.
 """
@@ -16,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import time
+from urllib.parse import parse_qsl
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -81,11 +85,11 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         if as_staff:
             note = await database_sync_to_async(_record_staff_terminal)(self.job, user)
             await self.channel_layer.group_send(self.group, {"type": "staff.opened", "text": note})
-        query = dict(part.split("=", 1) for part in self.scope["query_string"].decode().split("&") if "=" in part)
-        cols, rows = _size(query, "cols", 80), _size(query, "rows", 24)
+        query = dict(parse_qsl(self.scope["query_string"].decode()))
+        cols, rows, target = _size(query, "cols", 80), _size(query, "rows", 24), query.get("target", "")
         try:
             kind = kinds.kind_of(self.job.cluster.kind)
-            self.term = await asyncio.to_thread(kind.open_terminal, self.job, cols=cols, rows=rows)
+            self.term = await asyncio.to_thread(kind.open_terminal, self.job, cols=cols, rows=rows, target=target)
         except (KindRefusal, BackendError) as exc:
             await self.finish(str(exc))
             return

@@ -7,6 +7,8 @@ what the portal uses and kmock 0.8 does not serve, each as the real API server b
     - SelfSubjectAccessReview answers, and 403 Forbidden for verbs an admin "denied" (see /_emulator/config);
     - pod logs per container with limitBytes, written by the test in the kubelet's place;
     - the service proxy, forwarded to a real HTTP server the test registers for the Service;
+    - exec into a pod: a WebSocket (v5/v4.channel.k8s.io) to a real local process, as a kubelet runs one
+      (tests/k8s_kubelet.py);
     - creationTimestamp and uid on created objects.
 There are no controllers: tests create pods and set statuses themselves, as a kubelet would.
 
@@ -31,6 +33,8 @@ from datetime import UTC, datetime
 import aiohttp
 import kmock
 from aiohttp import web
+
+from tests import k8s_kubelet
 
 SERVED = [
     "v1/pods",
@@ -129,7 +133,7 @@ class Front:
             return await self.namespace_api(request, name)
         if plural == "selfsubjectaccessreviews":
             return await self.access_review(request)
-        verb = self.verb(request, name, sub)
+        verb = "create" if sub == "exec" else self.verb(request, name, sub)  # exec is `create pods/exec`
         resource = f"{plural}/{sub}" if sub and sub not in {"status"} and not sub.startswith("proxy") else plural
         if sub and sub.startswith("proxy"):
             resource = f"{plural}/proxy"
@@ -146,6 +150,8 @@ class Front:
             return status(404, "NotFound", f'namespaces "{namespace}" not found')
         if plural == "pods" and sub == "log":
             return self.pod_log(request, namespace, name)
+        if plural == "pods" and sub == "exec":
+            return await self.exec(request, namespace, name)
         if plural == "services" and sub and sub.startswith("proxy"):
             return await self.proxy(request, namespace, name, sub[len("proxy") :])
         response = await self.emulator(request)
@@ -212,6 +218,12 @@ class Front:
         if "limitBytes" in request.query:
             data = data[: int(request.query["limitBytes"])]
         return web.Response(body=data, content_type="text/plain")
+
+    async def exec(self, request: web.Request, namespace: str, pod: str) -> web.StreamResponse:
+        stored = self.stored("v1/pods", namespace, pod)
+        if stored is None:
+            return status(404, "NotFound", f'pods "{pod}" not found')
+        return await k8s_kubelet.exec_in_pod(request, stored.raw)
 
     async def proxy(self, request: web.Request, namespace: str, service: str, rest: str) -> web.StreamResponse:
         upstream = self.upstreams.get((namespace, service.split(":")[0]))

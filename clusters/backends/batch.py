@@ -34,8 +34,9 @@ class BatchKind(Kind):
     telemetry_source = "telemetry.collector.sources.SlurmSource"
     files_over_sftp = True
     opens_terminals = True
+    terminal_note = "A login shell in the job's allocation (srun --overlap --pty bash -l)."
 
-    def open_terminal(self, job, *, cols: int, rows: int) -> terminal.Terminal:
+    def open_terminal(self, job, *, cols: int, rows: int, target: str = "") -> terminal.Terminal:
         """`srun --overlap --pty bash -l` in the job's allocation over the login node, as the job's identity."""
         if not SLURM_JOB_NUMBER.match(job.scheduler_id or ""):
             raise ActionRefused("This job has no SLURM job number yet; open the terminal once it runs.")

@@ -181,9 +181,15 @@ class Kind:
 
     # A shell inside a running job, relayed to the browser by sessions/terminal.py.
     opens_terminals: ClassVar[bool] = False
+    terminal_note: ClassVar[str] = ""  # what the shell is and where it runs, under the terminal page's title
 
-    def open_terminal(self, job: Any, *, cols: int, rows: int) -> Terminal:
-        """A PTY inside the running job, as the identity the job runs as; ActionRefused or BackendError say why not."""
+    def terminal_targets(self, job: Any) -> list[str]:
+        """Where in the job a shell can open (e.g. "pod/container"), the default first; [] when there is one place."""
+        return []
+
+    def open_terminal(self, job: Any, *, cols: int, rows: int, target: str = "") -> Terminal:
+        """A PTY inside the running job (at `target`, one of terminal_targets), as the identity the job runs as;
+        ActionRefused or BackendError say why not."""
         raise ActionRefused(f"A terminal cannot be opened in jobs on {self.name} clusters yet.")
 
     def telemetry_note(self, cluster: Any) -> str:

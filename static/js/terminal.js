@@ -19,7 +19,8 @@
   window.gpulabTerminal = term; // for tests and the benchmark: read what the screen shows
 
   const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-  const url = `${scheme}${location.host}${box.dataset.socket}?cols=${term.cols}&rows=${term.rows}`;
+  let url = `${scheme}${location.host}${box.dataset.socket}?cols=${term.cols}&rows=${term.rows}`;
+  if (box.dataset.target) url += `&target=${encodeURIComponent(box.dataset.target)}`; // a pod's container
   const socket = new WebSocket(url);
   socket.binaryType = "arraybuffer";
   let closedWhy = "";

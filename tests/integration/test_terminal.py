@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+from urllib.parse import urlencode
 
 import pytest
 from playwright.sync_api import expect
@@ -27,9 +28,26 @@ def running_job(api_for, user, job_state, *, gpus: int = 1, seconds: int = 240):
     return job_state(launch(api_for, user, gpus_per_node=gpus, seconds=seconds, time_minutes=5), "running")
 
 
-def open_socket(web, user, job, *, cols: int = 100, rows: int = 30):
+# What xterm.js's screen shows, as text (a JavaScript expression for page.evaluate / wait_for_function).
+SCREEN = (
+    "window.gpulabTerminal && (() => { const b = gpulabTerminal.buffer.active; const lines = []; "
+    "for (let i = 0; i < b.length; i++) lines.push(b.getLine(i).translateToString(true)); "
+    "return lines.join('\\n'); })()"
+)
+
+
+def type_at_prompt(browser_page, keys: str, *, prompt: str = "$") -> None:
+    """Once the socket is open and the shell's prompt shows, type `keys` into the terminal."""
+    expect(browser_page.locator("#terminal-status")).to_have_attribute("data-state", "open", timeout=20_000)
+    browser_page.wait_for_function(f"({SCREEN}).includes({prompt!r})", timeout=30_000)
+    browser_page.locator("#terminal .xterm-helper-textarea").focus()
+    browser_page.keyboard.type(keys)
+
+
+def open_socket(web, user, job, *, cols: int = 100, rows: int = 30, target: str = ""):
+    query = urlencode({"cols": cols, "rows": rows, **({"target": target} if target else {})})
     return connect(
-        web.url.replace("http://", "ws://") + f"/ws/jobs/{job.pk}/terminal/?cols={cols}&rows={rows}",
+        web.url.replace("http://", "ws://") + f"/ws/jobs/{job.pk}/terminal/?{query}",
         additional_headers={"Cookie": f"sessionid={session_cookie(user)}", "Origin": web.url},
         open_timeout=15,
     )
@@ -80,13 +98,8 @@ def test_student_types_in_a_terminal_inside_the_running_job_and_reads_the_answer
     log_in(page, web, "alice")
     page.goto(f"{web.url}/jobs/{job.pk}/")
     page.click("#open-terminal")
-    expect(page.locator("#terminal-status")).to_have_attribute("data-state", "open", timeout=20_000)
-    screen = "window.gpulabTerminal && (() => { const b = gpulabTerminal.buffer.active; const lines = []; "
-    screen += "for (let i = 0; i < b.length; i++) lines.push(b.getLine(i).translateToString(true)); "
-    screen += "return lines.join('\\n'); })()"
-    page.wait_for_function(f"({screen}).includes('$')", timeout=30_000)  # bash's prompt: the shell is ready
-    page.locator("#terminal .xterm-helper-textarea").focus()
-    page.keyboard.type("hostname; echo $SLURM_JOB_ID; nvidia-smi -L\n")
+    screen = SCREEN
+    type_at_prompt(page, "hostname; echo $SLURM_JOB_ID; nvidia-smi -L\n")  # once bash's prompt shows
     host = subprocess.run(["hostname"], capture_output=True, text=True, check=True).stdout.strip()
     page.wait_for_function(f"({screen}).includes('GPU 0:')", timeout=30_000)
     text = page.evaluate(screen)
@@ -97,10 +110,7 @@ def test_student_types_in_a_terminal_inside_the_running_job_and_reads_the_answer
     page.screenshot(path=f"{SHOTS}/gpulab-terminal-laptop.png")
     page.set_viewport_size({"width": 390, "height": 844})
     page.reload()
-    expect(page.locator("#terminal-status")).to_have_attribute("data-state", "open", timeout=20_000)
-    page.wait_for_function(f"({screen}).includes('$')", timeout=30_000)
-    page.locator("#terminal .xterm-helper-textarea").focus()
-    page.keyboard.type("stty size\n")
+    type_at_prompt(page, "stty size\n")
     page.wait_for_function(f"/\\n\\d+ \\d+/.test({screen})", timeout=20_000)
     page.screenshot(path=f"{SHOTS}/gpulab-terminal-phone.png")
     subprocess.run(["scancel", job.scheduler_id], check=True)  # the job ends: the page says the terminal closed

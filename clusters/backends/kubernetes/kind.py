@@ -11,7 +11,7 @@ from typing import Any
 from clusters.choices import AuthMethod
 
 from ..kind import ActionRefused, Kind, Preview, Rendered, RenderRequest, Scaled, ServerPanel
-from . import endpoints, launch, namespaces
+from . import endpoints, launch, namespaces, shell
 from .backend import KubernetesBackend
 from .manifests import ManifestError, dump, preview_context, render_manifests
 
@@ -32,6 +32,15 @@ class KubernetesKind(Kind):
         "services. The portal's template checks keep a student's values out of code; they do not separate students. "
         "Where students must not reach each other's work, set the course's namespaces to one per student."
     )
+
+    opens_terminals = True
+    terminal_note = "A login shell in a container of the job's pod, through the Kubernetes API's exec (kubectl exec)."
+
+    def terminal_targets(self, job) -> list[str]:
+        return shell.targets(job)
+
+    def open_terminal(self, job, *, cols: int, rows: int, target: str = "") -> shell.PodTerminal:
+        return shell.open_shell(job, cols=cols, rows=rows, target=target)
 
     def shares_gpus(self, cluster) -> bool:
         return cluster.gpu_sharing_factor > 1
