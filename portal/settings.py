@@ -250,7 +250,11 @@ GPULAB_LOG_CHUNK_BYTES = env_int("LOG_CHUNK_BYTES", 64 * 1024)
 # A finished job's log is copied into the portal, up to this size, so its page shows it after scratch is cleaned.
 GPULAB_KEPT_LOG_BYTES = env_int("KEPT_LOG_BYTES", 1024 * 1024)
 GPULAB_FILES_MAX_UPLOAD_BYTES = env_int("FILES_MAX_UPLOAD_BYTES", 4 * 2**30)
+# Files one person may start uploading within the window, counted by the server as they arrive (a page's selection
+# goes up one file after another). A chunk is a request body streamed to the cluster, never read whole, so it has
+# its own bound (FILES_CHUNK_BYTES, 413 beyond) rather than MAX_REQUEST_BODY_BYTES, which bounds what is read whole.
 GPULAB_FILES_MAX_UPLOAD_COUNT = env_int("FILES_MAX_UPLOAD_COUNT", 200)
+GPULAB_FILES_UPLOAD_WINDOW_SECONDS = env_float("FILES_UPLOAD_WINDOW_SECONDS", 600.0)
 GPULAB_FILES_CHUNK_BYTES = env_int("FILES_CHUNK_BYTES", 16 * 2**20)
 GPULAB_FILES_VIEW_BYTES = env_int("FILES_VIEW_BYTES", 512 * 1024)
 GPULAB_FILES_ARCHIVE_MAX_FILES = env_int("FILES_ARCHIVE_MAX_FILES", 20000)

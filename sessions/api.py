@@ -9,7 +9,6 @@ from __future__ import annotations
 import posixpath
 from functools import wraps
 
-from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -18,7 +17,7 @@ from rest_framework.views import APIView
 
 from core.api_schema import ErrorSerializer
 
-from . import paths
+from . import paths, upload_limits
 from .files import FilesUnavailable, archive, opened
 from .paths import PathRefused
 from .serializers import (
@@ -196,38 +195,50 @@ class UploadView(ChangeView):
         description=(
             "One chunk of a file, the raw bytes as the body, written at `offset` (0 starts over). The file appears "
             "under its name once `size` bytes arrived. A chunk at another offset than what arrived changes nothing: "
-            "the answer says where to go on. `count` is how many files this upload holds (a limit is a setting)."
+            "the answer says where to go on. A chunk must say its Content-Length, at most FILES_CHUNK_BYTES (413 "
+            "beyond); files started within FILES_UPLOAD_WINDOW_SECONDS are counted as they arrive, at most "
+            "FILES_MAX_UPLOAD_COUNT."
         ),
         parameters=[
             PATH,
             NAME,
             OpenApiParameter("size", int, required=True, description="The whole file's size in bytes"),
             OpenApiParameter("offset", int, required=True, description="Where this chunk starts"),
-            OpenApiParameter("count", int, description="How many files the upload holds"),
         ],
         request={"application/octet-stream": OpenApiTypes.BINARY},
-        responses={200: UploadStateSerializer, **ERRORS},
+        responses={200: UploadStateSerializer, 413: ErrorSerializer, **ERRORS},
     )
     @_refusals
     def put(self, request, **kwargs):
         query = request.query_params
         try:
-            size, offset, count = int(query["size"]), int(query["offset"]), int(query.get("count", 1))
+            size, offset = int(query["size"]), int(query["offset"])
         except (KeyError, ValueError):
             raise PathRefused("size and offset are whole numbers of bytes.") from None
-        if count > settings.GPULAB_FILES_MAX_UPLOAD_COUNT:
-            raise PathRefused(
-                f"Upload at most {settings.GPULAB_FILES_MAX_UPLOAD_COUNT} files at once; zip a large set and upload "
-                "the archive."
-            )
         if size < 0 or not 0 <= offset <= size:
             raise PathRefused("offset must lie within the file.")
-        name = query.get("name", "")
-        with opened(self.space(request, kwargs)) as session:
-            received = session.upload_chunk(query.get("path", ""), name, size, offset, request.stream or _Empty())
+        try:
+            length = upload_limits.chunk_length(request.META)
+        except upload_limits.ChunkTooLarge as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        name, folder, space = query.get("name", ""), query.get("path", ""), self.space(request, kwargs)
+        if offset == 0:  # a new file (or one started over): counted as it arrives
+            upload_limits.count_new_file(request.user.pk, f"{space.cluster.pk}:{space.root}\0{folder}\0{name}")
+        with opened(space) as session:
+            body = _Bounded(request.stream, length)
+            received = session.upload_chunk(folder, name, size, offset, body)
         return Response({"name": name, "received": received, "size": size, "complete": received >= size})
 
 
-class _Empty:
+class _Bounded:
+    """The chunk's body, never more than it declared (an empty body reads as nothing)."""
+
+    def __init__(self, stream, length: int):
+        self.stream, self.left = stream, length
+
     def read(self, size: int = -1) -> bytes:
-        return b""
+        if self.stream is None or self.left <= 0:
+            return b""
+        data = self.stream.read(self.left if size < 0 else min(size, self.left))
+        self.left -= len(data)
+        return data

@@ -26,7 +26,7 @@
     method: "POST", body: JSON.stringify(data), headers: { "Content-Type": "application/json" },
   });
 
-  async function uploadOne(api, folder, file, count, bar, label) {
+  async function uploadOne(api, folder, file, bar, label) {
     const chunk = Number(tools.dataset.chunk);
     const query = (extra) => new URLSearchParams({ path: folder, name: file.name, ...extra }).toString();
     // Resume where an earlier try stopped: the server says how much of the file arrived.
@@ -34,7 +34,7 @@
     if (received > file.size) received = 0;
     do {
       const end = Math.min(received + chunk, file.size);
-      const state = await call(api + "upload/?" + query({ size: file.size, offset: received, count }), {
+      const state = await call(api + "upload/?" + query({ size: file.size, offset: received }), {
         method: "PUT", body: file.slice(received, end), headers: { "Content-Type": "application/octet-stream" },
       });
       received = state.received;
@@ -64,7 +64,7 @@
           label.textContent = file.name;
           row.append(label, bar);
           progress.append(row);
-          await uploadOne(api, folder, file, files.length, bar, label);
+          await uploadOne(api, folder, file, bar, label);
         }
         say("Uploaded. Refreshing the list…");
         window.location.reload();
