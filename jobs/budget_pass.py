@@ -20,10 +20,10 @@ from courses import terms
 from courses.budgets import WARN_LEVELS
 from courses.models import BudgetNotice, BudgetOverrun, Course
 
+from . import budget_news
 from .budgets import Standing, standings
 from .cancellation import request_cancel
 from .models import Job
-from .signals import budget_crossed
 
 
 @dataclass
@@ -42,43 +42,36 @@ def run(now: datetime | None = None) -> Report:
     report = Report()
     courses = [c for c in courses_with_budgets() if not terms.has_ended(c, now)]
     students, whole = standings(courses, now)
-    report.warned = _warn(students)
+    report.warned = _warn(students, now)
     overruns = _record_overruns(students + whole, now)
     report.overruns = len(overruns)
     report.stopped = _stop(overruns, now)
     return report
 
 
-def _warn(students: list[Standing]) -> int:
+def _warn(students: list[Standing], now: datetime) -> int:
     due = {(s.course.pk, s.student_id, s.period.start, level): (s, level) for s in students for level in _levels(s)}
     if not due:
         return 0
     seen = BudgetNotice.objects.filter(
         course_id__in={k[0] for k in due}, period_start__in={k[2] for k in due}
     ).values_list("course_id", "student_id", "period_start", "level")
-    new = [key for key in due if key not in set(seen)]
-    BudgetNotice.objects.bulk_create(
-        [BudgetNotice(course_id=k[0], student_id=k[1], period_start=k[2], level=k[3]) for k in new],
-        ignore_conflicts=True,
-    )
-    for key in new:
-        standing, level = due[key]
-        _tell(standing, level, f"You have used {level} % of your GPU-hour budget in {standing.course.name}. ")
-    return len(new)
+    told = 0
+    for key in set(due) - set(seen):
+        # Claimed one by one, so that of two passes at once only the one that wrote the row tells.
+        _, claimed = BudgetNotice.objects.get_or_create(
+            course_id=key[0], student_id=key[1], period_start=key[2], level=key[3]
+        )
+        if claimed:
+            budget_news.tell_level(*due[key], now)
+            told += 1
+    return told
 
 
 def _levels(standing: Standing) -> list[int]:
     # Only the highest level reached is told: a budget that jumps past 95 % does not send the 80 % one as well.
     reached = [level for level in WARN_LEVELS if standing.percent >= level and not standing.exhausted]
     return reached[-1:]
-
-
-def _tell(standing: Standing, level: int, head: str) -> None:
-    key = f"budget:{standing.course.pk}:{standing.student_id}:{standing.period.start:%Y%m%d%H%M}:{level}"
-    text = head + standing.describe().replace("Your GPU-hour budget: ", "")
-    budget_crossed.send(
-        sender=Standing, course=standing.course, student_id=standing.student_id, level=level, text=text, key=key
-    )
 
 
 def _record_overruns(all_standings: list[Standing], now: datetime) -> list[tuple[Standing, BudgetOverrun]]:
@@ -92,22 +85,14 @@ def _record_overruns(all_standings: list[Standing], now: datetime) -> list[tuple
     stale = [o.pk for key, o in rows.items() if key not in current or not current[key].exhausted]
     if stale:
         BudgetOverrun.objects.filter(pk__in=stale).delete()
-    fresh = [
-        BudgetOverrun(course_id=k[0], student_id=k[1], period_start=k[2], since=now)
-        for k, s in current.items()
-        if s.exhausted and k not in rows
-    ]
-    BudgetOverrun.objects.bulk_create(fresh, ignore_conflicts=True)
-    for overrun in fresh:
-        standing = current[(overrun.course_id, overrun.student_id, overrun.period_start)]
-        if standing.student_id is not None:
-            grace = standing.course.budget_grace_minutes
-            _tell(
-                standing,
-                100,
-                f"Your GPU-hour budget in {standing.course.name} is used up; running jobs stop in {grace} minute(s). ",
-            )
-    made = {(o.course_id, o.student_id, o.period_start): o for o in fresh}
+    made = {}
+    for key in [k for k, s in current.items() if s.exhausted and k not in rows]:
+        overrun, claimed = BudgetOverrun.objects.get_or_create(
+            course_id=key[0], student_id=key[1], period_start=key[2], defaults={"since": now}
+        )
+        made[key] = overrun
+        if claimed:  # a pass running beside this one found it first: it told
+            budget_news.tell_level(current[key], 100, now)
     return [(s, rows.get(k) or made[k]) for k, s in current.items() if s.exhausted]
 
 

@@ -15,6 +15,7 @@ class Event(models.TextChoices):
     BUDGET_80 = "budget_80", "GPU-hour budget: 80 % used"
     BUDGET_95 = "budget_95", "GPU-hour budget: 95 % used"
     BUDGET_USED_UP = "budget_used_up", "GPU-hour budget used up (running jobs stop after the course's grace)"
+    BUDGET_TOP_UP = "budget_top_up", "GPU-hours added to your budget by an instructor"
     CANCELLED_BY_OTHER = "cancelled_by_other", "Job cancelled by someone else"
     DIGEST = "digest", "Course digest (instructors)"
 

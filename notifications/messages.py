@@ -44,6 +44,8 @@ def compose(event: str, job=None, context: dict | None = None) -> Message:
             return Message(
                 f"GPU-hour budget {level} % used", text or f"You have used {level} % of your GPU-hour budget.", url
             )
+        case Event.BUDGET_TOP_UP:
+            return Message("GPU-hours added to your budget", text, url)
         case Event.BUDGET_USED_UP:
             body = text or "Your GPU-hour budget is used up: running jobs stop after the course's grace."
             return Message("GPU-hour budget used up", body, url)

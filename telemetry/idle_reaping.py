@@ -12,14 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from django.db.models import F, Q
 from django.utils import timezone
 
-from core.choices import JobState
+from core.choices import EventKind, JobState
 from courses import terms
 from courses.models import Course
 from jobs.cancellation import request_cancel
 from jobs.models import IdleWarning, Job
 from jobs.signals import idle_warned
+from jobs.states import record
 
 from .models import SeriesChunk
 
@@ -100,24 +102,37 @@ def _apply(job: Job, course: Course, buckets: dict[int, float], now: datetime, r
     if idle is None or idle.minutes < course.idle_warn_minutes:
         return
     if warning is None or not warning.active:
-        _warn(job, course, idle, now)
-        report.warned.append(str(job.pk))
+        if _warn(job, course, idle, now):
+            report.warned.append(str(job.pk))
     elif now >= warning.warned_at + timedelta(minutes=course.idle_cancel_minutes):
         request_cancel(None, job, why=_why(course, idle, warning))
         report.cancelled.append(str(job.pk))
 
 
-def _warn(job: Job, course: Course, idle: Idle, now: datetime) -> None:
-    IdleWarning.objects.update_or_create(
-        job=job, defaults={"warned_at": now, "idle_minutes": round(idle.minutes, 1), "max_util": idle.max_util}
-    )
+def _warn(job: Job, course: Course, idle: Idle, now: datetime) -> bool:
+    """Warn once: the warning is claimed with a conditional write, so a pass running beside this one warns nothing
+    more; False when that other pass claimed it."""
+    if not _claim_warning(job, now, idle):
+        return False
     cancel_at = now + timedelta(minutes=course.idle_cancel_minutes)
     text = (
         f"The GPUs of your job have been below {course.idle_util_below} % for {idle.minutes:.0f} minutes "
         f"(highest {idle.max_util:.0f} %). It will be cancelled at {terms.when(cancel_at)} unless you press "
         "“Keep it” on its page or the GPUs get busy again."
     )
+    record(job, EventKind.NOTE, f"Idle warning sent to the owner. {text}")
     idle_warned.send(sender=IdleWarning, job=job, text=text, key=f"{job.pk}:{now:%Y%m%d%H%M}")
+    return True
+
+
+def _claim_warning(job: Job, now: datetime, idle: Idle) -> bool:
+    figures = {"warned_at": now, "idle_minutes": round(idle.minutes, 1), "max_util": idle.max_util}
+    warning = getattr(job, "idle_warning", None)
+    if warning is None:
+        _, made = IdleWarning.objects.get_or_create(job=job, defaults=figures)
+        return made
+    not_active = Q(warned_at__isnull=True) | Q(kept_at__gte=F("warned_at"))
+    return bool(IdleWarning.objects.filter(not_active, pk=job.pk, warned_at=warning.warned_at).update(**figures))
 
 
 def _why(course: Course, idle: Idle, warning: IdleWarning) -> str:
@@ -126,8 +141,3 @@ def _why(course: Course, idle: Idle, warning: IdleWarning) -> str:
         f"{idle.minutes:.0f} minutes (highest {idle.max_util:.0f} %), and nobody kept it within "
         f"{course.idle_cancel_minutes} minute(s) of the warning at {terms.when(warning.warned_at)}."
     )
-
-
-def keep(job: Job, user) -> None:
-    """ "Keep it": the idle clock starts again now (the warning is withdrawn)."""
-    IdleWarning.objects.update_or_create(job=job, defaults={"kept_at": timezone.now(), "kept_by": user})

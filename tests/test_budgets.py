@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 from django.utils import timezone
 
 from core.choices import EventKind, JobState
@@ -170,6 +171,41 @@ def test_the_preferences_page_lists_each_budget_level_in_plain_words(login, alic
     for words in ("GPU-hour budget: 80 % used", "GPU-hour budget: 95 % used", "GPU-hour budget used up"):
         assert words in page
     assert 'name="budget_95__email"' in page and 'name="budget_used_up__browser"' in page
+
+
+def test_budget_warnings_are_on_the_students_job_timelines_and_in_notifications_once(budgeted, alice, bob, make_job):
+    mine, bobs = ran(make_job(alice, gpus_per_node=1), 1.7), ran(make_job(bob, gpus_per_node=1), 0.1)  # 85 %
+    now = timezone.now()
+    budget_pass.run(now)
+    budget_pass.run(now + timedelta(seconds=30))
+    notes = list(JobEvent.objects.filter(kind=EventKind.NOTE).values_list("job_id", "message"))
+    assert notes == [(mine.pk, "The student's GPU-hour budget is 80 % used (1.70 of 2 GPU-hours used, 0.30 left).")]
+    ran(mine, 2.2)
+    budget_pass.run(now)
+    budget_pass.run(now + timedelta(seconds=30))
+    used_up = JobEvent.objects.filter(job=mine, kind=EventKind.NOTE).last().message
+    assert (
+        used_up.startswith("The student's GPU-hour budget is used up (2.20 of 2") and "grace of 5 minute(s)" in used_up
+    )
+    assert JobEvent.objects.filter(job=mine, kind=EventKind.NOTE).count() == 2
+    assert not JobEvent.objects.filter(job=bobs, kind=EventKind.NOTE).exists()
+    told = Notification.objects.filter(user=alice, channel=Channel.BROWSER).values_list("event", flat=True)
+    assert sorted(told) == ["budget_80", "budget_used_up"]
+
+
+def test_a_top_up_is_on_the_students_job_timelines_and_in_notifications_once(
+    budgeted, alice, instructor, login, make_job
+):
+    job = ran(make_job(alice, gpus_per_node=1), 0.5)
+    data = {"topup-student": alice.pk, "topup-hours": "1.5", "topup-reason": "project deadline"}
+    assert login(instructor).post(reverse("jobs:budget_top_up", args=[budgeted.slug]), data).status_code == 302
+    note = JobEvent.objects.get(job=job, kind=EventKind.NOTE)
+    assert (note.message, note.actor) == (
+        "1.5 GPU-hour(s) added to the student's budget (project deadline).",
+        instructor,
+    )
+    told = Notification.objects.get(user=alice, channel=Channel.BROWSER)
+    assert told.event == "budget_top_up" and "added 1.5 GPU-hour(s) to your budget in HPC Lab" in told.text
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,8 @@ from courses import budgets
 from courses.models import Course
 from jobs.models import IdleWarning, Job, JobEvent
 from jobs.signals import idle_warned
+from notifications.events import Channel
+from notifications.models import Notification
 from telemetry import idle_reaping as idle_pass
 from telemetry.models import SeriesChunk
 
@@ -68,6 +70,29 @@ def test_idle_job_is_warned_then_cancelled_with_the_numbers(rule, alice, make_jo
     assert idle_pass.run(now + timedelta(minutes=4)).cancelled == [str(job.pk)]
     event = JobEvent.objects.get(job=job, kind=EventKind.CANCEL)
     assert "below 10 % utilization for 10 minutes (highest 7 %)" in event.message and event.actor is None
+
+
+def test_an_idle_warning_is_on_the_jobs_timeline_and_in_notifications_once(rule, alice, make_job, login):
+    job = running(make_job, alice)
+    stale = Job.objects.select_related("idle_warning", "template", "cluster").get(pk=job.pk)  # read by a second pass
+    now = timezone.now()
+    utilization(job, now, 6, 0)
+    idle_pass.run(now)
+    idle_pass.run(now + timedelta(seconds=30))
+    idle_pass._apply(
+        stale,
+        rule,
+        {int(now.timestamp() * 1000) - 6 * 60_000: 0.0, int(now.timestamp() * 1000): 0.0},
+        now,
+        idle_pass.Report(),
+    )
+    notes = JobEvent.objects.filter(job=job, kind=EventKind.NOTE)
+    assert [n.message[:23] for n in notes] == ["Idle warning sent to th"] and "below 10 %" in notes[0].message
+    assert Notification.objects.filter(user=alice, event="idle_warning", channel=Channel.BROWSER).count() == 1
+    login(alice).post(reverse("jobs:keep", args=[job.pk]))
+    kept = JobEvent.objects.filter(job=job, kind=EventKind.NOTE).last()
+    assert kept.message.startswith("Kept") and kept.actor == alice
+    assert "Idle warning sent to the owner" in login(alice).get(job.get_absolute_url()).content.decode()
 
 
 def test_busy_or_briefly_idle_job_is_left_alone(rule, alice, bob, make_job):

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from courses import access, budgets, terms
 from courses.budget_forms import BudgetSettingsForm, TopUpForm
 from courses.models import Role
+from jobs import budget_news
 from jobs.budgets import standing_of, standings
 from jobs.burndown import HEIGHT, WIDTH, course_curves, empty_curve
 
@@ -69,9 +70,10 @@ def top_up(request, course_slug: str):
     if form.is_valid():
         student = form.students[form.cleaned_data["student"]]
         with transaction.atomic():
-            budgets.top_up(
+            change = budgets.top_up(
                 course, student, form.cleaned_data["hours"], actor=request.user, reason=form.cleaned_data["reason"]
             )
+            budget_news.tell_top_up(course, student, change)
         messages.success(request, f"Added {form.cleaned_data['hours']} GPU-hour(s) to {student.username}'s budget.")
         return redirect("jobs:course_budgets", course_slug=course.slug)
     settings_form = BudgetSettingsForm(initial=_settings(course))

@@ -8,13 +8,14 @@ from django.views.decorators.http import require_http_methods
 
 from clusters import kinds
 from clusters.backends import BackendError
-from core.choices import JobState
+from core.choices import EventKind, JobState
 from jobs import access, job_page, rightsize
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.logs import log_streams, read_log
 from jobs.models import IdleWarning, Job, JobTemplate
 from jobs.progress import job_progress
+from jobs.states import record
 from jobs.trainer_curve import recent_curve_points
 
 
@@ -117,6 +118,7 @@ def keep(request, job_id):
     job = access.get_job(request.user, job_id)
     if job.state == JobState.RUNNING and job.cancel_requested_at is None:
         IdleWarning.objects.update_or_create(job=job, defaults={"kept_at": timezone.now(), "kept_by": request.user})
+        record(job, EventKind.NOTE, "Kept: the idle clock starts again now.", actor=request.user)
         messages.success(request, "Kept: the idle clock starts again now. Use the GPUs, or cancel when you are done.")
     return redirect(job)
 

@@ -33,8 +33,12 @@ def test_tiny_budget_refuses_a_launch_and_stops_the_running_job_after_the_grace(
     evaluate_budgets.delay()  # what beat sends every minute, run by the worker
     overrun = wait_for(lambda: BudgetOverrun.objects.filter(course=course, student=alice).first(), what="overrun")
     assert Job.objects.get(pk=job.pk).cancel_requested_at is None  # within the grace it keeps running
-    told = wait_for(lambda: Notification.objects.filter(user=alice, event="budget_80").first(), what="the notice")
-    assert told.subject == "GPU-hour budget used up" and "stop in 1 minute(s)" in told.text
+    told = wait_for(lambda: Notification.objects.filter(user=alice, event="budget_used_up").first(), what="the notice")
+    assert (
+        told.subject == "GPU-hour budget used up"
+        and "running jobs stop after the course's grace of 1 minute(s)" in told.text
+    )
+    assert job.events.filter(kind=EventKind.NOTE, message__contains="budget is used up").count() == 1
 
     api = api_for(alice).post(
         "/api/v1/jobs/", {"template": "sleep-echo", "cluster": "local", "params": {}}, format="json"
