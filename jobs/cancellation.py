@@ -3,7 +3,8 @@
 A job with no scheduler id yet belongs to the submit task: the request recorded on the row is what that task
 reads under its lock, so such a job ends `cancelled` without reaching the scheduler (see jobs/submission.py).
 A request that finds the row locked by a submit in progress is recorded by the cancel task instead, so a page
-never waits for an sbatch.
+never waits for an sbatch. A stop the portal asks for itself (a course rule: the term ended, a budget's grace, idle
+GPUs) always leaves a cancel event without an actor, whose message is the rule's reason.
 """
 
 from __future__ import annotations
@@ -35,10 +36,14 @@ def request_cancel(user, job: Job, *, why: str = DEFAULT_WHY) -> str:
     if job.state in TERMINAL_STATES:
         raise CancelRefused(f"This job already ended ({job.get_state_display()}).")
     before = "Cancelled before it was submitted."
-    if job.state == JobState.QUEUED and transition(
-        job, JobState.CANCELLED, actor=user, message=before if why == DEFAULT_WHY else f"{why} {before}"
-    ):
-        return CANCELLED_BEFORE
+    if job.state == JobState.QUEUED:
+        with transaction.atomic():
+            if user is None:  # the portal's stops (course rules) always leave their request, reason and all
+                record(job, EventKind.CANCEL, why)
+            message = before if why == DEFAULT_WHY else f"{why} {before}"
+            if transition(job, JobState.CANCELLED, actor=user, message=message):
+                return CANCELLED_BEFORE
+            transaction.set_rollback(True)  # moved by someone else first: the request is recorded below instead
     with transaction.atomic():
         if not Job.objects.select_for_update(skip_locked=True).filter(pk=job.pk).exists():
             # A worker holds the row while its sbatch runs: the worker records the request once that is done

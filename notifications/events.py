@@ -17,6 +17,7 @@ class Event(models.TextChoices):
     BUDGET_USED_UP = "budget_used_up", "GPU-hour budget used up (running jobs stop after the course's grace)"
     BUDGET_TOP_UP = "budget_top_up", "GPU-hours added to your budget by an instructor"
     CANCELLED_BY_OTHER = "cancelled_by_other", "Job cancelled by someone else"
+    STOPPED_BY_RULE = "stopped_by_rule", "Job stopped by the course's rules (term ended, budget used up, idle GPUs)"
     DIGEST = "digest", "Course digest (instructors)"
 
 

@@ -1,8 +1,9 @@
 """Job state moves turned into notifications, in one place: the state machine's `job_moved` signal.
 
-Started (→ running), finished (→ completed), failed (→ failed, timed out, lost, submit failed) and cancelled by
-someone other than the owner (an instructor, an admin, the portal at a term's end or a limit, or scancel outside
-the portal). Each is one message per job per event (notify's key is the job).
+Started (→ running), finished (→ completed), failed (→ failed, timed out, lost, submit failed), stopped by the
+course's rules (the portal's own cancel request: the term ended, the budget's grace passed, idle GPUs; the message is
+the rule's reason) and cancelled by someone other than the owner (an instructor, an admin, or scancel outside the
+portal). Each is one message per job per event (notify's key is the job).
 """
 
 from __future__ import annotations
@@ -39,23 +40,25 @@ def _event_for(job, to_state: str, actor) -> Event | None:
         return Event.FINISHED
     if to_state in _FAILED:
         return Event.FAILED
-    if to_state == JobState.CANCELLED and not _owner_asked(job, actor):
-        return Event.CANCELLED_BY_OTHER
-    return None
+    if to_state != JobState.CANCELLED:
+        return None
+    request = _cancel_request(job)
+    if actor is None and request is not None and request.actor_id is None:
+        return Event.STOPPED_BY_RULE  # the portal asked (jobs/cancellation.py): a course rule, not a person
+    asked_by = actor.pk if actor is not None else getattr(request, "actor_id", None)
+    return None if asked_by == job.owner_id else Event.CANCELLED_BY_OTHER
 
 
-def _owner_asked(job, actor) -> bool:
-    if actor is not None:
-        return actor.pk == job.owner_id
-    last = JobEvent.objects.filter(job_id=job.pk, kind=EventKind.CANCEL).order_by("-pk").first()
-    return last is not None and last.actor_id == job.owner_id
+def _cancel_request(job) -> JobEvent | None:
+    return JobEvent.objects.filter(job_id=job.pk, kind=EventKind.CANCEL).select_related("actor").order_by("-pk").first()
 
 
 def _context(job, event: Event, actor) -> dict:
+    if event == Event.STOPPED_BY_RULE:
+        return {"text": _cancel_request(job).message}
     if event != Event.CANCELLED_BY_OTHER:
         return {}
-    last = JobEvent.objects.filter(job_id=job.pk, kind=EventKind.CANCEL).select_related("actor").order_by("-pk")
-    request = last.first()
+    request = _cancel_request(job)
     who = actor or (request.actor if request else None)
     by = f"by {who.get_full_name() or who.username}" if who else "by the portal or the cluster"
     why = f" ({request.message})" if request and request.message else ""

@@ -32,6 +32,8 @@ def compose(event: str, job=None, context: dict | None = None) -> Message:
             return Message(f"{name} failed", f"Your job {name} failed. {why}\n{_summary(job)}", url)
         case Event.CANCELLED_BY_OTHER:
             return Message(f"{name} was cancelled", f"Your job {name} was cancelled. {text}".strip(), url)
+        case Event.STOPPED_BY_RULE:
+            return Message(f"{name} was stopped by the course's rules", f"Your job {name} was stopped. {text}", url)
         case Event.TIME_LIMIT_SOON:
             left = context.get("left", 10)
             body = f"Your job {name} reaches its time limit in {left} minute(s) and will be stopped. Save your work."

@@ -334,6 +334,25 @@ def test_stopping_twice_records_one_cancellation(alice, course, make_job):
     assert events.count() == 1 and "ended on" in events.get().message
 
 
+def test_term_end_stops_are_told_as_the_courses_rule_not_as_someone_elses_cancel(alice, course, make_job):
+    from jobs.states import transition
+    from notifications.models import Notification
+
+    waiting, running = make_job(alice), make_job(alice)
+    Job.objects.filter(pk=running.pk).update(state=JobState.RUNNING, scheduler_id="4243")
+    now = timezone.now()
+    set_term(course, now - 60 * DAY, now - HOUR)
+    assert term_end.run(now).cancelled == 2
+    running.refresh_from_db()
+    assert transition(running, JobState.CANCELLED)  # what the poll does once scancel took effect
+    told = Notification.objects.filter(user=alice).order_by("job_id")
+    assert {n.event for n in told} == {"stopped_by_rule"} and {n.job_id for n in told} == {waiting.pk, running.pk}
+    ended = terms.when(course.term_ends_at)
+    for note in told:
+        assert note.subject.endswith("was stopped by the course's rules")
+        assert f"The term of HPC Lab ended on {ended}" in note.text and "someone" not in note.text
+
+
 def test_jobs_of_other_courses_are_not_stopped(carol, other_course, course, make_user, cluster, sleep_template):
     from jobs.launch import launch
 
