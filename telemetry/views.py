@@ -32,6 +32,7 @@ from jobs.models import Job
 
 from .access import get_node
 from .models import Node
+from .recorder import NODE_HISTORY_SECONDS
 from .summary import REPORT_COLUMNS, course_report
 
 
@@ -140,4 +141,6 @@ def node_list(request):
 @login_required
 def node_detail(request, node_id: int):
     node = get_node(request.user, node_id)
-    return render(request, "telemetry/node_detail.html", {"node": node})
+    # What the page opens with, in the numbers that decide it (recorder.stored, the collector's flushes).
+    shows = {"history_minutes": NODE_HISTORY_SECONDS // 60, "unstored_seconds": round(settings.TELEMETRY_FLUSH_SECONDS)}
+    return render(request, "telemetry/node_detail.html", {"node": node, **shows})

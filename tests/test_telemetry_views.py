@@ -52,6 +52,14 @@ def test_dashboard_query_count_does_not_grow_with_jobs(
         client.get(f"/courses/{course.slug}/dashboard/")
 
 
+def test_the_node_page_says_what_its_charts_hold(login, admin_user, cluster, settings):
+    settings.TELEMETRY_FLUSH_SECONDS = 90
+    node = Node.objects.create(cluster=cluster, name="gpu01", gpus=4)
+    note = login(admin_user).get(f"/nodes/{node.pk}/").content.decode()
+    assert "the last 60 minutes as ten-second averages" in note and "at most the last 90 seconds" in note
+    assert "ten minutes at full detail" not in note
+
+
 def test_node_pages_are_for_admins_only(login, admin_user, instructor, alice, cluster):
     node = Node.objects.create(cluster=cluster, name="gpu01", gpus=4)
     for url in ("/nodes/", f"/nodes/{node.pk}/"):
