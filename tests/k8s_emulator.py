@@ -6,10 +6,11 @@ what the portal uses and kmock 0.8 does not serve, each as the real API server b
     - equality label selectors on lists (kmock returns every object);
     - SelfSubjectAccessReview answers, and 403 Forbidden for verbs an admin "denied" (see /_emulator/config);
     - pod logs per container with limitBytes, written by the test in the kubelet's place;
-    - the service proxy, forwarded to a real HTTP server the test registers for the Service;
+    - the service proxy, forwarded to a real HTTP server the test registers for the Service (HTTP and WebSockets),
+      with the API server's rewriting of absolute links in HTML pages and Location headers;
     - exec into a pod: a WebSocket (v5/v4.channel.k8s.io) to a real local process, as a kubelet runs one
       (tests/k8s_kubelet.py);
-    - creationTimestamp and uid on created objects.
+    - creationTimestamp and uid on created objects, and a Secret's stringData stored as data.
 There are no controllers: tests create pods and set statuses themselves, as a kubelet would.
 
 Control endpoints (loopback only, used by tests): POST /_emulator/config {"deny": ["create deployments"]},
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import re
 import ssl
@@ -33,6 +35,7 @@ from datetime import UTC, datetime
 import aiohttp
 import kmock
 from aiohttp import web
+from multidict import CIMultiDict
 
 from tests import k8s_kubelet
 
@@ -41,6 +44,7 @@ SERVED = [
     "v1/services",
     "v1/persistentvolumeclaims",
     "v1/configmaps",
+    "v1/secrets",
     "v1/resourcequotas",
     "v1/limitranges",
     "apps/v1/deployments",
@@ -56,7 +60,21 @@ PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
     r"(?:/namespaces/(?P<namespace>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>.+))?$"
 )
+# Not relayed by the service proxy: the client's credentials for the API server, and hop-by-hop headers.
+HOP_BY_HOP = {"authorization", "host", "connection", "upgrade", "keep-alive", "transfer-encoding", "te", "trailer"}
 VERBS = {"GET": "get", "POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}
+
+
+# The service proxy's HTML rewriting (k8s.io/apimachinery/pkg/util/proxy/transport.go): absolute paths in URL
+# attributes (its atomsToAttrs table; these are the ones pages use) and in Location get the proxy's prefix.
+URL_ATTRIBUTE = re.compile(r"""(\b(?:href|src|action|formaction|poster|cite|data|manifest)=["'])(/[^"']*)""")
+
+
+def prefixed(url: str, prefix: str) -> str:
+    """An absolute path on the proxied server, as the browser must ask the API server for it."""
+    if not url.startswith("/") or url.startswith("//") or url.startswith(prefix + "/"):
+        return url
+    return prefix + url
 
 
 def now() -> str:
@@ -226,23 +244,57 @@ class Front:
         return await k8s_kubelet.exec_in_pod(request, stored.raw)
 
     async def proxy(self, request: web.Request, namespace: str, service: str, rest: str) -> web.StreamResponse:
+        """services/<name>:<port>/proxy/<path>, as the API server relays it: method, path, query, body and headers
+        (less the client's Authorization, which the API server consumes), streamed; WebSocket upgrades relayed frame by
+        frame."""
         upstream = self.upstreams.get((namespace, service.split(":")[0]))
         if upstream is None:
             return status(503, "ServiceUnavailable", f'no endpoints available for service "{service}"')
         assert self.session is not None
+        target = upstream + (rest or "/") + (f"?{request.query_string}" if request.query_string else "")
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            return await self.proxy_socket(request, target, headers)
+        prefix = request.path[: len(request.path) - len(rest)] if rest else request.path.rstrip("/")
         async with self.session.request(
-            request.method,
-            upstream + (rest or "/"),
-            data=await request.read(),
-            headers={"Content-Type": "application/json"},
+            request.method, target, data=await request.read(), headers=headers, allow_redirects=False
         ) as answer:
-            response = web.StreamResponse(status=answer.status)
-            response.content_type = answer.content_type
+            relayed = CIMultiDict(
+                (name, prefixed(value, prefix) if name.lower() == "location" else value)
+                for name, value in answer.headers.items()
+                if name.lower() not in HOP_BY_HOP | {"content-length", "content-encoding"}
+            )
+            if answer.content_type == "text/html":  # the API server rewrites the page's links (not streamed)
+                page = URL_ATTRIBUTE.sub(lambda m: m[1] + prefixed(m[2], prefix), await answer.text())
+                return web.Response(status=answer.status, headers=relayed, body=page.encode())
+            response = web.StreamResponse(status=answer.status, headers=relayed)
             await response.prepare(request)
             async for chunk in answer.content.iter_any():
                 await response.write(chunk)
             await response.write_eof()
             return response
+
+    async def proxy_socket(self, request: web.Request, target: str, headers: dict) -> web.StreamResponse:
+        protocols = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
+        headers = {k: v for k, v in headers.items() if not k.lower().startswith("sec-websocket")}
+        assert self.session is not None
+        async with self.session.ws_connect(target.replace("http", "ws", 1), headers=headers, protocols=protocols) as up:
+            down = web.WebSocketResponse(protocols=[up.protocol] if up.protocol else ())
+            await down.prepare(request)
+
+            async def relay(source, sink) -> None:
+                async for message in source:
+                    if message.type == aiohttp.WSMsgType.TEXT:
+                        await sink.send_str(message.data)
+                    elif message.type == aiohttp.WSMsgType.BINARY:
+                        await sink.send_bytes(message.data)
+                await sink.close()
+
+            both = [asyncio.create_task(relay(up, down)), asyncio.create_task(relay(down, up))]
+            await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
+            for task in both:
+                task.cancel()
+            return down
 
     @staticmethod
     def filter_list(response: web.StreamResponse, selector: str) -> web.StreamResponse:
@@ -262,6 +314,9 @@ class Front:
         stored = self.stored(resource, parts["namespace"] or meta.get("namespace"), meta.get("name"))
         if stored is not None:
             stored.patch({"metadata": {"creationTimestamp": now(), "uid": str(uuid.uuid4())}})
+            if parts["plural"] == "secrets" and stored.get("stringData"):  # stored as data, base64, as the API does
+                data = {k: base64.b64encode(str(v).encode()).decode() for k, v in stored["stringData"].items()}
+                stored.patch({"data": data, "stringData": None})
             response.body = json.dumps(stored.raw).encode()
 
     def stored(self, resource: str, namespace: str | None, name: str | None):

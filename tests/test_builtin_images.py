@@ -35,6 +35,12 @@ IMAGES: dict[str, set[str]] = {
     # nvidia/cuda base images are Ubuntu with the CUDA runtime; nvidia-smi itself is mounted from the node's driver
     # by the NVIDIA Container Toolkit when the pod gets a GPU (the images set NVIDIA_DRIVER_CAPABILITIES=utility,…).
     "nvidia/cuda:12.4.1-base-ubuntu22.04": COREUTILS | {"nvidia-smi"},
+    # Jupyter Docker Stacks' pytorch-notebook (jupyter/docker-stacks images/pytorch-notebook/Dockerfile on
+    # scipy-notebook, minimal-notebook and base-notebook, which installs jupyterlab; `jupyter lab` is its
+    # jupyter-lab console script). The 2026-08-07 build ships lab 4.6.2 (the repository's wiki, "Images built
+    # during 2026-08"); the cuda12- prefix is the CUDA variant of the same build (docs/using/selecting.md).
+    "quay.io/jupyter/pytorch-notebook:2026-08-07": COREUTILS | {"jupyter lab"},
+    "quay.io/jupyter/pytorch-notebook:cuda12-2026-08-07": COREUTILS | {"jupyter lab"},
     # ollama/ollama's Dockerfile: Ubuntu with /bin/ollama as the entrypoint (`ollama serve`, `ollama pull`).
     "ollama/ollama:latest": COREUTILS | {"ollama serve", "ollama pull"},
 }
@@ -46,7 +52,7 @@ OWN_ENTRYPOINTS = {
 
 SHELLS = {"sh", "bash"}
 SHELL_WORDS = {"until", "while", "do", "done", "if", "then", "else", "fi", "!", "$"}
-WITH_SUBCOMMANDS = {"vllm", "ollama"}  # programs whose first words choose what runs
+WITH_SUBCOMMANDS = {"vllm", "ollama", "jupyter"}  # programs whose first words choose what runs
 SUBCOMMAND = re.compile(r"^[a-z][a-z0-9-]*$")
 MPIRUN_VALUE_OPTIONS = {"-np", "-n", "--host", "-H", "--hostfile"}
 

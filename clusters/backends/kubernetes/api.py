@@ -60,6 +60,7 @@ KINDS = {
         Kind("v1", "Service", "services"),
         Kind("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
         Kind("v1", "ConfigMap", "configmaps"),
+        Kind("v1", "Secret", "secrets"),
         Kind("v1", "ResourceQuota", "resourcequotas"),
         Kind("v1", "LimitRange", "limitranges"),
         Kind("v1", "Namespace", "namespaces", namespaced=False),

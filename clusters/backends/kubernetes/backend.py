@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import logging
 import re
+import secrets
 import time
 import uuid
 from collections import defaultdict
@@ -52,6 +53,7 @@ from .manifests import (
     cpu_millis,
     load,
     memory_bytes,
+    session_secret,
 )
 
 logger = logging.getLogger(__name__)
@@ -70,6 +72,7 @@ OWNED = [
     KINDS[("networking.k8s.io/v1", "Ingress")],
     SERVICE,
     KINDS[("v1", "ConfigMap")],
+    KINDS[("v1", "Secret")],
     KINDS[("v1", "PersistentVolumeClaim")],
     POD,
 ]
@@ -90,6 +93,9 @@ NEEDED_ACCESS = [
     ("create", "batch", "jobs", "", "start training jobs"),
     ("create", "", "services", "", "expose inference servers"),
     ("create", "", "persistentvolumeclaims", "", "create model caches"),
+    ("create", "", "secrets", "", "give JupyterLab sessions their token"),
+    ("get", "", "secrets", "", "open JupyterLab sessions"),
+    ("create", "", "pods", "exec", "open terminals in jobs"),
     ("create", "autoscaling", "horizontalpodautoscalers", "", "autoscale servers"),
     ("list", "", "pods", "", "follow jobs"),
     ("get", "", "pods", "log", "show logs"),
@@ -98,6 +104,7 @@ NEEDED_ACCESS = [
     ("delete", "batch", "jobs", "", "cancel training jobs"),
     ("delete", "", "pods", "", "clean up pods"),
     ("delete", "", "persistentvolumeclaims", "", "clean up volumes"),
+    ("delete", "", "secrets", "", "clean up session tokens"),
 ]
 
 
@@ -160,6 +167,8 @@ class KubernetesBackend(ClusterBackend):
 
     def _create_all(self, request: SubmitRequest, namespace: str, objects: list[dict]) -> str:
         created: list[dict] = []
+        secret = session_secret(objects, secrets.token_urlsafe(32))
+        objects = [secret, *objects] if secret else objects  # before the pod that reads it
         try:
             for obj in objects:
                 kind = kind_of(obj)

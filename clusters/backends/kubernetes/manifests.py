@@ -336,6 +336,29 @@ def preview_context() -> ManifestContext:
     )
 
 
+SESSION_SECRET_SUFFIX = "-session"  # noqa: S105 (a name, not a secret) <job_name>-session: the interactive session's token, made at submit
+
+
+def session_secret(objects: list[dict], token: str) -> dict | None:
+    """The Secret holding a session server's token, where a pod of the job reads `<job_name>-session` (the JupyterLab
+    template's JUPYTER_TOKEN); None when none does. Made at submit, so the token is never in the job's script."""
+    workload = next((o for o in objects if o.get("kind") in WORKLOAD_KINDS), None)
+    if workload is None:
+        return None
+    name = f"gpulab-{workload['metadata']['labels'][LABEL_JOB][:8]}{SESSION_SECRET_SUFFIX}"
+    refs = [
+        ((env.get("valueFrom") or {}).get("secretKeyRef") or {}).get("name")
+        for pod in pod_specs(workload)
+        for container in pod.get("containers") or []
+        for env in container.get("env") or []
+    ]
+    if name not in refs:
+        return None
+    metadata = {"name": name, "namespace": workload["metadata"]["namespace"], "labels": workload["metadata"]["labels"]}
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "type": "Opaque"}
+    return {**secret, "stringData": {"token": token}}
+
+
 def dump(objects: list[dict]) -> str:
     """A job's objects as its script: what is submitted, stored on the job and shown on its page."""
     return yaml.safe_dump_all(objects, sort_keys=False)

@@ -1,0 +1,104 @@
+"""Where a Kubernetes job's JupyterLab answers the portal: the API server's service proxy to the job's Service.
+
+The JupyterLab template (jobs/builtin_templates/k8s-jupyterlab.yaml) runs the server in a Deployment behind a
+Service, with --ServerApp.base_url set to the portal's own path for it, and its token in the Secret the backend made
+at submit (`<job_name>-session`, never in the job's script). The portal reaches it as
+`<API server>/api/v1/namespaces/<ns>/services/<service>:<port>/proxy/jobs/<id>/lab/…` with the cluster's
+credentials, so no pod port has to be open to the portal. Two things differ from a server reached directly:
+- the API server takes the Authorization header for itself (and drops it), so Jupyter's token travels as the
+  `token` query parameter, which Jupyter accepts as well;
+- the API server rewrites absolute links in HTML pages and Location headers to go through its proxy path; the portal
+  takes that prefix out again (`rewritten_prefix`), so the browser keeps asking the portal's own path.
+Only the Service and the Secret that carry this job's label are used, whatever the job's script says.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..base import BackendError
+from ..kind import ActionRefused
+from .api import KINDS
+from .backend import SERVICE, KubernetesBackend, labels, name_of, split_id
+from .manifests import LABEL_JOB, SESSION_SECRET_SUFFIX
+
+SECRET = KINDS[("v1", "Secret")]
+TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
+
+
+class NotReady(ActionRefused):
+    """The job runs, but its JupyterLab pod is not ready to answer yet."""
+
+
+@dataclass(frozen=True)
+class ServiceRoute:
+    """How the portal's proxy reaches the server: `url` + the request's own path, with `headers` added, the Jupyter
+    token as a query parameter, TLS checked against `ca_pem`, and `rewritten_prefix` taken out of pages."""
+
+    url: str
+    token: str
+    headers: dict[str, str]
+    ca_pem: str
+    rewritten_prefix: str
+
+
+def _ready(pod: dict) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _service(backend: KubernetesBackend, namespace: str, job_uuid: str) -> tuple[str, int]:
+    services = backend.api.list(SERVICE.collection(namespace), f"{LABEL_JOB}={job_uuid}")
+    services = [s for s in services if labels(s).get(LABEL_JOB) == job_uuid]
+    if not services:
+        raise ActionRefused("This job has no Service to reach JupyterLab through; launch the JupyterLab template.")
+    ports = (services[0].get("spec") or {}).get("ports") or []
+    port = next((p for p in ports if p.get("name") == "http"), ports[0] if ports else None)
+    if port is None:
+        raise ActionRefused("The job's Service has no port for JupyterLab.")
+    return name_of(services[0]), int(port["port"])
+
+
+def _token(backend: KubernetesBackend, namespace: str, job_uuid: str) -> str:
+    secret = backend.api.get(SECRET.item(namespace, f"gpulab-{job_uuid[:8]}{SESSION_SECRET_SUFFIX}"))
+    try:
+        token = base64.b64decode((secret.get("data") or {}).get("token", "")).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        token = ""
+    if labels(secret).get(LABEL_JOB) != job_uuid or not TOKEN.match(token):
+        raise ActionRefused("The job's JupyterLab token is missing or not the portal's; launch the session again.")
+    return token
+
+
+def _connection(backend: KubernetesBackend) -> tuple[str, dict[str, str], str]:
+    """The API server's URL, the headers that authenticate the portal to it, and the CA it is checked against."""
+    config = backend.api.client.configuration
+    if config.cert_file or config.key_file:
+        raise ActionRefused(
+            "This cluster's kubeconfig signs in with a client certificate, which the JupyterLab proxy does not use; "
+            "an admin can give the portal a service-account token instead."
+        )
+    auth = (config.auth_settings().get("BearerToken") or {}).get("value") or ""
+    ca_pem = Path(config.ssl_ca_cert).read_text() if config.ssl_ca_cert else ""
+    return config.host.rstrip("/"), ({"Authorization": auth} if auth else {}), ca_pem
+
+
+def route(job) -> ServiceRoute:
+    """Where the running job's JupyterLab answers; NotReady while its pod starts."""
+    if not job.scheduler_id:
+        raise NotReady("JupyterLab has not been submitted yet; it opens once the job runs.")
+    backend = KubernetesBackend(job.cluster, job.account)
+    namespace, job_uuid = split_id(job.scheduler_id)
+    if not any(_ready(pod) for pod in backend.pods(job.scheduler_id, role="")):
+        raise NotReady("JupyterLab is starting in its pod (pulling the image can take a few minutes). Try again soon.")
+    service, port = _service(backend, namespace, job_uuid)
+    token = _token(backend, namespace, job_uuid)
+    host, headers, ca_pem = _connection(backend)
+    path = f"{SERVICE.item(namespace, f'{service}:{port}')}/proxy"
+    if not host.startswith(("https://", "http://")):
+        raise BackendError(f"The API server address {host!r} is not a URL.")
+    return ServiceRoute(url=host + path, token=token, headers=headers, ca_pem=ca_pem, rewritten_prefix=path)

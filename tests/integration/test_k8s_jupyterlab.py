@@ -1,0 +1,121 @@
+"""JupyterLab on Kubernetes: the built-in template's Deployment and Service, the token Secret the portal makes at
+submit, and the API server's service proxy to a real JupyterLab (the lab's Python, scripts/lab_venv.sh) that the test
+starts where the kubelet would start the pod's container, registered as the Service's endpoint."""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import subprocess
+
+import pytest
+import requests
+
+from clusters.backends.kubernetes import notebook
+
+from .conftest import wait_for
+from .test_k8s_jobs import NS, launch, owned
+
+LAB_VENV = os.environ.get("GPULAB_LAB_VENV", "/opt/gpulab-lab-venv")
+LAB = {"gpus": 0, "cpu": 1, "memory_gib": 2, "time_minutes": 30}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=2).status_code in (200, 403)
+    except requests.ConnectionError:
+        return False
+
+
+def session_token(kube, job) -> str:
+    (secret,) = owned(kube, f"/api/v1/namespaces/{NS}/secrets", job)
+    return base64.b64decode(secret["data"]["token"]).decode()
+
+
+@pytest.fixture
+def lab_pod(kube, tmp_path):
+    """Start the job's JupyterLab as its pod would (same args, token from the Secret) and route its Service to it."""
+    started = []
+
+    def start(job, deployment: dict) -> str:
+        python = f"{LAB_VENV}/bin/python"
+        if not os.path.exists(python):
+            pytest.fail(f"{LAB_VENV} is missing; `make test` builds it (scripts/lab_venv.sh)")
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        port = free_port()
+        args = [a for a in container["args"] if not a.startswith(("--ip=", "--port="))]
+        args += ["--ip=127.0.0.1", f"--port={port}", f"--ServerApp.root_dir={tmp_path}"]
+        args += ["--allow-root"] if os.geteuid() == 0 else []  # the image runs it as jovyan; this machine as root
+        env = {**os.environ, "JUPYTER_TOKEN": session_token(kube, job), "HOME": str(tmp_path)}
+        log = (tmp_path / "jupyter.log").open("w")
+        started.append(
+            subprocess.Popen([python, "-m", "jupyterlab", *args], env=env, stdout=log, stderr=subprocess.STDOUT)
+        )
+        url = f"http://127.0.0.1:{port}"
+        status = f"{url}/jobs/{job.pk}/lab/api/status"
+        wait_for(lambda: answers(status), what="JupyterLab to listen", timeout=120)
+        (service,) = owned(kube, f"/api/v1/namespaces/{NS}/services", job)
+        kube.route_service(NS, service["metadata"]["name"], url)
+        return url
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def through_route(found: notebook.ServiceRoute, path: str, ca_file, **params) -> requests.Response:
+    """What the portal's proxy sends for `path` (the server's own path): the route's headers and token, TLS checked
+    against the route's CA."""
+    ca_file.write_text(found.ca_pem)
+    query = {"token": found.token, **params}
+    return requests.get(
+        found.url + path, headers=found.headers, params=query, verify=str(ca_file), timeout=30, allow_redirects=False
+    )
+
+
+def test_the_template_makes_a_deployment_a_service_and_a_token_only_the_portal_holds(
+    worker, api_for, alice, k8s_cluster, k8s_templates, kube, job_state, lab_pod, tmp_path
+):
+    ca_file = tmp_path / "apiserver-ca.pem"
+    job = job_state(launch(api_for, alice, "k8s-jupyterlab", LAB), "pending")
+    (deployment,) = owned(kube, f"/apis/apps/v1/namespaces/{NS}/deployments", job)
+    (service,) = owned(kube, f"/api/v1/namespaces/{NS}/services", job)
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert f"--ServerApp.base_url=/jobs/{job.pk}/lab/" in container["args"]
+    assert container["env"][0]["valueFrom"]["secretKeyRef"]["name"] == f"{deployment['metadata']['name']}-session"
+    token = session_token(kube, job)
+    assert len(token) >= 32 and token not in job.script  # the page shows the script; the token is not in it
+    assert service["spec"]["ports"][0]["port"] == 8888
+
+    with pytest.raises(notebook.NotReady):  # no pod yet: the page says it is starting
+        notebook.route(job)
+    lab_pod(job, deployment)
+    kube.start_pod(deployment, "lab-1", phase="Running", ready=True)
+    job = job_state(job, "running")
+    found = notebook.route(job)
+    assert found.url.startswith(kube.url + f"/api/v1/namespaces/{NS}/services/{service['metadata']['name']}:8888/")
+    assert found.token == token and found.headers["Authorization"].startswith("Bearer ")
+
+    answer = through_route(found, f"/jobs/{job.pk}/lab/api/status", ca_file)
+    assert answer.status_code == 200 and "started" in answer.json()
+    page = through_route(found, f"/jobs/{job.pk}/lab/lab", ca_file)
+    assert page.status_code == 200 and f"{found.rewritten_prefix}/jobs/{job.pk}/lab/static/" in page.text
+    assert through_route(found, f"/jobs/{job.pk}/lab/api/status", ca_file, token="").status_code == 403
+
+
+def test_cancel_deletes_the_token_secret_with_the_session(
+    worker, api_for, alice, k8s_cluster, k8s_templates, kube, job_state
+):
+    job = job_state(launch(api_for, alice, "k8s-jupyterlab", LAB), "pending")
+    assert owned(kube, f"/api/v1/namespaces/{NS}/secrets", job)
+    api_for(alice).post(f"/api/v1/jobs/{job.pk}/cancel/")
+    job_state(job, "cancelled")
+    assert owned(kube, f"/api/v1/namespaces/{NS}/secrets", job) == []
