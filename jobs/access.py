@@ -10,9 +10,10 @@ from __future__ import annotations
 import uuid
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from django.http import Http404
 
+from clusters.kinds import template_backend
 from clusters.models import Cluster
 from core import logs
 from courses import terms
@@ -52,6 +53,7 @@ __all__ = [
     "may_teach",
     "role_in",
     "teaching_courses",
+    "template_catalog",
     "template_read_only",
     "visible_clusters",
     "visible_jobs",
@@ -94,6 +96,33 @@ def visible_templates(user) -> QuerySet[JobTemplate]:
     published = Q(status=JobTemplate.Status.PUBLISHED, courses__in=courses_for(user))
     authored = Q(courses__in=teaching_courses(user))
     return JobTemplate.objects.filter(published | authored).distinct()
+
+
+def template_catalog(user) -> list[Course]:
+    """The user's courses, each with `launchable` (its published templates that an enabled cluster of the course can
+    run), `teaches` and `launch_refusal` (why nothing may be launched there now: the term; else None). The catalog
+    page shows all of it; GET /api/v1/templates/ lists the templates of the courses without a refusal. Four queries.
+    """
+    courses = list(
+        courses_for(user).prefetch_related(
+            Prefetch(
+                "templates",
+                queryset=JobTemplate.objects.filter(status=JobTemplate.Status.PUBLISHED).order_by("name"),
+                to_attr="published_templates",
+            ),
+            Prefetch("clusters", queryset=Cluster.objects.filter(enabled=True), to_attr="enabled_clusters"),
+        )
+    )
+    teaching = set(teaching_courses(user).values_list("pk", flat=True))
+    for course in courses:
+        runs = {template_backend(cluster.kind) for cluster in course.enabled_clusters}
+        mpi = any(cluster.has_mpi_operator for cluster in course.enabled_clusters)
+        course.launchable = [
+            t for t in course.published_templates if t.backend in runs and (mpi or not t.needs_mpi_operator)
+        ]
+        course.teaches = course.pk in teaching
+        course.launch_refusal = terms.launch_refusal(course, teaches=course.teaches)
+    return courses
 
 
 def launchable_templates(user, course: Course) -> QuerySet[JobTemplate]:

@@ -42,7 +42,21 @@ class TemplateViewSet(viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = ANY_SEGMENT
 
     def get_queryset(self):
-        return access.visible_templates(self.request.user).prefetch_related("courses").order_by("name")
+        """What the catalog offers and may be launched now: nothing unpublished, of another course, of a course
+        out of its term, or that no cluster of the course runs."""
+        return JobTemplate.objects.filter(pk__in=self._offered()).order_by("name")
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "offered": self._offered()}
+
+    def _offered(self) -> dict[int, list[str]]:
+        """{template id: the slugs of the user's courses it may be launched in now}."""
+        if not hasattr(self, "offered"):
+            self.offered: dict[int, list[str]] = {}
+            for course in access.template_catalog(self.request.user):
+                for template in course.launchable if course.launch_refusal is None else ():
+                    self.offered.setdefault(template.pk, []).append(course.slug)
+        return self.offered
 
 
 class ClusterViewSet(viewsets.ReadOnlyModelViewSet):

@@ -6,7 +6,10 @@ from .models import Job, JobTemplate
 
 
 class TemplateSerializer(serializers.ModelSerializer):
-    courses = serializers.SlugRelatedField(slug_field="slug", many=True, read_only=True)
+    courses = serializers.SerializerMethodField(help_text="The slugs of your courses you may launch it in now.")
+
+    def get_courses(self, template) -> list[str]:
+        return self.context["offered"].get(template.pk, [])
 
     class Meta:
         model = JobTemplate

@@ -112,7 +112,7 @@ class TestApiLaunch:
         assert [r["name"] for r in rows] == ["local"]
         assert set(rows[0]) == {"name", "title", "kind", "enabled", "partitions", "gpu_types"}
 
-    def test_templates_list(self, api_for, alice, carol, sleep_template):
+    def test_templates_list(self, api_for, alice, carol, cluster, sleep_template):
         assert [r["slug"] for r in api_for(alice).get("/api/v1/templates/").json()["results"]] == ["sleep-echo"]
         assert api_for(carol).get("/api/v1/templates/").json()["results"] == []
 
