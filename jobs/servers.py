@@ -1,7 +1,7 @@
 """What a student does with a running server from its job page, whatever its cluster's kind: scale it, send it a
 prompt, load-test it. The kind checks and performs each action (Kind.plan_scale, scale, try_it, start_load_test);
-this module holds what the portal owes around it: the course quota for a new size, the job's script and GPU count,
-and the events on the job's timeline.
+this module holds what the portal owes around it: the course's term (no action once it ended, as for launches), the
+course quota for a new size, the job's script and GPU count, and the events on the job's timeline.
 
 Every function takes a job the caller already got through jobs.access; nothing here looks jobs up.
 """
@@ -16,20 +16,34 @@ from django.utils import timezone
 from clusters import kinds
 from clusters.backends.kind import ActionRefused
 from core.choices import EventKind
+from courses import terms
 
+from .access import may_teach
 from .launch import QuotaExceeded, check_quota
 from .models import Job
 from .states import record
 
-__all__ = ["ActionRefused", "load_test_report", "scale", "start_load_test", "try_it"]
+__all__ = ["ActionRefused", "load_test_report", "refusal", "scale", "start_load_test", "try_it"]
 
 
 def _kind(job: Job):
     return kinds.kind_of(job.cluster.kind)
 
 
+def refusal(user, job: Job) -> str | None:
+    """Why no action may be taken on the job's server now (the course's term, as for a launch), or None."""
+    return terms.launch_refusal(job.course, teaches=may_teach(user, job.course))
+
+
+def _check(user, job: Job) -> None:
+    why = refusal(user, job)
+    if why:
+        raise ActionRefused(why)
+
+
 def scale(user, job: Job, replicas: int) -> str:
     """Resize the server within the course quota (its other jobs counted, this one at its new size)."""
+    _check(user, job)
     kind = _kind(job)
     plan = kind.plan_scale(job, replicas)
     with transaction.atomic():
@@ -43,11 +57,13 @@ def scale(user, job: Job, replicas: int) -> str:
     return message
 
 
-def try_it(job: Job, prompt: str) -> Iterator[str]:
+def try_it(user, job: Job, prompt: str) -> Iterator[str]:
+    _check(user, job)
     return _kind(job).try_it(job, prompt)
 
 
 def start_load_test(user, job: Job, *, prompts: int = 64, concurrency: int = 8, output_len: int = 64) -> str:
+    _check(user, job)
     name = _kind(job).start_load_test(job, prompts=prompts, concurrency=concurrency, output_len=output_len)
     record(job, EventKind.NOTE, f"Load test {name} started ({prompts} prompts, {concurrency} at once).", actor=user)
     return name

@@ -119,15 +119,21 @@ def test_launch_log_and_cancel_through_the_api(api_for, alice, memory_cluster, f
     assert MemoryBackend.jobs[job.scheduler_id]["status"].raw_state == "STOPPED"
 
 
-def test_the_job_page_draws_the_kinds_server_panel_and_scale_keeps_the_quota(
-    login, api_for, alice, course, memory_cluster, fake_template
-):
-    created = api_for(alice).post("/api/v1/jobs/", {"template": "count", "cluster": "memory"}, "json")
+def running_job(client, memory_cluster) -> Job:
+    """A job launched through the API, submitted and seen running by a poll, as the worker would do it."""
+    created = client.post("/api/v1/jobs/", {"template": "count", "cluster": "memory"}, "json")
     job = Job.objects.get(pk=created.json()["id"])
     submission.submit(job.pk)
     job.refresh_from_db()
     MemoryBackend.move(job.scheduler_id, JobState.RUNNING, raw_state="BUSY")
     polling.poll_cluster(memory_cluster.pk)
+    return job
+
+
+def test_the_job_page_draws_the_kinds_server_panel_and_scale_keeps_the_quota(
+    login, api_for, alice, course, memory_cluster, fake_template
+):
+    job = running_job(api_for(alice), memory_cluster)
     page = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
     assert "<h2>In memory</h2>" in page and f'<dd class="mono">{job.scheduler_id}</dd>' in page
     assert 'id="scale"' in page and 'id="try-it"' not in page  # no prompts: no Try it, no load test
@@ -140,6 +146,32 @@ def test_the_job_page_draws_the_kinds_server_panel_and_scale_keeps_the_quota(
     course.save()
     refused = api_for(alice).post(f"/api/v1/jobs/{job.pk}/scale/", {"replicas": 2}, "json")
     assert refused.status_code == 409 and "allows 1 per student" in refused.json()["detail"]
+
+
+def test_server_actions_are_refused_once_the_term_has_ended_like_a_launch(
+    login, api_for, alice, instructor, course, memory_cluster, fake_template
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from courses.models import Course
+
+    job = running_job(api_for(alice), memory_cluster)
+    now = timezone.now()
+    Course.objects.filter(pk=course.pk).update(term_starts_at=now - timedelta(days=90), term_ends_at=now)
+    for user in (alice, instructor):
+        scaled = api_for(user).post(f"/api/v1/jobs/{job.pk}/scale/", {"replicas": 2}, "json")
+        assert scaled.status_code == 409 and "The term of HPC Lab ended on" in scaled.json()["detail"]
+        client = login(user)
+        asked = client.post(reverse("jobs:try_it", args=[job.pk]), {"prompt": "hi"})
+        assert asked.status_code == 400 and "The term of HPC Lab ended on" in asked.content.decode()
+        tested = client.post(reverse("jobs:load_test", args=[job.pk]), follow=True).content.decode()
+        assert "The term of HPC Lab ended on" in tested
+        page = client.get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert 'id="server-refusal"' in page and 'id="scale"' not in page
+    job.refresh_from_db()
+    assert job.gpus == 0 and not job.events.filter(message__startswith="Now").exists()
 
 
 def test_other_students_cannot_see_or_cancel_a_fake_kind_job(

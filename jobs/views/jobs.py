@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods
 from clusters import kinds
 from clusters.backends import BackendError
 from core.choices import EventKind, JobState
-from jobs import access, job_page, rightsize
+from jobs import access, job_page, rightsize, servers
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.logs import log_streams, read_log
@@ -43,6 +43,7 @@ def detail(request, job_id):
     server = kind.server(job)
     if server is not None:  # what the kind lets a student do with a running server, and its separate logs
         context["server"] = server
+        context["server_refusal"] = servers.refusal(request.user, job)
         context["stream"] = request.GET.get("stream", "")
         if job.scheduler_id and not job.is_terminal:
             try:

@@ -34,7 +34,7 @@ def try_it(request, job_id):
     """Stream the server's answer as plain text; the page appends it as it arrives."""
     job = access.get_job(request.user, job_id)
     try:
-        pieces = servers.try_it(job, request.POST.get("prompt", ""))
+        pieces = servers.try_it(request.user, job, request.POST.get("prompt", ""))
         first = next(pieces, "")
     except (servers.ActionRefused, BackendError) as exc:
         return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
