@@ -58,6 +58,13 @@ class Cluster(models.Model):
     has_accounting = models.BooleanField(
         "SLURM accounting (sacct)", default=False, help_text="Detected by “Test connection”."
     )
+    lab_reservations = models.BooleanField(
+        "lab sessions (SLURM reservations)",
+        default=False,
+        help_text="Instructors may book GPUs for a lab session; the portal then makes a SLURM reservation for the "
+        "course's users. The service account must be a SLURM operator (sacctmgr modify user NAME set "
+        "adminlevel=operator): where jobs run as the service account, their scripts could then make reservations too.",
+    )
     # {partition: PartitionLimits.as_dict()}: learnt at Test connection and every PARTITION_LIMITS_REFRESH_SECONDS.
     partition_limits = models.JSONField(
         "partition limits",

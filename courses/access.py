@@ -19,7 +19,7 @@ from clusters.models import Cluster
 from core.roles import is_admin
 
 from . import terms
-from .models import TEACHING_ROLES, Course, Enrollment, Role
+from .models import TEACHING_ROLES, Course, Enrollment, LabSession, Role
 
 if TYPE_CHECKING:
     from jobs.models import JobTemplate
@@ -29,6 +29,7 @@ __all__ = [
     "get_copyable_course",
     "get_course",
     "get_files_cluster",
+    "get_lab_session",
     "get_roster_course",
     "is_admin",
     "launchable_clusters",
@@ -99,6 +100,15 @@ def get_roster_course(user, slug: str, *, write: bool = False) -> Course:
     if not is_admin(user) and role_in(user, course) != Role.INSTRUCTOR:
         raise PermissionDenied("Only the course's instructors manage its roster. Ask one of them.")
     return course
+
+
+def get_lab_session(user, slug: str, session_id: int, *, write: bool = False) -> LabSession:
+    """A lab session of a course the user teaches; anyone else's (another course's instructor included) is 404."""
+    course = get_course(user, slug, teach=True, write=write)
+    session = course.lab_sessions.select_related("cluster", "course").filter(pk=session_id).first()
+    if session is None:
+        raise Http404("No such lab session.")
+    return session
 
 
 def launchable_clusters(user, course: Course, template: JobTemplate | None = None) -> QuerySet[Cluster]:

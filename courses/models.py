@@ -346,3 +346,78 @@ class BudgetNotice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.level} % notice to {self.student} in {self.course}"
+
+
+class LabSessionState(models.TextChoices):
+    BOOKED = "booked", "Booked"  # the reservation is being made on the cluster
+    HELD = "held", "Held"  # the cluster holds the GPUs for the session
+    REFUSED = "refused", "Refused by the cluster"
+    CANCELLED = "cancelled", "Cancelled"
+    ENDED = "ended", "Ended"
+
+
+# A session in these states holds (or is about to hold) GPUs: it counts against overlaps and its jobs go into it.
+LIVE_LAB_SESSION_STATES = (LabSessionState.BOOKED, LabSessionState.HELD)
+
+
+class LabSession(models.Model):
+    """GPUs booked by an instructor for a live lab: on the cluster a SLURM reservation named `reservation_name` for the
+    course's users (courses/lab_sessions.py makes and removes it; moves are conditional and audited)."""
+
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="lab_sessions")
+    cluster = models.ForeignKey("clusters.Cluster", on_delete=models.CASCADE, related_name="lab_sessions")
+    starts_at = models.DateTimeField("starts")
+    ends_at = models.DateTimeField("ends")
+    gpus = models.PositiveSmallIntegerField("GPUs booked")
+    state = models.CharField(max_length=16, choices=LabSessionState.choices, default=LabSessionState.BOOKED)
+    gpus_held = models.PositiveSmallIntegerField("GPUs held", default=0, help_text="Whole nodes hold all their GPUs.")
+    nodes = models.CharField("nodes held", max_length=255, blank=True)
+    message = models.CharField(max_length=500, blank=True, help_text="The cluster's last word on it, in words.")
+    removed_at = models.DateTimeField(
+        "reservation removed", null=True, blank=True, help_text="Empty for a cancelled session: still to remove."
+    )
+    booked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["starts_at", "pk"]
+        indexes = [
+            models.Index(fields=["cluster", "state", "starts_at"], name="labsession_cluster_state"),
+            models.Index(fields=["course", "state", "ends_at"], name="labsession_course_state"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(ends_at__gt=F("starts_at")), name="labsession_ends_after_start"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.course} lab session {self.starts_at:%Y-%m-%d %H:%M} ({self.gpus} GPUs)"
+
+    @property
+    def reservation_name(self) -> str:
+        return f"gpulab-{self.course.slug[:30].lower().replace('_', '-')}-{self.pk}"
+
+    @property
+    def minutes(self) -> int:
+        return int((self.ends_at - self.starts_at).total_seconds() // 60)
+
+
+class LabSessionEvent(models.Model):
+    """The audit of a lab session: who moved it from what to what, and why (the cluster's words included)."""
+
+    session = models.ForeignKey(LabSession, on_delete=models.CASCADE, related_name="events")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    from_state = models.CharField(max_length=16, blank=True)
+    to_state = models.CharField(max_length=16)
+    message = models.CharField(max_length=500, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.from_state or 'new'} → {self.to_state}: {self.message}"

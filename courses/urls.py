@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import quota_views, roster_views, term_views
+from . import lab_session_views, quota_views, roster_views, term_views
 
 app_name = "courses"  # with the course job pages of jobs/course_urls.py (portal/urls.py joins them)
 
@@ -13,4 +13,10 @@ urlpatterns = [
     path("<slug:slug>/roster/<int:user_id>/invite/", roster_views.resend_invitation, name="roster_invite"),
     path("<slug:slug>/quotas/", quota_views.quota_page, name="quotas"),
     path("<slug:slug>/copy/", term_views.copy_course, name="copy"),
+    path("<slug:slug>/lab-sessions/", lab_session_views.lab_sessions_page, name="lab_sessions"),
+    path(
+        "<slug:slug>/lab-sessions/<int:session_id>/cancel/",
+        lab_session_views.cancel_lab_session,
+        name="lab_session_cancel",
+    ),
 ]

@@ -11,8 +11,7 @@ idempotent (jobs/submission.py, jobs/cancellation.py).
 
 from __future__ import annotations
 
-from celery import current_app
-from django.db import transaction
+from core.enqueue import send_on_commit as _send_on_commit
 
 SUBMIT_JOB = "workers.tasks.submit_job"
 CANCEL_JOB = "workers.tasks.cancel_job"
@@ -38,11 +37,3 @@ def keep_log(job_id) -> None:
 def term_notice(notice_id: int) -> None:
     """Mail a recorded course-term notice (jobs/term_end.py)."""
     _send_on_commit(SEND_TERM_NOTICE, notice_id)
-
-
-def _send_on_commit(name: str, *args) -> None:
-    transaction.on_commit(lambda: _send(name, args))
-
-
-def _send(name: str, args: tuple) -> None:
-    current_app.signature(name, args=args).delay()

@@ -28,6 +28,7 @@ from clusters.backends.base import SubmitRequest
 from clusters.kinds import get_backend
 from core import failpoints, measurements
 from core.choices import EventKind, JobState
+from courses.lab_sessions import reservation_for
 from jobs import access
 
 from . import enqueue
@@ -195,10 +196,11 @@ def _failed(job: Job, exc: BackendError) -> Outcome:
 
 
 def submit_request(job: Job) -> SubmitRequest:
-    """What the backend needs: the script or objects, and what the kind prepares first (Kubernetes: the
-    namespace with the course's quota)."""
+    """What the backend needs: the script or objects, what the kind prepares first (Kubernetes: the namespace with the
+    course's quota), and the reservation of the course's lab session on now, which the job goes into."""
     plan = kinds.kind_of(job.cluster.kind).namespace_plan(job.course, job.owner)
-    return SubmitRequest(job_id=job.pk, script=job.script, namespace=plan)
+    reservation = reservation_for(job.course_id, job.cluster_id)
+    return SubmitRequest(job_id=job.pk, script=job.script, namespace=plan, reservation=reservation)
 
 
 def resume_waiting() -> int:

@@ -269,6 +269,13 @@ GPULAB_FAILPOINTS = env_str("FAILPOINTS", "")
 # How often course terms are checked: notices before the end, and the course's jobs stopped once it has passed.
 GPULAB_TERM_CHECK_INTERVAL = env_float("TERM_CHECK_INTERVAL_SECONDS", 60.0)
 
+# Lab sessions (courses/lab_sessions.py): how long one may last and how far ahead it may be booked; ended and
+# cancelled sessions' reservations are removed (and stuck bookings asked again) this often (seconds).
+GPULAB_LAB_SESSION_MIN_MINUTES = env_int("LAB_SESSION_MIN_MINUTES", 15)
+GPULAB_LAB_SESSION_MAX_MINUTES = env_int("LAB_SESSION_MAX_MINUTES", 8 * 60)
+GPULAB_LAB_SESSION_MAX_DAYS_AHEAD = env_int("LAB_SESSION_MAX_DAYS_AHEAD", 180)
+GPULAB_LAB_SESSION_SWEEP_INTERVAL = env_float("LAB_SESSION_SWEEP_SECONDS", 60.0)
+
 # The schedule is one fixed interval: kept in memory, so a beat killed mid-write never leaves a corrupt file behind.
 # GPU-hour budgets and idle rules are evaluated this often (seconds); tests shorten it.
 GPULAB_GOVERNANCE_INTERVAL = env_int("GPULAB_GOVERNANCE_INTERVAL", 60)
@@ -282,6 +289,7 @@ CELERY_BEAT_SCHEDULE = {
     "check-terms": {"task": "workers.tasks.check_terms", "schedule": GPULAB_TERM_CHECK_INTERVAL},
     "notification-reminders": {"task": "workers.notify.send_reminders", "schedule": 60.0},
     "evaluate-budgets": {"task": "workers.tasks.evaluate_budgets", "schedule": GPULAB_GOVERNANCE_INTERVAL},
+    "sweep-lab-sessions": {"task": "workers.tasks.sweep_lab_sessions", "schedule": GPULAB_LAB_SESSION_SWEEP_INTERVAL},
 }
 
 # --- Hostile input and sign-in (README "Configuration", docs/operations.md "Sign-in throttling") -------------

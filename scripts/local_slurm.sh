@@ -294,6 +294,8 @@ register_accounting() {
   for user in root "$SERVICE_USER" "$PERSONAL_USER" "$REST_USER" $STUDENT_USERS; do
     sacctmgr -i -Q add user "$user" account="$ACCOUNT" cluster=gpulab >/dev/null 2>&1 || true
   done
+  # The service account makes lab sessions' reservations (scontrol create reservation): a SLURM operator.
+  sacctmgr -i -Q modify user "$SERVICE_USER" set adminlevel=operator >/dev/null 2>&1 || true
 }
 
 # slurmctld reads AuthAltTypes, AccountingStorageType and PriorityType only at start: a controller started before the

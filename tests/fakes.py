@@ -13,6 +13,7 @@ from clusters.backends.base import (
     SchedulerStatus,
     SubmitRequest,
 )
+from clusters.backends.reservations import HeldReservation, ReservationRefused, ReservationRequest
 
 
 class FakeBackend(ClusterBackend):
@@ -24,13 +25,18 @@ class FakeBackend(ClusterBackend):
     usages: dict = {}  # scheduler id → AccountedUsage, what accounting answers for it
     usage_calls: list[list[str]] = []
     cancelled: list[str] = []
+    requests: list[SubmitRequest] = []
+    reservations: dict[str, HeldReservation] = {}  # name → what the fake holds
+    reservation_calls: list[str] = []  # "create NAME", "delete NAME"
+    refuse_reservations = ""  # set: create_reservation refuses with these words
     down = False
     _ids = itertools.count(1000)
 
     @classmethod
     def reset(cls) -> None:
         cls.submitted, cls.statuses, cls.logs, cls.poll_calls, cls.cancelled = {}, {}, {}, [], []
-        cls.usages, cls.usage_calls = {}, []
+        cls.usages, cls.usage_calls, cls.requests = {}, [], []
+        cls.reservations, cls.reservation_calls, cls.refuse_reservations = {}, [], ""
         cls.down = False
 
     def _check(self) -> None:
@@ -41,6 +47,7 @@ class FakeBackend(ClusterBackend):
         self._check()
         scheduler_id = str(next(self._ids))
         FakeBackend.submitted[scheduler_id] = request.job_id
+        FakeBackend.requests.append(request)
         return scheduler_id
 
     def find_submitted(self, request):
@@ -66,6 +73,24 @@ class FakeBackend(ClusterBackend):
         offset = min(offset, len(data))
         chunk = data[offset : offset + limit]
         return LogChunk(offset=offset + len(chunk), data=chunk.decode(), eof=offset + len(chunk) >= len(data))
+
+    def create_reservation(self, request: ReservationRequest) -> HeldReservation:
+        self._check()
+        FakeBackend.reservation_calls.append(f"create {request.name}")
+        if FakeBackend.refuse_reservations:
+            raise ReservationRefused(FakeBackend.refuse_reservations)
+        held = HeldReservation(name=request.name, nodes="fake01", gpus=4)
+        FakeBackend.reservations[request.name] = held
+        return held
+
+    def find_reservation(self, name: str) -> HeldReservation | None:
+        self._check()
+        return FakeBackend.reservations.get(name)
+
+    def delete_reservation(self, name: str) -> None:
+        self._check()
+        FakeBackend.reservation_calls.append(f"delete {name}")
+        FakeBackend.reservations.pop(name, None)
 
     def test_connection(self):
         return ConnectionReport(ok=True, lines=["fake"])

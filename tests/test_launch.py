@@ -12,7 +12,7 @@ def test_launch_form_creates_a_queued_job_and_queues_submit_on_commit(
     login, alice, cluster, sleep_template, course, django_capture_on_commit_callbacks, monkeypatch
 ):
     sent = []
-    monkeypatch.setattr("jobs.enqueue._send", lambda name, args: sent.append((name, args)))
+    monkeypatch.setattr("core.enqueue.send", lambda name, args: sent.append((name, args)))
     url = reverse("jobs:launch", args=[course.slug, sleep_template.slug])
     form = login(alice).get(url).content.decode()
     assert 'name="param_seconds"' in form and 'max="600"' in form

@@ -147,7 +147,7 @@ def test_the_stale_sweep_sends_a_silent_submission_again_and_fails_one_out_of_at
     make_job, alice, settings, monkeypatch, django_capture_on_commit_callbacks
 ):
     sent = []
-    monkeypatch.setattr(enqueue, "_send", lambda name, args: sent.append((name, args)))
+    monkeypatch.setattr("core.enqueue.send", lambda name, args: sent.append((name, args)))
     settings.GPULAB_SUBMIT_STALE_AFTER, settings.GPULAB_SUBMIT_RETRIES = 60, 2
     silent, crashing = make_job(alice), make_job(alice)
     Job.objects.filter(pk=crashing.pk).update(state=JobState.SUBMITTING, submit_attempts=4)
@@ -163,7 +163,7 @@ def test_a_worker_that_starts_sends_every_waiting_submission_again(
     make_job, alice, monkeypatch, django_capture_on_commit_callbacks
 ):
     sent = []
-    monkeypatch.setattr(enqueue, "_send", lambda name, args: sent.append((name, args)))
+    monkeypatch.setattr("core.enqueue.send", lambda name, args: sent.append((name, args)))
     first, second = make_job(alice), make_job(alice)
     Job.objects.filter(pk=second.pk).update(state=JobState.SUBMITTING)
     with django_capture_on_commit_callbacks(execute=True):

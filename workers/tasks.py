@@ -15,6 +15,7 @@ from clusters import services as cluster_services
 from clusters.backends import BackendError
 from clusters.models import Cluster
 from core import measurements
+from courses import lab_reservations, lab_sessions
 from jobs import (
     budget_pass,
     cancellation,
@@ -126,3 +127,21 @@ def evaluate_budgets() -> dict:
         "idle_warned": len(idle.warned),
         "idle_cancelled": len(idle.cancelled),
     }
+
+
+@shared_task(name=lab_sessions.MAKE_RESERVATION, autoretry_for=(BackendError,), retry_backoff=5, max_retries=6)
+def make_lab_reservation(session_id: int) -> str:
+    """Make a booked lab session's SLURM reservation (or adopt the one an earlier attempt made)."""
+    return lab_reservations.make(session_id)
+
+
+@shared_task(name=lab_sessions.REMOVE_RESERVATION, autoretry_for=(BackendError,), retry_backoff=5, max_retries=6)
+def remove_lab_reservation(session_id: int) -> str:
+    return lab_reservations.remove(session_id)
+
+
+@shared_task
+def sweep_lab_sessions() -> dict:
+    """The beat task: ended sessions closed and their reservations removed, lost bookings asked for again."""
+    report = lab_reservations.sweep()
+    return {"ended": len(report.ended), "removing": len(report.removing), "asked_again": len(report.asked_again)}

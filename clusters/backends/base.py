@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from clusters.models import Cluster, ClusterAccount
 
     from .accounting import AccountedUsage
+    from .reservations import HeldReservation, ReservationRequest
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class SubmitRequest:
     job_id: uuid.UUID
     script: str  # a batch script, or Kubernetes objects as YAML documents
     namespace: NamespacePlan | None = None
+    reservation: str = ""  # the course's lab session on now: the job goes into its SLURM reservation
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,19 @@ class ClusterBackend(ABC):
         """What accounting recorded of these finished jobs, in one call; empty where the cluster keeps no accounting
         (a job with no record is absent)."""
         return {}
+
+    # Lab sessions (courses/lab_sessions.py): GPUs held for a course's users, where the kind can hold them.
+    def create_reservation(self, request: ReservationRequest) -> HeldReservation:
+        """Make the reservation; raises ReservationRefused with SLURM's refusal in words."""
+        raise NotSupported(f"{self.cluster.display_name} cannot hold GPUs for a lab session.")
+
+    def find_reservation(self, name: str) -> HeldReservation | None:
+        """The reservation of that name as the scheduler lists it, or None: a retried create looks first."""
+        raise NotSupported(f"{self.cluster.display_name} cannot hold GPUs for a lab session.")
+
+    def delete_reservation(self, name: str) -> None:
+        """Remove it; one already gone (ended, or removed by hand) is not an error."""
+        raise NotSupported(f"{self.cluster.display_name} cannot hold GPUs for a lab session.")
 
     # Limits: what the scheduler could ever run, so that the portal refuses the rest at launch.
     def partition_limits(self) -> dict[str, PartitionLimits]:

@@ -179,6 +179,9 @@ class Kind:
         """The newest load test's name, phase, figures and error (jobs/_load_test.html), or None."""
         return None
 
+    # Lab sessions: GPUs held for a course's users (clusters/backends/reservations.py), where the admin allows it.
+    holds_lab_sessions: ClassVar[bool] = False
+
     # A shell inside a running job, relayed to the browser by sessions/terminal.py.
     opens_terminals: ClassVar[bool] = False
     terminal_note: ClassVar[str] = ""  # what the shell is and where it runs, under the terminal page's title

@@ -40,3 +40,24 @@ document.addEventListener("submit", async (event) => {
     }
   }
 });
+
+// Countdowns (a lab session's end or start): an element marked data-countdown-to="<ISO time>" shows the time left,
+// every second, from the browser's clock; at zero it shows data-countdown-done.
+function countdownText(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+  const pad = (n) => String(n).padStart(2, "0");
+  return h ? `${h} h ${pad(m)} min ${pad(sec)} s` : `${m} min ${pad(sec)} s`;
+}
+function tickCountdowns() {
+  for (const el of document.querySelectorAll("[data-countdown-to]")) {
+    const left = Date.parse(el.dataset.countdownTo) - Date.now();
+    if (Number.isNaN(left)) continue;
+    el.textContent = left > 0 ? `${el.dataset.countdownPrefix || ""}${countdownText(left)}${el.dataset.countdownPrefix ? "" : " left"}` : el.dataset.countdownDone || "";
+  }
+}
+document.addEventListener("DOMContentLoaded", () => {
+  if (!document.querySelector("[data-countdown-to]")) return;
+  tickCountdowns();
+  setInterval(tickCountdowns, 1000);
+});

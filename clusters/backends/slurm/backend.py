@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from core.choices import JobState
 
-from .. import as_student, ssh, sudo_rule
+from .. import as_student, reservations, ssh, sudo_rule
 from ..accounting import SACCT_FIELDS, AccountedUsage, parse_sacct
 from ..base import (
     BackendError,
@@ -189,7 +189,16 @@ class SlurmBackend(ClusterBackend):
         ("SLURM: login node", {"fields": ["host", "port", "host_key", "host_key_pinned_at"]}),
         (
             "SLURM: scheduler",
-            {"fields": ["partitions", "gpu_types", "has_accounting", "partition_limits", "partition_limits_at"]},
+            {
+                "fields": [
+                    "partitions",
+                    "gpu_types",
+                    "has_accounting",
+                    "lab_reservations",
+                    "partition_limits",
+                    "partition_limits_at",
+                ]
+            },
         ),
         ("SLURM: job environment", {"fields": ["lab_dir", "preamble"]}),
     )
@@ -235,6 +244,8 @@ class SlurmBackend(ClusterBackend):
             job_dir = self._write_script(request)
             script, stdin = [posixpath.join(job_dir, SCRIPT_NAME)], ""
         argv = ["sbatch", "--parsable", f"--comment={COMMENT_PREFIX}{request.job_id}", f"--chdir={job_dir}"]
+        if request.reservation:
+            argv.append(f"--reservation={reservations.checked_name(request.reservation)}")
         result = self._run([*argv, f"--output={posixpath.join(job_dir, LOG_NAME)}", *script], stdin=stdin)
         scheduler_id = result.stdout.strip().split(";")[0] if result.ok else ""
         if not SCHEDULER_ID.match(scheduler_id):
@@ -402,6 +413,34 @@ class SlurmBackend(ClusterBackend):
         next_offset = offset + len(raw)
         return LogChunk(offset=next_offset, data=raw.decode("utf-8", errors="replace"), eof=next_offset >= size)
 
+    # -- lab sessions: reservations made by the service account, a SLURM operator ------------------------------
+    def create_reservation(self, request: reservations.ReservationRequest) -> reservations.HeldReservation:
+        version = self._run(["scontrol", "--version"])
+        nodes = None
+        if not reservations.release(version.stdout).reserves_gpus_as_tres:
+            nodes = reservations.nodes_for(self.nodes(), request.gpus)  # 22.05: the whole nodes holding the GPUs
+        result = self._run(reservations.create_argv(request, now=timezone.now(), nodes=nodes))
+        if not result.ok:
+            raise reservations.ReservationRefused(reservations.refusal(result.message()))
+        held = self.find_reservation(request.name)
+        if held is None:
+            raise BackendError(f"SLURM made the reservation {request.name} but does not list it: {result.message()}")
+        return held
+
+    def find_reservation(self, name: str) -> reservations.HeldReservation | None:
+        result = self._run(reservations.show_argv(name))
+        if not result.ok:
+            if "not found" in result.message():
+                return None
+            raise BackendError(f"scontrol show reservation failed: {result.message()}")
+        gpus = {node.name: node.gpus for node in self.nodes()}
+        return reservations.parse_show(result.stdout, lambda hosts: sum(gpus.get(h, 0) for h in expand_hostlist(hosts)))
+
+    def delete_reservation(self, name: str) -> None:
+        result = self._run(reservations.delete_argv(name))
+        if not result.ok and "invalid" not in result.message().lower():  # "Requested reservation is invalid": gone
+            raise BackendError(f"scontrol delete reservation failed: {result.message()}")
+
     # -- admin actions ----------------------------------------------------------------------------------------
     def test_connection(self) -> ConnectionReport:
         version = self._run(["sinfo", "--version"])
@@ -414,6 +453,8 @@ class SlurmBackend(ClusterBackend):
         lines = [f"Logged in as {self.login.username}; {version.stdout.strip()}."]
         lines += [p.describe() for p in limits.values()] or [f"sinfo failed: {partitions.message()}"]
         lines.append("SLURM accounting: " + ("available (sacct)" if has_accounting else "off (using scontrol)"))
+        if self.cluster.lab_reservations:
+            lines.append(self._operator_line(has_accounting))
         facts = {"partition_limits": {name: p.as_dict() for name, p in limits.items()}} if partitions.ok else {}
         rule_ok = True
         if self.cluster.run_as == "sudo":  # jobs run as each student: the service account's sudo rule, judged
@@ -421,6 +462,18 @@ class SlurmBackend(ClusterBackend):
             lines += verdict.lines(self.login.username)
             rule_ok = verdict.ok
         return ConnectionReport(ok=rule_ok, lines=lines, has_accounting=has_accounting, facts=facts)
+
+    def _operator_line(self, has_accounting: bool) -> str:
+        """Lab sessions need the service account to be a SLURM operator (it makes their reservations)."""
+        name = self.account.username
+        argv = ["sacctmgr", "-n", "-P", "show", "user", name, "format=adminlevel"]
+        level = self._run(argv).stdout.strip() if has_accounting else ""
+        if level in {"Operator", "Administrator"}:
+            return f"Lab sessions: {name} is a SLURM {level.lower()} and can make reservations."
+        return (
+            f"Lab sessions: {name} is not a SLURM operator, so lab sessions will be refused. Run "
+            f"“sacctmgr modify user {name} set adminlevel=operator” (it needs SLURM accounting)."
+        )
 
     def stage_lab_files(self, source: Path) -> int:
         copied = 0

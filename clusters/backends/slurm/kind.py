@@ -8,6 +8,7 @@ class SlurmKind(BatchKind):
     name = "slurm"
     backend_class = SlurmBackend
     admin_fieldsets = SlurmBackend.admin_fieldsets
+    holds_lab_sessions = True
 
     def missing_fields(self, cluster) -> dict[str, str]:
         return {} if cluster.host else {"host": "A SLURM cluster needs its login host."}

@@ -1,0 +1,186 @@
+"""Lab sessions: GPUs an instructor books on one of the course's clusters for a live lab.
+
+A booking is a LabSession row; the row is the record. Its moves (booked → held | refused, booked | held →
+cancelled | ended) are conditional updates, each with a LabSessionEvent. The cluster side (making and removing the
+SLURM reservation) runs in Celery tasks, courses/lab_reservations.py. While a held session is on, the course's jobs
+on that cluster are submitted into its reservation (jobs/submission.py asks `reservation_for`).
+
+Refused bookings: a start in the past or too far ahead, too short or too long, more GPUs than the cluster has,
+a second session of the course at the same time, or more GPUs than other courses' sessions leave free then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from clusters import kinds
+from clusters.models import Cluster
+from core.enqueue import send_on_commit
+
+from .models import LIVE_LAB_SESSION_STATES, Course, LabSession, LabSessionEvent, LabSessionState
+
+MAKE_RESERVATION = "workers.tasks.make_lab_reservation"
+REMOVE_RESERVATION = "workers.tasks.remove_lab_reservation"
+# A start earlier than this is "in the past": a session booked for the current minute still starts now.
+PAST_GRACE = timedelta(minutes=1)
+
+
+class BookingRefused(Exception):
+    """The booking cannot be made; `errors` maps each form field (or "__all__") to what to do."""
+
+    def __init__(self, errors: dict[str, str]):
+        super().__init__(" ".join(errors.values()))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Booking:
+    cluster: Cluster
+    starts_at: datetime
+    minutes: int
+    gpus: int
+
+    @property
+    def ends_at(self) -> datetime:
+        return self.starts_at + timedelta(minutes=self.minutes)
+
+
+def lab_clusters(course: Course) -> QuerySet[Cluster]:
+    """The course's clusters on which its admin allows lab sessions and whose kind can hold them."""
+    holding = [name for name in kinds.KINDS if kinds.kind_of(name).holds_lab_sessions]
+    return course.clusters.filter(enabled=True, lab_reservations=True, kind__in=holding).order_by("name")
+
+
+def cluster_gpus(cluster: Cluster) -> int:
+    """The most GPUs one session can hold there: the largest partition's, as the scheduler last reported them."""
+    return max(
+        (p.get("nodes", 0) * p.get("gpus_per_node", 0) for p in (cluster.partition_limits or {}).values()), default=0
+    )
+
+
+def _when(moment: datetime) -> str:
+    return timezone.localtime(moment).strftime("%a %d %b %H:%M")
+
+
+def overlapping(cluster: Cluster, starts_at: datetime, ends_at: datetime) -> QuerySet[LabSession]:
+    return LabSession.objects.filter(
+        cluster=cluster, state__in=LIVE_LAB_SESSION_STATES, starts_at__lt=ends_at, ends_at__gt=starts_at
+    )
+
+
+def booking_errors(course: Course, booking: Booking, now: datetime | None = None) -> dict[str, str]:
+    """Why this booking cannot be made, by form field; empty when it can."""
+    now = now or timezone.now()
+    errors: dict[str, str] = {}
+    if not lab_clusters(course).filter(pk=booking.cluster.pk).exists():
+        errors["cluster"] = "Lab sessions cannot be booked on that cluster: an admin must allow them on it first."
+        return errors
+    if booking.starts_at < now - PAST_GRACE:
+        errors["starts_at"] = f"That time has passed ({_when(booking.starts_at)}). Book a start from now on."
+    elif booking.starts_at > now + timedelta(days=settings.GPULAB_LAB_SESSION_MAX_DAYS_AHEAD):
+        errors["starts_at"] = f"Book at most {settings.GPULAB_LAB_SESSION_MAX_DAYS_AHEAD} days ahead."
+    low, high = settings.GPULAB_LAB_SESSION_MIN_MINUTES, settings.GPULAB_LAB_SESSION_MAX_MINUTES
+    if not low <= booking.minutes <= high:
+        errors["minutes"] = f"A session lasts from {low} to {high} minutes; split a longer lab into two sessions."
+    total = cluster_gpus(booking.cluster)
+    if booking.gpus < 1:
+        errors["gpus"] = "Book at least one GPU."
+    elif booking.gpus > total:
+        errors["gpus"] = f"“{booking.cluster.display_name}” has {total} GPU(s); book at most {total}."
+    if errors:
+        return errors
+    others = list(overlapping(booking.cluster, booking.starts_at, booking.ends_at))
+    mine = next((s for s in others if s.course_id == course.pk), None)
+    if mine:
+        errors["starts_at"] = (
+            f"The course already has a session from {_when(mine.starts_at)} to {_when(mine.ends_at)}. "
+            "Cancel it or book another time."
+        )
+        return errors
+    taken = sum(max(s.gpus, s.gpus_held) for s in others)
+    if taken + booking.gpus > total:
+        free = max(total - taken, 0)
+        errors["gpus"] = (
+            f"Other courses' sessions hold {taken} of the cluster's {total} GPUs at that time"
+            f" ({_when(min(s.starts_at for s in others))} to {_when(max(s.ends_at for s in others))}). "
+            + (f"Book at most {free}, or another time." if free else "Book another time.")
+        )
+    return errors
+
+
+def book(course: Course, booking: Booking, *, actor) -> LabSession:
+    """Record the booking and ask the workers to make its reservation; BookingRefused says what is wrong."""
+    with transaction.atomic():
+        Cluster.objects.select_for_update().filter(pk=booking.cluster.pk).first()  # one booking check at a time
+        errors = booking_errors(course, booking)
+        if errors:
+            raise BookingRefused(errors)
+        session = LabSession.objects.create(
+            course=course,
+            cluster=booking.cluster,
+            starts_at=booking.starts_at,
+            ends_at=booking.ends_at,
+            gpus=booking.gpus,
+            booked_by=actor,
+        )
+        LabSessionEvent.objects.create(
+            session=session,
+            actor=actor,
+            to_state=LabSessionState.BOOKED,
+            message=f"Booked {booking.gpus} GPU(s) on {booking.cluster.display_name}.",
+        )
+        send_on_commit(MAKE_RESERVATION, session.pk)
+    return session
+
+
+def cancel(session: LabSession, *, actor) -> bool:
+    """Cancel a booked or held session; its reservation is removed by the workers. False: it had already ended."""
+    moved = move(session.pk, LIVE_LAB_SESSION_STATES, LabSessionState.CANCELLED, actor=actor, message="Cancelled.")
+    if moved:
+        send_on_commit(REMOVE_RESERVATION, session.pk)
+    return moved
+
+
+def move(session_id: int, from_states, to: str, *, actor=None, message: str = "", **fields) -> bool:
+    """The one way a session changes state: conditional on where it is, with its audit event."""
+    with transaction.atomic():
+        current = LabSession.objects.filter(pk=session_id, state__in=from_states).values_list("state", flat=True)
+        was = current.select_for_update().first()
+        if was is None:
+            return False
+        LabSession.objects.filter(pk=session_id).update(
+            state=to, message=message[:500], updated_at=timezone.now(), **fields
+        )
+        LabSessionEvent.objects.create(
+            session_id=session_id, actor=actor, from_state=was, to_state=to, message=message[:500]
+        )
+    return True
+
+
+def reservation_for(course_id: int, cluster_id: int, now: datetime | None = None) -> str:
+    """The reservation a job of this course on this cluster goes into now, or ""."""
+    now = now or timezone.now()
+    session = (
+        LabSession.objects.select_related("course")
+        .filter(course_id=course_id, cluster_id=cluster_id, state=LabSessionState.HELD)
+        .filter(starts_at__lte=now, ends_at__gt=now)
+        .first()
+    )
+    return session.reservation_name if session else ""
+
+
+def coming_sessions(now: datetime | None = None) -> QuerySet[LabSession]:
+    """Sessions on now or still to come, soonest first (a course's first is the one its pages show)."""
+    live = LabSession.objects.filter(state__in=LIVE_LAB_SESSION_STATES, ends_at__gt=now or timezone.now())
+    return live.select_related("cluster").order_by("starts_at")
+
+
+def current_or_next(course: Course, now: datetime | None = None) -> LabSession | None:
+    """The course's session on now, else its next booked one (for the dashboard and the students' notice)."""
+    return coming_sessions(now).filter(course=course).first()

@@ -1,0 +1,111 @@
+"""Lab sessions on the real local SLURM (22.05): a booking made through the API becomes a reservation of the whole GPU
+node that `scontrol show reservation` lists, the course's next job runs in it, cancelling removes it, SLURM's own
+refusal reaches the instructor in words, and Test connection says whether the service account may make them."""
+
+import subprocess
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from clusters import services as cluster_services
+from clusters.kinds import get_backend
+from courses import lab_reservations
+from courses.models import LabSession, LabSessionState
+from tests.integration.jobs_api import launch
+
+from .conftest import slurm, wait_for
+
+
+@pytest.fixture
+def lab_cluster(cluster):
+    cluster.lab_reservations = True
+    cluster.save()
+    cluster_services.refresh_partition_limits(cluster)
+    cluster.refresh_from_db()
+    yield cluster
+    for session in LabSession.objects.filter(cluster=cluster):  # never leave the shared node reserved
+        subprocess.run(["scontrol", "delete", "reservation", session.reservation_name], capture_output=True)
+
+
+def book_now(api_for, instructor, course, cluster, minutes=15, gpus=2):
+    start = timezone.now().replace(second=0, microsecond=0)
+    body = {"cluster": cluster.name, "starts_at": start.isoformat(), "minutes": minutes, "gpus": gpus}
+    response = api_for(instructor).post(f"/api/v1/courses/{course.slug}/lab-sessions/", body, format="json")
+    assert response.status_code == 201, response.content
+    return LabSession.objects.get(pk=response.json()["id"])
+
+
+def state_of(session, *states, timeout=60):
+    def reached():
+        session.refresh_from_db()
+        return session.state in states
+
+    wait_for(reached, timeout=timeout, what=f"lab session {session.pk} to be {'/'.join(states)}")
+    return session
+
+
+def test_a_booked_session_holds_the_gpu_node_and_the_courses_next_job_runs_in_it(
+    worker, api_for, instructor, alice, course, lab_cluster, sleep_template, job_state
+):
+    session = state_of(
+        book_now(api_for, instructor, course, lab_cluster), LabSessionState.HELD, LabSessionState.REFUSED
+    )
+    assert session.state == LabSessionState.HELD, session.message
+    shown = slurm("scontrol", "show", "reservation", "--oneliner", session.reservation_name)
+    assert f"ReservationName={session.reservation_name}" in shown
+    assert "Users=labsvc" in shown and "Nodes=" in shown  # 22.05: the whole node that holds the GPUs
+    assert session.gpus_held == 4 and session.nodes  # the node's four GPUs, though two were booked
+    events = list(session.events.values_list("to_state", flat=True))
+    assert events == ["booked", "held"]
+
+    job = job_state(launch(api_for, alice, seconds=20), "pending", "running", timeout=120)
+    assert slurm("squeue", "-h", "-j", job.scheduler_id, "-o", "%v").strip() == session.reservation_name
+    # It starts on the reserved node once jobs that ran there before the session (other users') leave room.
+    job = job_state(job, "running", timeout=150)
+    assert f"Reservation={session.reservation_name}" in slurm("scontrol", "show", "job", "--oneliner", job.scheduler_id)
+
+    cancelled = api_for(instructor).delete(f"/api/v1/courses/{course.slug}/lab-sessions/{session.pk}/")
+    assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled"
+    wait_for(
+        lambda: LabSession.objects.filter(pk=session.pk).exclude(removed_at=None).exists(),
+        what="the cancelled session's reservation to be removed",
+    )
+    assert session.reservation_name not in slurm("scontrol", "show", "reservation")
+    after = job_state(launch(api_for, alice, seconds=1), "pending", "running", "completed", timeout=120)
+    assert slurm("squeue", "-h", "-j", after.scheduler_id, "-o", "%v").strip() in {"", "(null)"}
+
+
+def test_making_the_reservation_again_adopts_it_and_slurms_refusal_is_told_in_words(
+    api_for, instructor, course, other_course, lab_cluster, make_user
+):
+    session = LabSession.objects.create(
+        course=course,
+        cluster=lab_cluster,
+        starts_at=timezone.now(),
+        ends_at=timezone.now() + timedelta(minutes=15),
+        gpus=1,
+    )
+    assert lab_reservations.make(session.pk) == "held"
+    LabSession.objects.filter(pk=session.pk).update(state=LabSessionState.BOOKED)  # as if the answer was lost
+    assert lab_reservations.make(session.pk) == "held"  # found by its name, not made twice
+    assert slurm("scontrol", "show", "reservation").count("ReservationName=gpulab-") == 1
+
+    # A second course's session over the same node at the same time: SLURM refuses it, the portal says why.
+    other_course.clusters.add(lab_cluster)
+    rival = LabSession.objects.create(
+        course=other_course, cluster=lab_cluster, starts_at=session.starts_at, ends_at=session.ends_at, gpus=1
+    )
+    assert lab_reservations.make(rival.pk) == "refused"
+    rival.refresh_from_db()
+    assert rival.message.startswith("Another reservation on the cluster holds those nodes")
+    assert "(SLURM: " in rival.message and "overlaps with another reservation" in rival.message
+
+    LabSession.objects.filter(pk=session.pk).update(state=LabSessionState.CANCELLED)
+    assert lab_reservations.remove(session.pk) == "removed"
+    assert get_backend(lab_cluster).find_reservation(session.reservation_name) is None
+
+
+def test_test_connection_says_the_service_account_may_make_reservations(lab_cluster):
+    report = get_backend(lab_cluster).test_connection()
+    assert "Lab sessions: labsvc is a SLURM operator and can make reservations." in report.lines
