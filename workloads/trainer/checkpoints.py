@@ -6,7 +6,7 @@
                     what the inference server loads
 
 A checkpoint is written to a temporary file and renamed, so a crash mid-write never leaves a broken one.
-Only rank 0 writes; the others wait at a barrier so that no rank runs ahead of a checkpoint.
+Only rank 0 writes, at steps rank 0 chooses; the others wait at a barrier so that no rank runs ahead of a checkpoint.
 """
 
 from __future__ import annotations
@@ -64,17 +64,22 @@ def write_final(run_dir: Path, model: TinyLM, args, step: int, loss: float | Non
 
 
 class Every:
-    """The periodic checkpoint: saved by rank 0 once --checkpoint_minutes have passed since the last one."""
+    """The periodic checkpoint: saved by rank 0 once --checkpoint_minutes have passed since the last one on rank 0's
+    clock. Rank 0 decides and tells the others (one small broadcast per step), so every rank reaches the barrier
+    after a save at the same step, however far their clocks drift apart."""
 
     def __init__(self, args: argparse.Namespace, env: Dist, model: TinyLM, optimizer):
         self.args, self.env, self.model, self.optimizer = args, env, model, optimizer
         self.path = args.run_dir / CHECKPOINT
         self.last = time.monotonic()
 
-    def maybe_save(self, step: int, epoch: int) -> None:
-        if time.monotonic() - self.last < self.args.checkpoint_minutes * 60:
-            return
+    def maybe_save(self, step: int, epoch: int) -> bool:
+        """Save if due; True when this step saved (on every rank alike)."""
+        due = time.monotonic() - self.last >= self.args.checkpoint_minutes * 60
+        if not self.env.decided_by_main(due):
+            return False
         if self.env.main:
             save_checkpoint(self.path, self.model, self.optimizer, step, epoch, self.args)
         self.env.barrier()
         self.last = time.monotonic()
+        return True

@@ -40,6 +40,15 @@ class Dist:
         dist.all_reduce(tensor)
         return tensor.item() / self.world
 
+    def decided_by_main(self, yes: bool) -> bool:
+        """Rank 0's answer, on every rank: a choice that leads into a collective (save a checkpoint, then barrier)
+        must not rest on each rank's own clock, or ranks that disagree wait for each other forever."""
+        if self.world == 1:
+            return yes
+        flag = torch.tensor([1.0 if yes else 0.0], device=self.device)
+        dist.broadcast(flag, src=0)
+        return flag.item() > 0
+
     def barrier(self) -> None:
         if self.world > 1:
             dist.barrier()
