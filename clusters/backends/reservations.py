@@ -133,6 +133,12 @@ def delete_argv(name: str) -> list[str]:
     return ["scontrol", "delete", "reservation", checked_name(name)]
 
 
+def end_now_argv(name: str) -> list[str]:
+    """SLURM will not delete a reservation its jobs still use ("Requested reservation is in use"): it is ended now
+    instead, so it holds nothing more, and SLURM drops it once those jobs are gone (they run on to their limit)."""
+    return ["scontrol", "update", f"ReservationName={checked_name(name)}", "EndTime=now"]
+
+
 def parse_show(text: str, gpus_of_nodes: Callable[[str], int]) -> HeldReservation | None:
     """`scontrol show reservation --oneliner NAME`; `gpus_of_nodes` counts the GPUs on a SLURM host list."""
     fields = dict(re.findall(r"(\w+)=(\S*)", text))

@@ -2,8 +2,9 @@
 node that `scontrol show reservation` lists, the course's next job runs in it, cancelling removes it, SLURM's own
 refusal reaches the instructor in words, and Test connection says whether the service account may make them."""
 
+import re
 import subprocess
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -12,6 +13,7 @@ from clusters import services as cluster_services
 from clusters.kinds import get_backend
 from courses import lab_reservations
 from courses.models import LabSession, LabSessionState
+from jobs.models import Job
 from tests.integration.jobs_api import launch
 
 from .conftest import slurm, wait_for
@@ -59,19 +61,29 @@ def test_a_booked_session_holds_the_gpu_node_and_the_courses_next_job_runs_in_it
     events = list(session.events.values_list("to_state", flat=True))
     assert events == ["booked", "held"]
 
-    job = job_state(launch(api_for, alice, seconds=20), "pending", "running", timeout=120)
+    job = job_state(launch(api_for, alice, seconds=120), "pending", "running", timeout=120)
     assert slurm("squeue", "-h", "-j", job.scheduler_id, "-o", "%v").strip() == session.reservation_name
     # It starts on the reserved node once jobs that ran there before the session (other users') leave room.
     job = job_state(job, "running", timeout=150)
     assert f"Reservation={session.reservation_name}" in slurm("scontrol", "show", "job", "--oneliner", job.scheduler_id)
 
+    # Cancelled while its job still runs: SLURM will not delete a reservation in use, so it is ended at once.
     cancelled = api_for(instructor).delete(f"/api/v1/courses/{course.slug}/lab-sessions/{session.pk}/")
     assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled"
     wait_for(
         lambda: LabSession.objects.filter(pk=session.pk).exclude(removed_at=None).exists(),
         what="the cancelled session's reservation to be removed",
     )
-    assert session.reservation_name not in slurm("scontrol", "show", "reservation")
+    shown = slurm("scontrol", "show", "reservation", "--oneliner", session.reservation_name)
+    ends = re.search(r"EndTime=(\S+)", shown)
+    assert not ends or datetime.fromisoformat(ends.group(1)) <= datetime.now()  # it holds the node no more
+    assert Job.objects.get(pk=job.pk).state == "running"  # the student's job runs on to its limit
+    slurm("scancel", job.scheduler_id)
+    wait_for(
+        lambda: session.reservation_name not in slurm("scontrol", "show", "reservation"),
+        timeout=120,
+        what="SLURM to drop the ended reservation once its job is gone",
+    )
     after = job_state(launch(api_for, alice, seconds=1), "pending", "running", "completed", timeout=120)
     assert slurm("squeue", "-h", "-j", after.scheduler_id, "-o", "%v").strip() in {"", "(null)"}
 

@@ -438,8 +438,10 @@ class SlurmBackend(ClusterBackend):
 
     def delete_reservation(self, name: str) -> None:
         result = self._run(reservations.delete_argv(name))
+        if not result.ok and "in use" in result.message():
+            result = self._run(reservations.end_now_argv(name))
         if not result.ok and "invalid" not in result.message().lower():  # "Requested reservation is invalid": gone
-            raise BackendError(f"scontrol delete reservation failed: {result.message()}")
+            raise BackendError(f"SLURM did not remove the reservation {name}: {result.message()}")
 
     # -- admin actions ----------------------------------------------------------------------------------------
     def test_connection(self) -> ConnectionReport:
