@@ -266,3 +266,51 @@ def test_a_claimed_cluster_user_without_a_working_login_is_refused(
     job = job_state(launch(api_for, alice, seconds=0), "submit_failed")
     assert "refused the login root" in job.error
     assert slurm("squeue", "--states=all", "--noheader", "--format=%k").count(str(job.pk)) == 0
+
+
+def token_of(user: str) -> str:
+    """A real token of an ordinary cluster user (not the SlurmUser): slurmctld accepts it for that user alone."""
+    return slurm("scontrol", "token", f"username={user}", "lifespan=600").strip().partition("=")[2]
+
+
+def store_token(cluster: Cluster, token: str) -> None:
+    from clusters.backends import tokens
+
+    account = cluster.service_account()
+    account.set_api_token(token, tokens.expires_at(token))
+    account.save()
+
+
+def test_test_connection_says_the_slurmusers_token_may_act_for_other_users(login, admin_user, rest_cluster):
+    report = get_backend(rest_cluster).test_connection()
+    assert report.ok and "The token of root may act for other users (asked as labrest)" in " ".join(report.lines)
+    page = login(admin_user).get(reverse("admin:cluster_test", args=[rest_cluster.pk])).content.decode()
+    assert "the token works for the users jobs run as" in page
+
+
+def test_test_connection_refuses_a_token_that_cannot_act_for_students_and_says_what_to_store(
+    login, admin_user, rest_cluster, rest_env
+):
+    service = rest_env["GPULAB_SLURMREST_USER"]
+    store_token(rest_cluster, token_of(service))
+    Cluster.objects.filter(pk=rest_cluster.pk).update(run_as="service")
+    fine = get_backend(Cluster.objects.get(pk=rest_cluster.pk)).test_connection()
+    said = " ".join(fine.lines)
+    assert fine.ok and f"The token of {service} may not act for other users: asked as nobody" in said
+    assert f"Fine while jobs run as {service}" in said
+
+    Cluster.objects.filter(pk=rest_cluster.pk).update(run_as="rest-user")
+    report = get_backend(Cluster.objects.get(pk=rest_cluster.pk)).test_connection()
+    said = " ".join(report.lines)
+    assert not report.ok and "Jobs here run as each student's cluster user" in said
+    assert "scontrol token username=<SlurmUser>" in said and f"on {service}." in said
+    page = login(admin_user).get(reverse("admin:cluster_test", args=[rest_cluster.pk])).content.decode()
+    assert "its token cannot act for the users jobs run as" in page
+
+
+def test_test_connection_refuses_another_users_token_on_the_service_account(rest_cluster, rest_env):
+    store_token(rest_cluster, token_of(rest_env["GPULAB_PERSONAL_USER"]))
+    report = get_backend(rest_cluster).test_connection()
+    said = " ".join(report.lines)
+    assert not report.ok and f"asked as {rest_env['GPULAB_SLURMREST_USER']}, SLURM said" in said
+    assert f"Every job here is submitted as {rest_env['GPULAB_SLURMREST_USER']}" in said

@@ -20,6 +20,8 @@ import time
 import uuid
 from pathlib import Path
 
+from clusters.choices import RunAs
+
 from .. import as_student, ssh, tokens
 from ..accounting import AccountedUsage
 from ..base import (
@@ -281,7 +283,31 @@ class SlurmRestBackend(ClusterBackend):
         status, _ = reader.request("GET", f"/slurmdb/{version.name}/diag")
         has_accounting = status == 200
         lines.append("SLURM accounting: " + ("available (slurmdbd API)" if has_accounting else "off"))
-        return ConnectionReport(ok=True, lines=lines, facts=facts, has_accounting=has_accounting)
+        acts, said = self._acting_for_others(reader, version)
+        lines.append(said)
+        return ConnectionReport(ok=acts, lines=lines, facts=facts, has_accounting=has_accounting)
+
+    def _acting_for_others(self, reader: RestClient, version: versions.ApiVersion) -> tuple[bool, str]:
+        """Whether the token may name another user in X-SLURM-USER-NAME (only the SlurmUser's, or root's, may), as
+        far as the cluster needs it, in words that say what to fix. Asked with a harmless ping naming the service
+        account (or `nobody` when the token is the service account's own): slurmctld refuses it, with an entry in
+        errors[], exactly when the token could not submit for that user either."""
+        other = self.account.username if self.account.username != reader.user else "nobody"
+        asking = RestClient(reader.base_url, reader.token, other, cluster_name=reader.cluster_name)
+        try:
+            refusal = "; ".join(text for _, text in error_messages(asking.request("GET", version.path("ping"))[1]))
+        except TokenRejected as exc:
+            refusal = str(exc)
+        if not refusal:
+            return True, f"The token of {reader.user} may act for other users (asked as {other}): impersonation works."
+        said = f"The token of {reader.user} may not act for other users: asked as {other}, SLURM said “{refusal}”."
+        slurm_user = "a token of SLURM's SlurmUser (SlurmUser in slurm.conf; `scontrol token username=<SlurmUser>`)"
+        account = self.account.username
+        if account != reader.user:
+            return False, f"{said} Every job here is submitted as {account}: store its own token or {slurm_user} on it."
+        if self.cluster.run_as == RunAs.REST_USER:
+            return False, f"{said} Jobs here run as each student's cluster user: store {slurm_user} on {account}."
+        return True, f"{said} Fine while jobs run as {account}; for students' own cluster users, store {slurm_user}."
 
     def stage_lab_files(self, source: Path) -> int:
         if not self.has_ssh:
