@@ -43,6 +43,9 @@ from clusters.errors import (
 )
 from clusters.limits import PartitionLimits as PartitionLimits
 
+from .queue import QueuedJob as QueuedJob
+from .queue import QueueView as QueueView
+
 if TYPE_CHECKING:
     from clusters.models import Cluster, ClusterAccount
 
@@ -227,6 +230,12 @@ class ClusterBackend(ABC):
     def delete_reservation(self, name: str) -> None:
         """Remove it; one already gone (ended, or removed by hand) is not an error."""
         raise NotSupported(f"{self.cluster.display_name} cannot hold GPUs for a lab session.")
+
+    # The queue: why pending jobs wait, read once per poll cycle for every job (clusters/backends/queue.py).
+    def queue(self) -> QueueView:
+        """Every pending and running job the scheduler shows, with start estimates and priority factors where it has
+        them, in a fixed number of calls whatever the number of jobs."""
+        raise NotSupported(f"{self.cluster.display_name} does not say why jobs wait.")
 
     # Limits: what the scheduler could ever run, so that the portal refuses the rest at launch.
     def partition_limits(self) -> dict[str, PartitionLimits]:

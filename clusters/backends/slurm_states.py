@@ -73,3 +73,38 @@ def never_starts(reason: str) -> str:
     else:
         return ""
     return f"SLURM will never start this job: {why} ({code})."
+
+
+# Why a job waits, in words for the student (squeue(1), "JOB REASON CODES"); the codes a teaching cluster shows most.
+WAITING_WORDS = {
+    "Resources": "the GPUs or cores it asks for are in use by running jobs",
+    "Priority": "jobs with a higher priority are waiting for the same resources and start first",
+    "Dependency": "it waits for another job it depends on to finish",
+    "BeginTime": "it was asked not to start before a given time",
+    "JobHeldUser": "it is held; release it or cancel it",
+    "JobHeldAdmin": "an administrator holds it",
+    "ReqNodeNotAvail": "the nodes it needs are down, drained or reserved",
+    "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions": (
+        "the nodes it needs are down, drained, or held for jobs of a higher-priority partition"
+    ),
+    "Reservation": "it waits for its reservation to begin",
+    "PartitionDown": "its partition is down",
+    "PartitionInactive": "its partition is not taking jobs",
+    "QOSMaxJobsPerUserLimit": "you already run as many jobs as your account allows at once",
+    "AssocGrpGRES": "your group's GPUs are all in use",
+    "AssocGrpGRESMinutes": "your group has used up its GPU minutes",
+    "QOSMaxGRESPerUser": "you already hold as many GPUs as your account allows at once",
+}
+
+
+# Waiting only for busy resources or for jobs ahead of it: asking for less may start it sooner (jobs/wait_advice.py).
+FOR_RESOURCES = {"Resources", "Priority"}
+
+
+def waiting_words(reason: str) -> str:
+    """SLURM's pending reason as a sentence for the student; the code itself where the table has no words for it."""
+    code = reason.split(",")[0].strip()
+    words = WAITING_WORDS.get(reason) or WAITING_WORDS.get(code)
+    if words:
+        return words[0].upper() + words[1:] + "."
+    return f"SLURM says: {reason}." if reason else ""

@@ -37,6 +37,8 @@ from ..base import (
     NodeUsage,
     NotSupported,
     PodUsage,
+    QueuedJob,
+    QueueView,
     SchedulerStatus,
     SubmitRejected,
     SubmitRequest,
@@ -138,6 +140,10 @@ class KubernetesBackend(ClusterBackend):
             {"fields": ["gpu_sharing_factor", "prometheus_url", "has_mpi_operator", "has_metrics_api"]},
         ),
     )
+
+    def __init__(self, cluster, account):
+        super().__init__(cluster, account)
+        self._pending: list[SchedulerStatus] = []  # what this cycle's poll found waiting, for queue()
 
     @cached_property
     def api(self) -> KubeAPI:
@@ -246,7 +252,7 @@ class KubernetesBackend(ClusterBackend):
             if SCHEDULER_ID.match(scheduler_id):
                 namespace, job = split_id(scheduler_id)
                 by_namespace[namespace][job] = scheduler_id
-        statuses = {}
+        statuses: dict[str, SchedulerStatus] = {}
         for namespace, jobs in by_namespace.items():
             pods_by_job = self._job_pods(namespace)
             for job, scheduler_id in jobs.items():
@@ -258,7 +264,19 @@ class KubernetesBackend(ClusterBackend):
                     status = kube_status.from_workload(scheduler_id, found, pods) if found else None
                 if status is not None:
                     statuses[scheduler_id] = status
+        self._pending = [status for status in statuses.values() if status.state == JobState.PENDING]
         return statuses
+
+    def queue(self) -> QueueView:
+        """What this cycle's poll read of the pending pods' conditions: Kubernetes keeps no queue order and makes no
+        start estimate, so that is all there is to say (no call of its own)."""
+        jobs = tuple(QueuedJob(status.scheduler_id, JobState.PENDING, reason=status.reason) for status in self._pending)
+        return QueueView(
+            jobs=jobs,
+            ordered=False,
+            note="Kubernetes starts a pod as soon as a node has room for it, in no queue order, and estimates no "
+            "start time.",
+        )
 
     def _job_pods(self, namespace: str) -> dict[str, list[dict]]:
         """All of the portal's pods in a namespace, by job: the one list call per namespace per cycle."""

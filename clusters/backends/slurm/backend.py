@@ -11,7 +11,6 @@ import posixpath
 import re
 import stat
 import uuid
-from datetime import datetime
 from pathlib import Path
 
 from django.utils import timezone
@@ -28,6 +27,7 @@ from ..base import (
     LogChunk,
     NodeInfo,
     PartitionLimits,
+    QueueView,
     SchedulerStatus,
     SchedulerUnavailable,
     SubmitRejected,
@@ -35,6 +35,8 @@ from ..base import (
     complete_utf8,
 )
 from ..slurm_states import STATE_MAP, TERMINAL_RAW, never_starts, reason_text, shell_exit_code
+from . import queue as slurm_queue
+from .text import _GPU_COUNT, _parse_time, expand_hostlist, parse_minutes
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +58,6 @@ CONTROLLER_DOWN = re.compile(
 UNKNOWN_JOB = re.compile(r"Invalid job id specified", re.IGNORECASE)
 
 _GRES_IDX = re.compile(r"gpu(?::[^:(\s]+)?:\d+\(IDX:([^)]*)\)")
-_GPU_COUNT = re.compile(r"gpu(?::[^:(,\s]+)?:(\d+)")  # "gpu:a100:4(S:0-1)" → 4; "gpu:2,gpu:v100:2" → 2, 2
 _NODE_DETAIL = re.compile(r"^\s*Nodes=(\S+)\s+CPU_IDs=(\S*).*?GRES=(\S*)", re.MULTILINE)
 
 
@@ -68,21 +69,6 @@ def expand_ids(text: str) -> tuple[int, ...]:
         if first.isdigit() and (not last or last.isdigit()):
             ids.extend(range(int(first), int(last or first) + 1))
     return tuple(ids)
-
-
-def expand_hostlist(text: str) -> list[str]:
-    """SLURM host lists: "gpu[01-03,07],login" → gpu01 gpu02 gpu03 gpu07 login (zero padding kept)."""
-    hosts: list[str] = []
-    for prefix, ranges, plain in re.findall(r"([^,\[]+)\[([^\]]+)\]|([^,\[\]]+)", text):
-        if plain:
-            hosts.append(plain)
-            continue
-        for part in ranges.split(","):
-            first, _, last = part.partition("-")
-            width = len(first)
-            for n in range(int(first), int(last or first) + 1):
-                hosts.append(f"{prefix}{n:0{width}d}")
-    return hosts
 
 
 def parse_gpu_allocations(text: str) -> list[GpuAllocation]:
@@ -122,26 +108,6 @@ def parse_nodes(text: str) -> list[NodeInfo]:
 PARTITION_FORMAT = "%P|%D|%s|%l|%G"  # name (* = default), nodes, job size in nodes, time limit, GRES
 
 
-def parse_minutes(text: str) -> int | None:
-    """A SLURM duration ("30", "1:00:00", "2-00:00:00", "infinite") in whole minutes; None for no limit."""
-    text = text.strip()
-    if not text or text.lower() in {"infinite", "unlimited", "n/a", "none"}:
-        return None
-    days, _, rest = text.rpartition("-")
-    try:
-        parts = [int(p) for p in rest.split(":")]
-        int(days or 0)
-    except ValueError:
-        return None  # a format this parser does not know: no limit assumed, SLURM itself still enforces it
-    if days:  # days-hours[:minutes[:seconds]]
-        hours, minutes = [*parts, 0, 0][:2]
-    elif len(parts) == 3:
-        hours, minutes = parts[:2]
-    else:  # minutes[:seconds]
-        hours, minutes = 0, parts[0]
-    return int(days or 0) * 1440 + hours * 60 + minutes  # seconds left over do not make a whole minute
-
-
 def parse_partitions(text: str) -> dict[str, PartitionLimits]:
     """`sinfo --all --noheader --format=%P|%D|%s|%l|%G`: one line per group of alike nodes in a partition, e.g.
     "gpu*|2|1-infinite|2:00:00|gpu:a100:4(S:0-1)". Lines of one partition add up their nodes."""
@@ -161,15 +127,6 @@ def parse_partitions(text: str) -> dict[str, PartitionLimits]:
         entry["max_nodes_per_job"] = int(largest) if largest.isdigit() else None
         entry["max_minutes"] = parse_minutes(limit)
     return {name: PartitionLimits(**entry) for name, entry in found.items()}
-
-
-def _parse_time(value: str) -> datetime | None:
-    if not value or value in {"N/A", "Unknown", "None"}:
-        return None
-    try:
-        return timezone.make_aware(datetime.fromisoformat(value))
-    except ValueError:
-        return None
 
 
 def _parse_exit_code(value: str) -> int | None:
@@ -342,6 +299,16 @@ class SlurmBackend(ClusterBackend):
             if status.raw_state in TERMINAL_RAW:
                 statuses[scheduler_id] = self._with_exit_code(status)
         return statuses
+
+    def queue(self) -> QueueView:
+        """The whole queue in two calls, whatever the number of jobs: `squeue --start` and `sprio`."""
+        listed = self._run(slurm_queue.SQUEUE_START)
+        if not listed.ok:
+            raise BackendError(f"squeue --start failed: {listed.message()}")
+        factors = self._run(slurm_queue.SPRIO)
+        if not factors.ok and slurm_queue.NO_MULTIFACTOR not in factors.message():
+            raise BackendError(f"sprio failed: {factors.message()}")
+        return slurm_queue.queue_view(listed.stdout, factors.stdout if factors.ok else None)
 
     def _with_exit_code(self, status: SchedulerStatus) -> SchedulerStatus:
         result = self._run(["scontrol", "show", "job", "--oneliner", status.scheduler_id])

@@ -30,6 +30,7 @@ from ..base import (
     ConnectionReport,
     LogChunk,
     NodeInfo,
+    QueueView,
     SchedulerStatus,
     SubmitRequest,
     complete_utf8,
@@ -47,8 +48,8 @@ SKIP_STAGING = {"__pycache__", "runs", "tests"}
 
 _lock = threading.Lock()
 _versions: dict[str, tuple[float, versions.ApiVersion]] = {}  # base URL → (when read, version)
-# (cluster, base URL, reader) → (epoch of the last full answer, its statuses): a 304 reuses them.
-_job_lists: dict[tuple, tuple[int, dict[str, SchedulerStatus]]] = {}
+# (cluster, base URL, reader) → (epoch of the last full answer, its statuses, its queue): a 304 reuses them.
+_job_lists: dict[tuple, tuple[int, dict[str, SchedulerStatus], QueueView]] = {}
 
 
 class SlurmRestBackend(ClusterBackend):
@@ -73,6 +74,7 @@ class SlurmRestBackend(ClusterBackend):
         # run_as "rest-user": the student's cluster username, named in X-SLURM-USER-NAME with the service account's
         # token; their run directory is made and their output read as them through the sudo rule over SSH.
         self.student = as_student.for_account(cluster, account)
+        self._queue: QueueView | None = None  # what this cycle's poll read of the queue
 
     # -- identity -------------------------------------------------------------------------------------------------
     def _token(self) -> str:
@@ -205,15 +207,24 @@ class SlurmRestBackend(ClusterBackend):
         asked_at = int(time.time())
         status, answer = reader.request("GET", version.path("jobs"), params=params)
         if status == 304 and cached:  # no job changed since the last full answer
-            found = cached[1]
+            found, self._queue = cached[1], cached[2]
         else:
             errors = [text for _, text in error_messages(answer)]
             if errors or status >= 400:
                 raise BackendError(f"slurmrestd could not list jobs: {'; '.join(errors) or f'HTTP {status}'}")
-            found = parsing.statuses(answer)
+            found, self._queue = parsing.statuses(answer), parsing.queue_view(answer, version)
             with _lock:
-                _job_lists[key] = (asked_at, found)
+                _job_lists[key] = (asked_at, found, self._queue)
         return {sid: found[sid] for sid in wanted if sid in found}
+
+    def queue(self) -> QueueView:
+        """The queue from the job list this cycle's poll read (pending jobs carry slurmctld's start estimate and
+        their priority); one GET of its own only when this backend has not polled."""
+        if self._queue is None:
+            version = self.version()
+            answer = self._reader().call("GET", version.path("jobs"))
+            self._queue = parsing.queue_view(answer, version)
+        return self._queue
 
     # -- accounting: one GET /slurmdb/…/jobs?step=<ids> for the jobs that ended in a cycle ----------------------------
     def usage(self, scheduler_ids: list[str]) -> dict[str, AccountedUsage]:

@@ -8,13 +8,17 @@ from core.choices import JobState
 
 from ..accounting import AccountedUsage
 from ..base import SchedulerStatus
+from ..queue import QueuedJob, QueueView
 from ..slurm_states import (  # one table for both SLURM kinds
+    FOR_RESOURCES,
     STATE_MAP,
     TERMINAL_RAW,
     never_starts,
     reason_text,
     shell_exit_code,
+    waiting_words,
 )
+from .versions import ApiVersion
 
 COMMENT_PREFIX = "gpulab:"
 
@@ -54,6 +58,56 @@ def statuses(answer: dict) -> dict[str, SchedulerStatus]:
             status = status_of(job)
             found[status.scheduler_id] = status
     return found
+
+
+def _number(value) -> int | None:
+    """An integer field: a plain int, or the {"set", "number"} form newer API versions use."""
+    if isinstance(value, dict):
+        value = value.get("number") if value.get("set", True) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _gpus_per_node(tres_per_node) -> int:
+    """ "gres:gpu:2" or "gres:gpu:a100:2" (comma-separated with other TRES) → 2."""
+    total = 0
+    for item in str(tres_per_node or "").split(","):
+        parts = item.replace("/", ":").split(":")
+        if "gpu" in parts and parts[-1].isdigit():
+            total += int(parts[-1])
+    return total
+
+
+def queued_job(job: dict) -> QueuedJob | None:
+    """A pending or running job of GET …/jobs as the queue sees it; None for the rest."""
+    raw = str(job.get("job_state") or "").split()[0] if job.get("job_state") else ""
+    if raw not in ("PENDING", "RUNNING"):
+        return None
+    pending = raw == "PENDING"
+    nodes = str(job.get("nodes") or "")
+    return QueuedJob(
+        scheduler_id=str(job["job_id"]),
+        state=JobState.PENDING if pending else JobState.RUNNING,
+        partition=str(job.get("partition") or "").split(",")[0],
+        gpus_per_node=_gpus_per_node(job.get("tres_per_node")),
+        node_count=_number(job.get("node_count")) or 1,
+        nodes=tuple(nodes.split(",")) if nodes and "[" not in nodes else (),  # a host range stays unexpanded
+        priority=_number(job.get("priority")),
+        time_limit_minutes=_number(job.get("time_limit")),
+        submitted_at=_time(_number(job.get("submit_time"))),
+        start_at=_time(_number(job.get("start_time"))),
+        end_at=None if pending else _time(_number(job.get("end_time"))),
+        reason=waiting_words(reason_text(job.get("state_reason"))) if pending else "",
+        for_resources=pending and job.get("state_reason") in FOR_RESOURCES,
+    )
+
+
+def queue_view(answer: dict, version: ApiVersion) -> QueueView:
+    """The queue from the same GET …/jobs answer the poll reads: no call of its own."""
+    jobs = (queued_job(job) for job in answer.get("jobs") or [] if isinstance(job, dict) and "job_id" in job)
+    no_factors = "This cluster's REST API gives each job's priority, not what makes it (sprio's factors)."
+    return QueueView(
+        jobs=tuple(job for job in jobs if job is not None), note="" if version.priority_factors else no_factors
+    )
 
 
 def find_by_comment(answer: dict, job_id, user: str) -> str | None:

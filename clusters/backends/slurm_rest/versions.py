@@ -15,6 +15,9 @@ class ApiVersion:
     name: str  # as it appears in paths, e.g. "v0.0.38"
     stdout_property: str  # the job property naming the output file
     update_time: bool  # GET /jobs takes ?update_time= and answers 304 when no job changed since
+    # A pending job's start_time is the scheduler's estimate and `priority` its total; none of these versions has
+    # sprio's factors (no priority endpoint), so the job page shows the total alone.
+    priority_factors: bool = False
 
     def path(self, rest: str) -> str:
         return f"/slurm/{self.name}/{rest.lstrip('/')}"
