@@ -86,7 +86,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
     lookup_value_regex = ANY_SEGMENT
 
     def get_queryset(self):
-        jobs = access.visible_jobs(self.request.user).select_related("template", "cluster", "course", "owner")
+        jobs = access.visible_jobs(self.request.user).select_related("template", "cluster", "course", "owner", "wait")
         state = self.request.query_params.get("state")
         if state is not None:
             if state not in JobState.values:

@@ -248,3 +248,25 @@ class IdleWarning(models.Model):
     @property
     def active(self) -> bool:
         return self.warned_at is not None and (self.kept_at is None or self.kept_at < self.warned_at)
+
+
+class JobWait(models.Model):
+    """Why a pending job waits, as its scheduler last said (jobs/waiting.py, rewritten once per poll cycle for every
+    pending job of a cluster at once). The job page shows it with its age; it means nothing once the job has left
+    pending, and the next cycle removes it."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, primary_key=True, related_name="wait")
+    observed_at = models.DateTimeField(help_text="When the scheduler said this.")
+    reason = models.CharField(max_length=255, blank=True, help_text="Why it waits, in words.")
+    partition = models.CharField(max_length=64, blank=True)
+    position = models.PositiveIntegerField(null=True, blank=True, help_text="1: the next to start in its partition.")
+    pending_in_partition = models.PositiveIntegerField(null=True, blank=True)
+    estimated_start = models.DateTimeField(null=True, blank=True, help_text="The scheduler's estimate (backfill).")
+    priority = models.BigIntegerField(null=True, blank=True)
+    factors = models.JSONField(default=list, blank=True, help_text="[[factor, weighted value], …], largest first.")
+    advice = models.JSONField(default=list, blank=True, help_text="What would start it sooner, in sentences.")
+    suggested = models.JSONField(default=dict, blank=True, help_text="Parameter values that would start it sooner.")
+    note = models.CharField(max_length=255, blank=True, help_text="What this scheduler cannot tell.")
+
+    def __str__(self) -> str:
+        return f"wait of {self.job_id}"

@@ -1,7 +1,8 @@
 """Following jobs: one scheduler call per cluster per cycle, moves applied through the state machine.
 
 A cluster that does not answer changes nothing: jobs keep their last known state until it is back. Jobs that ended
-in a cycle have what accounting recorded of them read in one more call (clusters without accounting answer nothing).
+in a cycle have what accounting recorded of them read in one more call (clusters without accounting answer nothing);
+while any job is pending, why it waits is read once more for all of them (jobs/waiting.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from clusters.kinds import get_backend
 from clusters.models import Cluster
 from core.choices import ON_SCHEDULER_STATES, TERMINAL_STATES, JobState
 
-from . import enqueue, never_starts
+from . import enqueue, never_starts, waiting
 from .models import Job, JobUsage
 from .states import transition
 
@@ -82,6 +83,7 @@ def poll_cluster(cluster_id: int) -> PollReport:
             if job.is_terminal and job.started_at:
                 ended.append(job)
     Job.objects.filter(pk__in=seen).update(last_seen_at=now)
+    waiting.record(backend, cluster, jobs, now)
     record_usage(backend, ended + _usage_still_missing(cluster, now, [job.pk for job in ended]))
     return report
 

@@ -46,7 +46,7 @@ class Report:
         return bool(self.suggested)
 
 
-def _clamp(job: Job, name: str, value: int) -> int | None:
+def within_template(job: Job, name: str, value: int) -> int | None:
     """`value` inside the template's bounds for parameter `name`; None if the template has no such parameter."""
     param = next((p for p in job.template.schema() if p.name == name), None)
     if param is None or param.type != "int":
@@ -60,7 +60,7 @@ def _clamp(job: Job, name: str, value: int) -> int | None:
 
 def _suggest(report: Report, job: Job, name: str, value: int) -> bool:
     """Record a new value for `name` when the template has it and it differs from what the job asked."""
-    value = _clamp(job, name, value)
+    value = within_template(job, name, value)
     if value is None or value == job.params.get(name):
         return False
     report.suggested[name] = value
@@ -89,9 +89,14 @@ def report_for(job: Job) -> Report | None:
     _gpus(report, job, summary)
     _cpus_and_memory(report, job, accounted)
     _wall_time(report, job, accounted)
-    labels = {p.name: p.label for p in job.template.schema()}
-    report.in_words = ", ".join(f"{labels.get(name, name)} {value}" for name, value in report.suggested.items())
+    report.in_words = params_in_words(job, report.suggested)
     return report
+
+
+def params_in_words(job: Job, values: dict) -> str:
+    """Parameter values under the launch form's labels: "GPUs 1, CPU cores 2"."""
+    labels = {p.name: p.label for p in job.template.schema()}
+    return ", ".join(f"{labels.get(name, name)} {value}" for name, value in values.items())
 
 
 def _gpus(report: Report, job: Job, summary) -> None:

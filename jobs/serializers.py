@@ -1,8 +1,11 @@
+from django.utils import timezone
 from rest_framework import serializers
 
 from clusters.models import Cluster
+from core.choices import JobState
 
-from .models import Job, JobTemplate
+from .models import Job, JobTemplate, JobWait
+from .waiting import as_data
 
 
 class TemplateSerializer(serializers.ModelSerializer):
@@ -43,6 +46,10 @@ class JobSerializer(serializers.ModelSerializer):
     course = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
     url = serializers.HyperlinkedIdentityField(view_name="api:job-detail")
+    wait = serializers.SerializerMethodField(
+        help_text="A pending job: why it waits, its place in its partition, the estimated start, priority factors and "
+        "what would start it sooner, as the scheduler said age_seconds ago; null otherwise."
+    )
 
     class Meta:
         model = Job
@@ -69,8 +76,17 @@ class JobSerializer(serializers.ModelSerializer):
             "error",
             "cloned_from",
             "cancel_requested_at",
+            "wait",
         ]
         read_only_fields = fields
+
+    def get_wait(self, job: Job) -> dict | None:
+        if job.state != JobState.PENDING:
+            return None
+        try:
+            return as_data(job.wait, timezone.now())
+        except JobWait.DoesNotExist:
+            return None
 
 
 class JobCreateSerializer(serializers.Serializer):

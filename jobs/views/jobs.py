@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods
 from clusters import kinds
 from clusters.backends import BackendError
 from core.choices import EventKind, JobState
-from jobs import access, job_page, rightsize, servers
+from jobs import access, job_page, rightsize, servers, waiting
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.logs import log_streams, read_log
@@ -57,9 +57,11 @@ def _status_context(job) -> dict:
     """What the state panel shows: the job, its events, how far it got, and what a cancel would stop."""
     events = list(job.events.select_related("actor"))
     points = recent_curve_points(job.pk) if job.started_at else []
-    progress = job_progress(job, points, timezone.now())
+    now = timezone.now()
+    progress = job_progress(job, points, now)
     return {
         "job": job,
+        "wait": waiting.panel_for(job, now),
         "events": events,
         "progress": progress,
         "cancel_question": job_page.cancel_question(job, progress) if job.can_cancel else "",

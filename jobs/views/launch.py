@@ -9,6 +9,7 @@ from jobs.forms import LaunchForm
 from jobs.launch import LaunchInvalid, launch
 from jobs.launch_facts import quota_use, run_estimates
 from jobs.rightsize import rightsized_params
+from jobs.waiting import sooner_params
 
 
 @login_required
@@ -19,8 +20,9 @@ def launch_form(request, course_slug: str, template_slug: str):
     source = access.get_job(request.user, request.GET["from"]) if request.GET.get("from") else None
     initial = {}
     rightsized = source is not None and request.GET.get("rightsized") == "1"
+    sooner = source is not None and request.GET.get("sooner") == "1"
     if source is not None:
-        params = rightsized_params(source) if rightsized else source.params
+        params = rightsized_params(source) if rightsized else sooner_params(source) if sooner else source.params
         initial = {**LaunchForm.initial_from(params), "cluster": source.cluster_id}
     form = LaunchForm(request.POST or None, template=template, clusters=clusters, initial=initial)
     if request.method == "POST" and form.is_valid():
@@ -50,6 +52,7 @@ def launch_form(request, course_slug: str, template_slug: str):
         "form": form,
         "source": source,
         "rightsized": rightsized,
+        "sooner": sooner,
         "has_clusters": clusters.exists(),
         "quota": quotas.limits_for(course, request.user),
         "quota_use": quota_use(request.user, course),
@@ -62,8 +65,9 @@ def launch_form(request, course_slug: str, template_slug: str):
 
 @login_required
 def clone(request, job_id):
-    """Clone and edit: the launch form, filled with the job's values (right-sized ones with ?rightsized=1)."""
+    """Clone and edit: the launch form, filled with the job's values (right-sized ones with ?rightsized=1, those that
+    would start a pending job sooner with ?sooner=1)."""
     job = access.get_job(request.user, job_id)
     url = redirect("jobs:launch", course_slug=job.course.slug, template_slug=job.template.slug).url
-    rightsized = "&rightsized=1" if request.GET.get("rightsized") == "1" else ""
-    return redirect(f"{url}?from={job.pk}{rightsized}")
+    adjusted = "".join(f"&{flag}=1" for flag in ("rightsized", "sooner") if request.GET.get(flag) == "1")
+    return redirect(f"{url}?from={job.pk}{adjusted}")
