@@ -144,6 +144,8 @@ class Cluster(models.Model):
         if self.kind in kinds.KINDS and self.run_as not in kinds.backend_class(self.kind).run_as_modes:
             offered = "; ".join(str(RunAs(m).label) for m in kinds.backend_class(self.kind).run_as_modes)
             raise ValidationError({"run_as": f"{self.get_kind_display()} clusters can run jobs as: {offered}."})
+        if self.lab_reservations and self.kind in kinds.KINDS and not kinds.kind_of(self.kind).holds_lab_sessions:
+            raise ValidationError({"lab_reservations": f"{self.get_kind_display()} clusters cannot hold lab sessions."})
         missing = kinds.kind_of(self.kind).missing_fields(self) if self.kind in kinds.KINDS else {}
         if missing:
             raise ValidationError(missing)

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from . import quotas, roster_changes
-from .models import Course, Enrollment, RosterChange, TermNotice
+from .models import Course, Enrollment, LabSession, LabSessionEvent, RosterChange, TermNotice
 
 
 class EnrollmentInline(admin.TabularInline):
@@ -132,4 +132,36 @@ class TermNoticeAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
+        return False
+
+
+class LabSessionEventInline(admin.TabularInline):
+    model = LabSessionEvent
+    extra = 0
+    can_delete = False
+    fields = ["at", "actor", "from_state", "to_state", "message"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(LabSession)
+class LabSessionAdmin(admin.ModelAdmin):
+    """Read-only: sessions are booked and cancelled by instructors (courses/lab_sessions.py), which audit each move."""
+
+    list_display = ["course", "cluster", "starts_at", "ends_at", "gpus", "gpus_held", "state"]
+    list_filter = ["state", "cluster"]
+    date_hierarchy = "starts_at"
+    search_fields = ["course__slug", "course__name"]
+    list_select_related = ["course", "cluster"]
+    inlines = [LabSessionEventInline]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
         return False

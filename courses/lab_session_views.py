@@ -8,7 +8,7 @@ from django.views.decorators.http import require_POST
 
 from . import access, lab_sessions, terms
 from .lab_session_forms import LabSessionForm
-from .models import LIVE_LAB_SESSION_STATES
+from .models import LIVE_LAB_SESSION_STATES, LabSessionState
 
 PAST_SHOWN = 20
 
@@ -27,12 +27,12 @@ def lab_sessions_page(request, slug: str):
             return redirect("courses:lab_sessions", slug=course.slug)
     sessions = course.lab_sessions.select_related("cluster", "booked_by").order_by("-starts_at")
     now = timezone.now()
+    coming = sorted(sessions.filter(state__in=LIVE_LAB_SESSION_STATES, ends_at__gt=now), key=lambda s: s.starts_at)
     context = {
         "course": course,
         "form": form,
-        "coming": sorted(
-            (s for s in sessions.filter(state__in=LIVE_LAB_SESSION_STATES, ends_at__gt=now)), key=lambda s: s.starts_at
-        ),
+        "coming": coming,
+        "asking": any(s.state == LabSessionState.BOOKED for s in coming),  # the page follows until the cluster answers
         "past": sessions.exclude(state__in=LIVE_LAB_SESSION_STATES, ends_at__gt=now)[:PAST_SHOWN],
         "read_only": terms.has_ended(course),
         "no_cluster": not form.fields["cluster"].queryset.exists(),

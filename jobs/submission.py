@@ -126,12 +126,13 @@ def _submit_locked(job: Job) -> Outcome:
     if _cancel_requested(job) and _cancel_on_scheduler(job, backend, scheduler_id):
         return Outcome.CANCELLED
     how = "Found the earlier submission" if earlier else "Submitted"
+    into = f", in the lab session's reservation {request.reservation}" if request.reservation else ""
     transition(
         job,
         JobState.PENDING,
         scheduler_id=scheduler_id,
         scheduler_state="PENDING",
-        message=f"{how}: scheduler job {scheduler_id}.",
+        message=f"{how}: scheduler job {scheduler_id}{into}.",
     )
     latency = (timezone.now() - job.created_at).total_seconds()
     transaction.on_commit(lambda: measurements.observe("submit_latency_seconds", latency, job.cluster.name))

@@ -348,3 +348,29 @@ def test_scontrol_show_reservation_is_read_with_the_gpus_of_its_nodes():
     held = parse_show(line, lambda hosts: 4 if hosts == "vm" else 0)
     assert (held.name, held.nodes, held.gpus) == ("gpulab-hpc-3", "vm", 4)
     assert parse_show("Reservation gpulab-x not found", lambda hosts: 0) is None
+
+
+def test_the_page_follows_a_booking_until_the_cluster_answers(login, instructor, course, lab_cluster, sent):
+    session = book(course, lab_cluster, at(30))
+    url = reverse("courses:lab_sessions", args=[course.slug])
+    assert 'hx-trigger="every 3s"' in login(instructor).get(url).content.decode()
+    LabSession.objects.filter(pk=session.pk).update(state=LabSessionState.HELD, gpus_held=4, nodes="vm")
+    page = login(instructor).get(url).content.decode()
+    assert 'hx-trigger="every 3s"' not in page and "holds 4: every GPU of vm" in page
+
+
+def test_admins_read_sessions_and_their_moves_but_change_nothing(login, admin_user, course, lab_cluster, sent):
+    session = book(course, lab_cluster, at(30), actor=admin_user)
+    listing = login(admin_user).get("/admin/courses/labsession/")
+    assert listing.status_code == 200 and "HPC Lab" in listing.content.decode()
+    detail = login(admin_user).get(f"/admin/courses/labsession/{session.pk}/change/").content.decode()
+    assert "Booked 2 GPU(s) on Local SLURM." in detail
+    assert login(admin_user).post(f"/admin/courses/labsession/{session.pk}/delete/", {"post": "yes"}).status_code == 403
+
+
+def test_a_kind_that_cannot_hold_sessions_is_refused_the_setting(lab_cluster):
+    from django.core.exceptions import ValidationError
+
+    lab_cluster.kind, lab_cluster.api_url = "slurm-rest", "http://127.0.0.1:6820"
+    with pytest.raises(ValidationError, match="cannot hold lab sessions"):
+        lab_cluster.clean()

@@ -66,6 +66,7 @@ def test_a_booked_session_holds_the_gpu_node_and_the_courses_next_job_runs_in_it
     # It starts on the reserved node once jobs that ran there before the session (other users') leave room.
     job = job_state(job, "running", timeout=150)
     assert f"Reservation={session.reservation_name}" in slurm("scontrol", "show", "job", "--oneliner", job.scheduler_id)
+    assert job.events.filter(message__endswith=f"in the lab session's reservation {session.reservation_name}.").exists()
 
     # Cancelled while its job still runs: SLURM will not delete a reservation in use, so it is ended at once.
     cancelled = api_for(instructor).delete(f"/api/v1/courses/{course.slug}/lab-sessions/{session.pk}/")

@@ -46,6 +46,7 @@ def test_instructor_books_a_session_and_the_dashboard_counts_down(
     expect(page.locator("#lab-sessions")).to_contain_text("Booked")
     expect(page.locator("#lab-session-notice")).to_contain_text("Next lab session")
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.screenshot(path=f"{SHOTS}/gpulab-lab-session-booked-{width}.png", full_page=True)
 
     # The cluster holds it (the real reservation is tests/integration/test_lab_sessions.py's): the session is on.
     session = LabSession.objects.get()
@@ -56,7 +57,7 @@ def test_instructor_books_a_session_and_the_dashboard_counts_down(
     page.goto(f"{live_server.url}/courses/{course.slug}/dashboard/")
     notice = page.locator("#lab-session-notice")
     expect(notice).to_contain_text("Lab session on now")
-    expect(notice).to_contain_text("4 GPUs held for this course")
+    expect(notice).to_contain_text("4 GPUs held for this course (2 booked; SLURM holds every GPU of vm)")
     countdown = notice.locator(".countdown")
     expect(countdown).to_contain_text(" s left")
     first = countdown.text_content()
