@@ -22,6 +22,13 @@ page = test_browser.page  # the Chromium fixture
 SHOTS = os.environ.get("GPULAB_SCREENSHOT_DIR", "/tmp")
 
 
+# Elements of a section wider than the screen, or that scroll sideways inside it (a table in a scrolling box).
+SIDEWAYS = """(selector) => [...document.querySelectorAll(selector + ', ' + selector + ' *')].filter((e) =>
+    e.getBoundingClientRect().right > window.innerWidth + 1
+    || (e.scrollWidth > e.clientWidth + 1 && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
+).map((e) => e.tagName + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : ''))"""
+
+
 def ran_for(owner, course, template, cluster, hours: float, gpus: int) -> None:
     """A job of `owner` that has been running on `gpus` GPUs for `hours` (made through the launch service)."""
     job = launch(owner, course=course, template=template, cluster=cluster, raw_params={"gpus_per_node": gpus})
@@ -57,6 +64,12 @@ def test_instructor_sets_budgets_tops_up_and_student_sees_burn_down(
     expect(page.locator("#budget-changes")).to_contain_text("Final project")
     assert BudgetChange.objects.get(what="top_up").hours == Decimal("2.5")
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+    for table in ("#student-budgets", "#budget-changes"):  # readable without scrolling sideways, phone included
+        assert page.evaluate(SIDEWAYS, table) == [], table
+    if width < 640:  # a card per student, each figure named
+        cells = "[...document.querySelectorAll('#student-budgets tbody tr:first-child td')]"
+        labels = f"{cells}.map((td) => getComputedStyle(td, '::before').content)"
+        assert page.evaluate(labels)[1:4] == ['"Used"', '"Budget"', '"Left"']
     page.screenshot(path=f"{SHOTS}/gpulab-budgets-instructor-{width}.png", full_page=True)
 
     page.context.clear_cookies()
