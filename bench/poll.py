@@ -1,4 +1,4 @@
-"""1,000 active jobs on one cluster: one scheduler call per poll cycle, and how long a cycle takes, per cluster kind.
+"""1,000 active jobs on one cluster: the scheduler calls of a poll cycle, and how long a cycle takes, per cluster kind.
 
 Submits 1,000 held jobs to the local SLURM (they stay PENDING; run it as root on the machine that runs it, as
 `make test` does) and records them as portal jobs of one cluster per
@@ -6,7 +6,9 @@ kind measured, all on the same SLURM: the SSH kind (squeue over SSH) always, as 
 `--kind slurm-rest` also slurmrestd (one GET …/jobs). Then it runs poll cycles on each and counts the scheduler calls
 each cycle makes: SSH commands, or HTTP requests. For slurm-rest it measures cycles that fetch the whole job list
 and cycles that send `update_time` (a 304 when no job of the cluster changed since the last list).
-Target: 1 scheduler call per cycle, cycle ≤ 1 s.
+Every job is pending, so each cycle also reads why they wait (jobs/waiting.py) and stores 1,000 JobWait rows.
+Target: one status call per cycle, plus one `squeue --start` and one `sprio` over SSH (none more over REST: the queue
+comes from the same job list), whatever the number of jobs; cycle ≤ 1 s.
 
     .venv/bin/python bench/poll.py [--kind slurm|slurm-rest] [--jobs 1000] [--cycles 10]
 """
@@ -19,6 +21,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -85,8 +88,9 @@ def rest_cluster(course):
 
 def measure(cluster, jobs: int, cycles: int, count_calls, before_cycle=lambda: None) -> dict:
     from jobs import polling
+    from jobs.models import JobWait
 
-    times, calls = [], []
+    times, calls, spans = [], [], []
     for _ in range(cycles):
         before_cycle()
         start_calls = count_calls()
@@ -94,8 +98,11 @@ def measure(cluster, jobs: int, cycles: int, count_calls, before_cycle=lambda: N
         report = polling.poll_cluster(cluster.pk)
         times.append(time.monotonic() - t)
         calls.append(count_calls() - start_calls)
+        spans.append((start_calls, count_calls()))
         assert report.polled == jobs and not report.error, report
     return {
+        "spans": spans,
+        "waits_stored": JobWait.objects.filter(job__cluster=cluster, position__isnull=False).count(),
         "scheduler_calls_per_cycle": sorted(set(calls)),
         "cycle_p50_s": round(percentile(times, 50), 3),
         "cycle_max_s": round(max(times), 3),
@@ -117,7 +124,14 @@ def measure_ssh(cluster, jobs: int, cycles: int) -> dict:
         figures = measure(cluster, jobs, cycles, lambda: len(commands))
     finally:
         ssh.run = real_run
-    return {**figures, "call": " ".join(commands[-1])[:60] + " …"}
+    by_name = [Counter(_name(argv) for argv in commands[start:end]) for start, end in figures.pop("spans")]
+    per_cycle = {name: sorted({cycle[name] for cycle in by_name}) for name in sorted(set().union(*by_name))}
+    status = next(argv for argv in commands if _name(argv) in ("squeue", "sacct"))
+    return {**figures, "call": " ".join(status)[:60] + " …", "calls_by_command": per_cycle}
+
+
+def _name(argv: list[str]) -> str:
+    return "squeue --start" if argv[:2] == ["squeue", "--start"] else argv[0]
 
 
 def measure_rest(cluster, jobs: int, cycles: int) -> dict:
@@ -144,6 +158,7 @@ def measure_rest(cluster, jobs: int, cycles: int) -> dict:
         incremental = measure(cluster, jobs, cycles, lambda: sessions.requests)
     finally:
         rest_backend.RestClient.request = real_request
+    full.pop("spans"), incremental.pop("spans")
     return {
         **full,
         "call": f"GET {get_backend(cluster).version().path('jobs')}",
@@ -184,6 +199,10 @@ def print_side_by_side(figures: dict) -> None:
     kinds = figures["kinds"]
     rows = [("scheduler call", {k: v["call"] for k, v in kinds.items()})]
     rows.append(("calls per cycle", {k: v["scheduler_calls_per_cycle"] for k, v in kinds.items()}))
+    for command in ("squeue --start", "sprio"):
+        counts = {k: v.get("calls_by_command", {}).get(command, [0]) for k, v in kinds.items()}
+        rows.append((f"  of them {command}", counts))
+    rows.append(("waits stored", {k: v["waits_stored"] for k, v in kinds.items()}))
     rows.append(("cycle p50 (s)", {k: v["cycle_p50_s"] for k, v in kinds.items()}))
     rows.append(("cycle max (s)", {k: v["cycle_max_s"] for k, v in kinds.items()}))
     rows.append(("jobs in the answer", {k: v.get("jobs_in_answer", figures["active_jobs"]) for k, v in kinds.items()}))

@@ -80,6 +80,10 @@ def test_server_from_the_launch_page_waits_runs_scales_and_is_cancelled(
     )
     page = login(alice).get(job.get_absolute_url()).content.decode()
     assert "no node has a free nvidia.com/gpu" in page and "shared GPU" in page
+    # Why it waits, through the same kind interface: the pod's condition, with no queue place or estimate to give.
+    wait = wait_for(lambda: api_for(alice).get(f"/api/v1/jobs/{job.pk}/").json()["wait"], what="the job's wait")
+    assert "no node has a free nvidia.com/gpu" in wait["reason"] and wait["position"] is None
+    assert wait["estimated_start"] is None and "in no queue order" in wait["note"]
     assert f"kubectl -n {NS} port-forward service/{service['metadata']['name']} 11434:11434" in page
 
     kube.set_pod(NS, "srv-1", phase="Running", ready=True)
