@@ -133,6 +133,16 @@ def delete_argv(name: str) -> list[str]:
     return ["scontrol", "delete", "reservation", checked_name(name)]
 
 
+def pending_argv(name: str) -> list[str]:
+    """The jobs still waiting in the reservation: removing it would hold them for good (RESV_DEL_HOLD)."""
+    return ["squeue", "--noheader", "--states=PENDING", f"--reservation={checked_name(name)}", "--format=%i"]
+
+
+def leave_argv(job_ids: list[str]) -> list[str]:
+    """Those jobs out of the reservation: they wait for the cluster's GPUs like any other job."""
+    return ["scontrol", "update", f"JobId={','.join(job_ids)}", "Reservation="]
+
+
 def end_now_argv(name: str) -> list[str]:
     """SLURM will not delete a reservation its jobs still use ("Requested reservation is in use"): it is ended now
     instead, so it holds nothing more, and SLURM drops it once those jobs are gone (they run on to their limit)."""

@@ -114,9 +114,17 @@ def test_making_the_reservation_again_adopts_it_and_slurms_refusal_is_told_in_wo
     assert rival.message.startswith("Another reservation on the cluster holds those nodes")
     assert "(SLURM: " in rival.message and "overlaps with another reservation" in rival.message
 
+    # A job still waiting in it when the session goes leaves it first (else SLURM would hold it for good) and waits on.
+    waiting = subprocess.run(
+        ["runuser", "-u", "labsvc", "--", "sbatch", "--parsable", f"--reservation={session.reservation_name}",
+         "--begin=now+600", "--time=1", "--output=/dev/null", "--wrap=true"],
+        capture_output=True, text=True, check=True, cwd="/tmp",
+    ).stdout.strip()  # fmt: skip
     LabSession.objects.filter(pk=session.pk).update(state=LabSessionState.CANCELLED)
     assert lab_reservations.remove(session.pk) == "removed"
-    assert get_backend(lab_cluster).find_reservation(session.reservation_name) is None
+    assert session.reservation_name not in slurm("scontrol", "show", "reservation")
+    assert slurm("squeue", "-h", "-j", waiting, "-o", "%T %v").split() == ["PENDING", "(null)"]
+    slurm("scancel", waiting)
 
 
 def test_test_connection_says_the_service_account_may_make_reservations(lab_cluster):

@@ -404,6 +404,12 @@ class SlurmBackend(ClusterBackend):
         return reservations.parse_show(result.stdout, lambda hosts: sum(gpus.get(h, 0) for h in expand_hostlist(hosts)))
 
     def delete_reservation(self, name: str) -> None:
+        waiting = self._run(reservations.pending_argv(name))
+        ids = [i.strip() for i in waiting.stdout.split() if SCHEDULER_ID.match(i.strip())] if waiting.ok else []
+        if ids:
+            left = self._run(reservations.leave_argv(ids))
+            if not left.ok:
+                logger.warning("jobs %s could not leave reservation %s: %s", ids, name, left.message())
         result = self._run(reservations.delete_argv(name))
         if not result.ok and "in use" in result.message():
             result = self._run(reservations.end_now_argv(name))
