@@ -25,7 +25,15 @@ from django.conf import settings
 
 from core import measurements
 
-from .base import AuthenticationFailed, BackendError, ClusterUnreachable, HostKeyMismatch, HostKeyNotPinned
+from .base import (
+    AuthenticationFailed,
+    BackendError,
+    ClusterUnreachable,
+    HostKeyMismatch,
+    HostKeyNotPinned,
+    LogChunk,
+    complete_utf8,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -276,6 +284,21 @@ def sftp(cluster, account, *, server: list[str] | None = None) -> Iterator[param
         yield channel
     finally:
         channel.close()
+
+
+def read_log_chunk(sftp, path: str, offset: int, limit: int) -> LogChunk:
+    """Up to `limit` bytes of a log from `offset`, cut on a whole character; past the end it says where the end is."""
+    try:
+        size = sftp.stat(path).st_size or 0
+    except FileNotFoundError:
+        return LogChunk(offset=0, data="", eof=True, exists=False)
+    if offset >= size:  # at or past the end (or the file was truncated)
+        return LogChunk(offset=size, data="", eof=True)
+    with sftp.open(path, "rb") as fh:
+        fh.seek(offset)
+        raw = complete_utf8(fh.read(min(limit, size - offset)))
+    next_offset = offset + len(raw)
+    return LogChunk(offset=next_offset, data=raw.decode("utf-8", errors="replace"), eof=next_offset >= size)
 
 
 def makedirs(sftp, path: str) -> None:

@@ -32,7 +32,6 @@ from ..base import (
     SchedulerUnavailable,
     SubmitRejected,
     SubmitRequest,
-    complete_utf8,
 )
 from ..slurm_states import STATE_MAP, TERMINAL_RAW, never_starts, reason_text, shell_exit_code
 from . import queue as slurm_queue
@@ -367,18 +366,7 @@ class SlurmBackend(ClusterBackend):
             return self.student.read(path, offset, limit)
         path = posixpath.join(self.job_dir(job_id), LOG_NAME)
         with ssh.sftp(self.cluster, self.account) as sftp:
-            try:
-                size = sftp.stat(path).st_size or 0
-            except FileNotFoundError:
-                return LogChunk(offset=0, data="", eof=True, exists=False)
-            if offset >= size:  # at or past the end (or the file was truncated): say where the end is
-                return LogChunk(offset=size, data="", eof=True)
-            with sftp.open(path, "rb") as fh:
-                fh.seek(offset)
-                raw = fh.read(min(limit, size - offset))
-        raw = complete_utf8(raw)
-        next_offset = offset + len(raw)
-        return LogChunk(offset=next_offset, data=raw.decode("utf-8", errors="replace"), eof=next_offset >= size)
+            return ssh.read_log_chunk(sftp, path, offset, limit)
 
     # -- lab sessions: reservations made by the service account, a SLURM operator ------------------------------
     def create_reservation(self, request: reservations.ReservationRequest) -> reservations.HeldReservation:

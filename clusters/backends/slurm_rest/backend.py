@@ -33,7 +33,6 @@ from ..base import (
     QueueView,
     SchedulerStatus,
     SubmitRequest,
-    complete_utf8,
 )
 from . import directives, parsing, versions
 from .client import IMPERSONATION_REFUSED, INVALID_JOB_ID, RestClient, error_messages
@@ -260,18 +259,7 @@ class SlurmRestBackend(ClusterBackend):
             )
         with ssh.sftp(self.cluster, self.account) as sftp:
             path = self._lab_path(sftp.normalize("."), "jobs", str(job_id), LOG_NAME)
-            try:
-                size = sftp.stat(path).st_size or 0
-            except FileNotFoundError:
-                return LogChunk(offset=0, data="", eof=True, exists=False)
-            if offset >= size:
-                return LogChunk(offset=size, data="", eof=True)
-            with sftp.open(path, "rb") as fh:
-                fh.seek(offset)
-                raw = fh.read(min(limit, size - offset))
-        raw = complete_utf8(raw)
-        next_offset = offset + len(raw)
-        return LogChunk(offset=next_offset, data=raw.decode("utf-8", errors="replace"), eof=next_offset >= size)
+            return ssh.read_log_chunk(sftp, path, offset, limit)
 
     # -- admin actions ----------------------------------------------------------------------------------------------
     def test_connection(self) -> ConnectionReport:
