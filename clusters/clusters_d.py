@@ -38,7 +38,7 @@ from django.db import transaction
 
 from . import kinds, services
 from .choices import RunAs
-from .models import AuthMethod, Cluster, ClusterAccount, ClusterKind
+from .models import AuthMethod, Cluster, ClusterAccount
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")
 INLINE_SECRETS = {"private_key", "password", "secret", "token", "kubeconfig", "api_token"}
@@ -49,6 +49,10 @@ SECRET_REFS = {
     "password_file": AuthMethod.PASSWORD,
     "password_env": AuthMethod.PASSWORD,
 }
+
+
+# The Cluster fields a kind may ask for (Kind.missing_fields), as a cluster file names them.
+FILE_KEYS = {"host": "login.host", "api_url": "job.rest_url"}
 
 
 class ClusterFileError(ValueError):
@@ -143,14 +147,17 @@ def parse_file(path: Path) -> dict:
         raise ClusterFileError(f"{where}: expected a top-level `v2:` mapping.")
     v2 = data["v2"]
     login, job, extra = _section(v2, "login", where), _section(v2, "job", where), _section(v2, "gpulab", where)
-    kind = job.get("adapter", "slurm")
-    if kind not in ClusterKind.values:
-        raise ClusterFileError(f"{where}: job.adapter must be one of {', '.join(ClusterKind.values)}.")
+    kind = job.get("adapter", kinds.default())
+    if kind not in kinds.names():
+        raise ClusterFileError(f"{where}: job.adapter must be one of {', '.join(kinds.names())}.")
     rest_url = str(job.get("rest_url", ""))
-    if kind == ClusterKind.SLURM_REST and not rest_url.startswith(("http://", "https://")):
-        raise ClusterFileError(f"{where}: job.rest_url (slurmrestd's http:// or https:// address) is required.")
-    if not login.get("host") and kind != ClusterKind.SLURM_REST:
-        raise ClusterFileError(f"{where}: login.host is required.")
+    if rest_url and not rest_url.startswith(("http://", "https://")):
+        raise ClusterFileError(f"{where}: job.rest_url must be an http:// or https:// address.")
+    # What the kind cannot work without, named by the file's keys.
+    missing = kinds.kind_of(kind).missing_fields(Cluster(kind=kind, host=str(login.get("host", "")), api_url=rest_url))
+    if missing:
+        needed = "; ".join(f"{FILE_KEYS.get(name, name)} is required ({why})" for name, why in missing.items())
+        raise ClusterFileError(f"{where}: {needed}.")
     port = login.get("port", 22)
     if not isinstance(port, int) or not 0 < port < 65536:
         raise ClusterFileError(f"{where}: login.port must be a port number.")
@@ -185,7 +192,7 @@ def parse_file(path: Path) -> dict:
             "lab_dir": str(extra.get("lab_dir", "~/gpulab")),
             "preamble": str(extra.get("preamble", "")),
             "run_as": run_as,
-            **({"api_url": rest_url} if kind == ClusterKind.SLURM_REST else {}),
+            **({"api_url": rest_url} if rest_url else {}),
         },
         "host_key": _host_key(login, where),
         "account": {"username": account.get("username"), "secret": secret, "token": token} if account else None,

@@ -62,6 +62,32 @@ def kinds_running(template_backend_name: str) -> list[str]:
     return [name for name in KINDS if template_backend(name) == wanted]
 
 
+def choices() -> list[tuple[str, str]]:
+    """Cluster.kind's choices: every registered kind with its label. Fields take this callable, not its answer, so a
+    new kind needs no migration."""
+    return [(name, kind_of(name).label) for name in KINDS]
+
+
+def template_choices() -> list[tuple[str, str]]:
+    """JobTemplate.backend's choices: the kinds that run templates of their own (slurm-rest runs slurm's)."""
+    return [(name, label) for name, label in choices() if template_backend(name) == name]
+
+
+def default() -> str:
+    """The kind a new cluster starts as: the first registered."""
+    return next(iter(KINDS))
+
+
+def default_templates() -> str:
+    """What a new template is written for: what the default kind runs."""
+    return template_backend(default())
+
+
+def names_where(capability: str) -> list[str]:
+    """The registered kinds whose Kind has `capability` set (e.g. "student_logins")."""
+    return [name for name in KINDS if getattr(kind_of(name), capability)]
+
+
 def backend_class(name: str) -> type[ClusterBackend]:
     return kind_of(name).backend_class
 

@@ -8,21 +8,10 @@ from .choices import STUDENT_USER_MODES, AuthMethod, IdentitySource, RunAs
 from .limits import PartitionLimits
 
 
-class ClusterKind(models.TextChoices):
-    SLURM = "slurm", "SLURM (over SSH)"
-    SLURM_REST = "slurm-rest", "SLURM (slurmrestd REST API)"
-    KUBERNETES = "kubernetes", "Kubernetes (API)"
-
-
-# What a JobTemplate is written for: batch scripts or Kubernetes objects. Both SLURM kinds run the same scripts
-# (clusters.backends.kinds_running), so templates never name slurm-rest.
-TEMPLATE_BACKENDS = [(kind.value, kind.label) for kind in (ClusterKind.SLURM, ClusterKind.KUBERNETES)]
-
-
 class Cluster(models.Model):
     name = models.SlugField(unique=True, help_text="Short name used in the API, e.g. campus-gpu.")
     title = models.CharField(max_length=200, blank=True, help_text="What students see, e.g. “Campus GPU cluster”.")
-    kind = models.CharField(max_length=16, choices=ClusterKind.choices, default=ClusterKind.SLURM)
+    kind = models.CharField(max_length=16, choices=kinds.choices, default=kinds.default)
     enabled = models.BooleanField(default=True, help_text="Disabled clusters take no new jobs.")
     run_as = models.CharField(
         "jobs run as",

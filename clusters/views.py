@@ -8,17 +8,17 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from . import access, services
+from . import access, kinds, services
 from .backends import BackendError, ssh
 from .choices import STUDENT_USER_MODES
 from .forms import OwnAccountForm
 from .identity import cluster_username
-from .models import AuthMethod, ClusterAccount, ClusterKind
+from .models import AuthMethod, ClusterAccount
 
 
 @login_required
 def profile(request):
-    clusters = access.visible_clusters(request.user).filter(kind__in=[ClusterKind.SLURM, ClusterKind.SLURM_REST])
+    clusters = access.visible_clusters(request.user).filter(kind__in=kinds.names_where("student_logins"))
     clusters = clusters.exclude(run_as__in=STUDENT_USER_MODES)  # there jobs run as the admin-set cluster username
     form = OwnAccountForm(request.POST or None, clusters=clusters, user=request.user)
     if request.method == "POST" and form.is_valid():

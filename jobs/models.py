@@ -8,7 +8,6 @@ from django.db import models
 from django.urls import reverse
 
 from clusters import kinds
-from clusters.models import TEMPLATE_BACKENDS, ClusterKind
 from core.choices import ACTIVE_STATES, TERMINAL_STATES, EndpointAPI, EventKind, JobState
 
 from .params import Param, parse_schema
@@ -23,7 +22,7 @@ class JobTemplate(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(unique=True)
     description = models.TextField(blank=True, help_text="What the job does and what students should look for.")
-    backend = models.CharField(max_length=16, choices=TEMPLATE_BACKENDS, default=ClusterKind.SLURM)
+    backend = models.CharField(max_length=16, choices=kinds.template_choices, default=kinds.default_templates)
     body = models.TextField(help_text="The script after the portal's #SBATCH header; {{ name }} inserts a parameter.")
     parameters = models.JSONField(default=list, blank=True, help_text="The typed parameter schema (a JSON list).")
     courses = models.ManyToManyField("courses.Course", blank=True, related_name="templates")

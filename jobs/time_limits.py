@@ -23,7 +23,7 @@ from .states import record, transition
 def overdue_servers() -> list[Job]:
     now = timezone.now()
     running = Job.objects.filter(
-        cluster__kind__in=[name for name in kinds.names() if kinds.kind_of(name).portal_stops_at_time_limit],
+        cluster__kind__in=kinds.names_where("portal_stops_at_time_limit"),
         state=JobState.RUNNING,
         started_at__isnull=False,
         cancel_requested_at__isnull=True,

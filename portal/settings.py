@@ -210,8 +210,6 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],  # the schema and docs need a login
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    # Cluster.kind and JobTemplate.backend share one choice set: one enum in the schema.
-    "ENUM_NAME_OVERRIDES": {"ClusterKindEnum": "clusters.models.ClusterKind"},
 }
 
 # Celery: the job row is the record; a task message may come twice and must change nothing the second time.

@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from clusters.choices import IdentitySource, RunAs
 from clusters.identity import account_for, cluster_username, set_cluster_username
-from clusters.models import AuthMethod, ClusterAccount, ClusterIdentity, ClusterKind
+from clusters.models import AuthMethod, ClusterAccount, ClusterIdentity
 from jobs.access import LaunchRefused
 
 pytestmark = pytest.mark.django_db
@@ -82,7 +82,7 @@ def test_a_kind_offers_only_the_modes_it_supports(cluster):
     cluster.run_as = RunAs.REST_USER
     with pytest.raises(ValidationError, match="can run jobs as"):
         cluster.full_clean()
-    cluster.kind, cluster.api_url = ClusterKind.SLURM_REST, "http://127.0.0.1:6820"
+    cluster.kind, cluster.api_url = "slurm-rest", "http://127.0.0.1:6820"
     cluster.full_clean()
 
 

@@ -201,3 +201,11 @@ def test_instructor_previews_and_publishes_with_the_kinds_own_checks(login, inst
 def test_a_kind_nobody_registered_is_named_in_the_refusal(alice, course):
     with pytest.raises(BackendError, match=r"This portal has no backend for fake clusters yet\."):
         kinds.kind_of("fake")
+
+
+def test_a_registered_kind_is_offered_by_the_admin_and_the_template_editor_and_needs_no_migration(fake_kind):
+    from django.core.management import call_command
+
+    assert ("fake", "Memory (a test's kind)") in Cluster._meta.get_field("kind").choices
+    assert ("fake", "Memory (a test's kind)") in JobTemplate._meta.get_field("backend").choices
+    call_command("makemigrations", "--check", "--dry-run", verbosity=0)  # exits non-zero if a migration is due

@@ -10,7 +10,7 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from clusters.backends.ssh import fingerprint
-from clusters.models import Cluster, ClusterKind
+from clusters.models import Cluster
 
 pytestmark = pytest.mark.django_db
 
@@ -61,7 +61,7 @@ def test_slurm_cluster_admin_shows_slurm_fields_and_the_key_as_its_fingerprint(l
 
 
 def test_kubernetes_cluster_admin_shows_no_slurm_fields(login, admin_user):
-    cluster = Cluster.objects.create(name="k8s", kind=ClusterKind.KUBERNETES, api_url="https://k8s.example.edu:6443")
+    cluster = Cluster.objects.create(name="k8s", kind="kubernetes", api_url="https://k8s.example.edu:6443")
     body = login(admin_user).get(f"/admin/clusters/cluster/{cluster.pk}/change/").content.decode()
     assert "Kubernetes: API server" in body and "SLURM" not in body and "id_host" not in body
 

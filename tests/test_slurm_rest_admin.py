@@ -12,7 +12,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from clusters.models import AuthMethod, Cluster, ClusterAccount, ClusterKind, CredentialEvent
+from clusters.models import AuthMethod, Cluster, ClusterAccount, CredentialEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +27,7 @@ def make_token(lifetime: float, user: str = "root") -> str:
 
 @pytest.fixture
 def rest_cluster(course):
-    cluster = Cluster.objects.create(name="rest", kind=ClusterKind.SLURM_REST, api_url="http://127.0.0.1:6820")
+    cluster = Cluster.objects.create(name="rest", kind="slurm-rest", api_url="http://127.0.0.1:6820")
     ClusterAccount.objects.create(cluster=cluster, username="labsvc", auth_method=AuthMethod.KEY)
     course.clusters.add(cluster)
     return cluster

@@ -33,6 +33,7 @@ class BatchKind(Kind):
     templates = "slurm"
     telemetry_source = "telemetry.collector.sources.SlurmSource"
     files_over_sftp = True
+    student_logins = True
     opens_terminals = True
     terminal_note = "A login shell in the job's allocation (srun --overlap --pty bash -l)."
 

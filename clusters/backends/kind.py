@@ -93,6 +93,7 @@ class Kind:
     """One sort of cluster. The defaults are those of a kind with nothing beyond submit, poll and cancel."""
 
     name: ClassVar[str] = ""
+    label: ClassVar[str] = ""  # what the admin's kind menu and the template editor call it
     # The JobTemplate.backend this kind runs: kinds that run the same templates share one name.
     templates: ClassVar[str] = ""
     backend_class: type[ClusterBackend]
@@ -109,6 +110,8 @@ class Kind:
     portal_stops_at_time_limit: ClassVar[bool] = False
     # The student's files and run directories are reached over SFTP on the cluster's login node (sessions/files).
     files_over_sftp: ClassVar[bool] = False
+    # Students may register their own cluster login on the profile page, and their jobs then run as that user.
+    student_logins: ClassVar[bool] = False
 
     def backend(self, cluster: Any, account: Any = None) -> ClusterBackend:
         """The backend for a cluster of this kind, acting as `account` (default: the cluster's service account)."""

@@ -32,6 +32,7 @@ def _fill(body: str, values: dict[str, Any]) -> str:
 
 class FakeKind(Kind):
     name = "fake"
+    label = "Memory (a test's kind)"
     templates = "fake"
     backend_class = MemoryBackend
     admin_fieldsets = (("Memory: nothing to set", {"fields": ["lab_dir"]}),)

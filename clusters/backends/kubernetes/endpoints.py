@@ -17,8 +17,8 @@ from typing import Any
 
 from django.utils import timezone
 
+from clusters import kinds
 from clusters.backends import BackendError
-from clusters.models import ClusterKind
 from core.choices import EndpointAPI, JobState
 
 from .. import kind
@@ -49,7 +49,7 @@ class Server:
 
     @cached_property
     def objects(self) -> list[dict]:
-        if self.job.cluster.kind != ClusterKind.KUBERNETES or not self.job.script:
+        if kinds.backend_class(self.job.cluster.kind) is not KubernetesBackend or not self.job.script:
             return []
         return load(self.job.script)
 

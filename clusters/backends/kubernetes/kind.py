@@ -20,6 +20,7 @@ MPIJOB_KIND = re.compile(r"^\s*kind:\s*MPIJob\s*$", re.MULTILINE)
 
 class KubernetesKind(Kind):
     name = "kubernetes"
+    label = "Kubernetes (API)"
     templates = "kubernetes"
     backend_class = KubernetesBackend
     admin_fieldsets = KubernetesBackend.admin_fieldsets

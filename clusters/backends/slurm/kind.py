@@ -6,6 +6,7 @@ from .backend import SlurmBackend
 
 class SlurmKind(BatchKind):
     name = "slurm"
+    label = "SLURM (over SSH)"
     backend_class = SlurmBackend
     admin_fieldsets = SlurmBackend.admin_fieldsets
     holds_lab_sessions = True

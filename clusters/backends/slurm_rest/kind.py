@@ -6,6 +6,7 @@ from .backend import SlurmRestBackend
 
 class SlurmRestKind(BatchKind):
     name = "slurm-rest"
+    label = "SLURM (slurmrestd REST API)"
     backend_class = SlurmRestBackend
     admin_fieldsets = SlurmRestBackend.admin_fieldsets
 
