@@ -374,3 +374,11 @@ def test_a_kind_that_cannot_hold_sessions_is_refused_the_setting(lab_cluster):
     lab_cluster.kind, lab_cluster.api_url = "slurm-rest", "http://127.0.0.1:6820"
     with pytest.raises(ValidationError, match="cannot hold lab sessions"):
         lab_cluster.clean()
+
+
+def test_jobs_slurm_held_when_it_dropped_the_sessions_reservation_are_the_ones_released():
+    from clusters.backends.reservations import held_for, release_argv
+
+    listed = "17|Reservation gpulab-hpc-3 was deleted\n18|Reservation gpulab-hpc-30 was deleted\n19|JobHeldUser\n"
+    assert held_for(listed, "gpulab-hpc-3") == ["17"]
+    assert release_argv(["17", "21"]) == ["scontrol", "release", "17,21"]

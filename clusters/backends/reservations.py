@@ -143,6 +143,20 @@ def leave_argv(job_ids: list[str]) -> list[str]:
     return ["scontrol", "update", f"JobId={','.join(job_ids)}", "Reservation="]
 
 
+# A reservation SLURM removed itself (at its end) leaves the jobs that still waited in it held, with this reason.
+HELD_ARGV = ["squeue", "--noheader", "--states=RESV_DEL_HOLD", "--format=%i|%r"]
+
+
+def held_for(text: str, name: str) -> list[str]:
+    """The jobs HELD_ARGV lists as held because reservation `name` was deleted."""
+    reason = f"Reservation {checked_name(name)} was deleted"
+    return [i for i, _, why in (line.partition("|") for line in text.splitlines()) if i.isdigit() and reason in why]
+
+
+def release_argv(job_ids: list[str]) -> list[str]:
+    return ["scontrol", "release", ",".join(job_ids)]
+
+
 def end_now_argv(name: str) -> list[str]:
     """SLURM will not delete a reservation its jobs still use ("Requested reservation is in use"): it is ended now
     instead, so it holds nothing more, and SLURM drops it once those jobs are gone (they run on to their limit)."""

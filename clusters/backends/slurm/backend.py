@@ -392,17 +392,23 @@ class SlurmBackend(ClusterBackend):
         return reservations.parse_show(result.stdout, lambda hosts: sum(gpus.get(h, 0) for h in expand_hostlist(hosts)))
 
     def delete_reservation(self, name: str) -> None:
+        """Jobs still waiting in it leave it first; then it is deleted (or ended now, while jobs run in it); jobs
+        SLURM held when it dropped the reservation itself, at its end, are released. The students' jobs wait on."""
         waiting = self._run(reservations.pending_argv(name))
-        ids = [i.strip() for i in waiting.stdout.split() if SCHEDULER_ID.match(i.strip())] if waiting.ok else []
-        if ids:
-            left = self._run(reservations.leave_argv(ids))
-            if not left.ok:
-                logger.warning("jobs %s could not leave reservation %s: %s", ids, name, left.message())
+        self._free_jobs(name, reservations.leave_argv, waiting.stdout.split() if waiting.ok else [])
         result = self._run(reservations.delete_argv(name))
         if not result.ok and "in use" in result.message():
             result = self._run(reservations.end_now_argv(name))
         if not result.ok and "invalid" not in result.message().lower():  # "Requested reservation is invalid": gone
             raise BackendError(f"SLURM did not remove the reservation {name}: {result.message()}")
+        held = self._run(reservations.HELD_ARGV)
+        self._free_jobs(name, reservations.release_argv, reservations.held_for(held.stdout, name) if held.ok else [])
+
+    def _free_jobs(self, name: str, argv_for, job_ids: list[str]) -> None:
+        ids = [i for i in job_ids if SCHEDULER_ID.match(i)]
+        result = self._run(argv_for(ids)) if ids else None
+        if result is not None and not result.ok:  # they stay as they are; the sweep tries the reservation again
+            logger.warning("jobs %s of reservation %s: %s", ids, name, result.message())
 
     # -- admin actions ----------------------------------------------------------------------------------------
     def test_connection(self) -> ConnectionReport:
