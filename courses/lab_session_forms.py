@@ -13,8 +13,9 @@ class LabSessionForm(forms.Form):
     cluster = forms.ModelChoiceField(queryset=None, empty_label=None, label="Cluster")
     date = forms.DateField(label="Date", widget=forms.DateInput(attrs={"type": "date"}))
     time = forms.TimeField(label="Start time", widget=forms.TimeInput(attrs={"type": "time"}))
-    minutes = forms.IntegerField(label="Length (minutes)", initial=120)
-    gpus = forms.IntegerField(label="GPUs", initial=4)
+    # Wide bounds against absurd numbers only; the booking rules (courses/lab_sessions.py) give the real range.
+    minutes = forms.IntegerField(label="Length (minutes)", initial=120, min_value=1, max_value=100_000)
+    gpus = forms.IntegerField(label="GPUs", initial=4, min_value=1, max_value=10_000)
 
     def __init__(self, *args, course, **kwargs):
         super().__init__(*args, **kwargs)

@@ -91,6 +91,11 @@ def booking_errors(course: Course, booking: Booking, now: datetime | None = None
     total = cluster_gpus(booking.cluster)
     if booking.gpus < 1:
         errors["gpus"] = "Book at least one GPU."
+    elif total == 0:
+        errors["gpus"] = (
+            f"The portal does not know yet how many GPUs “{booking.cluster.display_name}” has. Ask an admin to run "
+            "Test connection on it, or try again in a few minutes."
+        )
     elif booking.gpus > total:
         errors["gpus"] = f"“{booking.cluster.display_name}” has {total} GPU(s); book at most {total}."
     if errors:

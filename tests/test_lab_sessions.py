@@ -90,7 +90,8 @@ def test_an_instructor_books_a_session_and_its_reservation_is_asked_for_on_commi
         (30, 5, 2, "minutes", "from 15 to 480 minutes"),
         (30, 9 * 60, 2, "minutes", "from 15 to 480 minutes"),
         (30, 60, 5, "gpus", "has 4 GPU(s); book at most 4"),
-        (30, 60, 0, "gpus", "at least one GPU"),
+        (30, 60, 0, "gpus", "greater than or equal to 1"),
+        (30, 10**15, 2, "minutes", "less than or equal to 100000"),
         (60 * 24 * 200, 60, 2, "date", "at most 180 days ahead"),
     ],
 )
@@ -382,3 +383,11 @@ def test_jobs_slurm_held_when_it_dropped_the_sessions_reservation_are_the_ones_r
     listed = "17|Reservation gpulab-hpc-3 was deleted\n18|Reservation gpulab-hpc-30 was deleted\n19|JobHeldUser\n"
     assert held_for(listed, "gpulab-hpc-3") == ["17"]
     assert release_argv(["17", "21"]) == ["scontrol", "release", "17,21"]
+
+
+def test_a_cluster_whose_gpus_are_not_known_yet_says_what_to_do(course, lab_cluster, sent):
+    lab_cluster.partition_limits = {}
+    lab_cluster.save()
+    with pytest.raises(lab_sessions.BookingRefused) as refused:
+        book(course, lab_cluster, at(30))
+    assert "Ask an admin to run Test connection" in refused.value.errors["gpus"]
