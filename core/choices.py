@@ -49,3 +49,10 @@ class EndpointAPI(models.TextChoices):
 
     OLLAMA = "ollama", "Ollama (/api/generate, /api/chat)"
     OPENAI = "openai", "OpenAI (/v1/chat/completions)"
+
+
+class SessionKind(models.TextChoices):
+    """What a template's job is to the student: a batch run (empty), or an interactive session the portal opens."""
+
+    BATCH = "", "Batch job"
+    JUPYTERLAB = "jupyterlab", "JupyterLab"

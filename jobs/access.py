@@ -44,6 +44,7 @@ __all__ = [
     "get_files_cluster",
     "get_job",
     "get_job_files",
+    "get_job_notebook",
     "get_job_terminal",
     "get_roster_course",
     "is_admin",
@@ -189,9 +190,19 @@ def get_job_files(user, job_id, *, write: bool = False) -> Job:
 def get_job_terminal(user, job_id) -> tuple[Job, bool]:
     """A job the user may open a shell in, and whether they open it as staff: its owner; an instructor of its course
     or an admin (the student is told, and the job's timeline records it). A TA gets 403; anyone else 404."""
+    return _get_job_session(user, job_id, "open its terminal")
+
+
+def get_job_notebook(user, job_id) -> tuple[Job, bool]:
+    """A job whose JupyterLab the user may open (every proxied request and socket asks), and whether as staff: the
+    same people as the terminal (owner; instructors and admins, told to the student); a TA 403, anyone else 404."""
+    return _get_job_session(user, job_id, "open its JupyterLab")
+
+
+def _get_job_session(user, job_id, action: str) -> tuple[Job, bool]:
     job = get_job(user, job_id)
     if job.owner_id == user.pk:
         return job, False
     if is_admin(user) or role_in(user, job.course) == Role.INSTRUCTOR:
         return job, True
-    raise PermissionDenied("Only the student who launched this job and the course's instructors open its terminal.")
+    raise PermissionDenied(f"Only the student who launched this job and the course's instructors {action}.")

@@ -21,6 +21,7 @@ FIELDS = (
     "max_nodes",
     "max_minutes",
     "endpoint_api",
+    "session",
 )
 
 

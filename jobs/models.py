@@ -8,7 +8,7 @@ from django.db import models
 from django.urls import reverse
 
 from clusters import kinds
-from core.choices import ACTIVE_STATES, TERMINAL_STATES, EndpointAPI, EventKind, JobState
+from core.choices import ACTIVE_STATES, TERMINAL_STATES, EndpointAPI, EventKind, JobState, SessionKind
 
 from .params import Param, parse_schema
 
@@ -33,6 +33,13 @@ class JobTemplate(models.Model):
         choices=EndpointAPI.choices,
         blank=True,
         help_text="Kubernetes servers: the API the job page's prompt box speaks.",
+    )
+    session = models.CharField(
+        "interactive session",
+        max_length=16,
+        choices=SessionKind.choices,
+        blank=True,
+        help_text="JupyterLab: the job page opens the server the job starts, through the portal (sessions app).",
     )
     max_gpus = models.PositiveIntegerField("max GPUs per job", default=8)
     max_nodes = models.PositiveIntegerField("max nodes per job", default=2)

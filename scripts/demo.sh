@@ -58,13 +58,10 @@ set -a
 set +a
 export DEBUG=0 DJANGO_SETTINGS_MODULE=portal.settings ALLOWED_HOSTS=${ALLOWED_HOSTS:-localhost,127.0.0.1,${BIND%:*}}
 
-# The lab's Python for the Tiny LM templates: the CPU build of PyTorch in a venv the lab users can run, made
-# from the system interpreter (a venv of a Python under /root would point where they cannot read).
-if [ "${GPULAB_DEMO_TORCH:-1}" = 1 ] && ! runuser -u "$GPULAB_SERVICE_USER" -- "$LAB_VENV/bin/python" -c 'import torch' 2>/dev/null; then
-  log "creating the lab's Python environment in $LAB_VENV (PyTorch, CPU build)"
-  rm -rf "$LAB_VENV"
-  /usr/bin/python3 -m venv "$LAB_VENV" && "$LAB_VENV/bin/pip" install -q torch==2.13.0 numpy==2.3.4 \
-    || log "PyTorch could not be installed; the Tiny LM templates will fail until it is"
+# The lab's Python for the Tiny LM and JupyterLab templates (PyTorch on CPU, JupyterLab): scripts/lab_venv.sh.
+if [ "${GPULAB_DEMO_TORCH:-1}" = 1 ]; then
+  bash scripts/lab_venv.sh "$LAB_VENV" "$GPULAB_SERVICE_USER" \
+    || log "the lab's Python environment could not be made; the Tiny LM and JupyterLab templates fail until it is"
 fi
 
 .venv/bin/python manage.py migrate -v0

@@ -13,6 +13,7 @@ make -s venv workloads-venv
 
 bash scripts/services.sh start
 bash scripts/local_slurm.sh start
+bash scripts/lab_venv.sh  # the jobs' Python (PyTorch, JupyterLab) in /opt/gpulab-lab-venv, as make demo
 cleanup() { bash scripts/local_slurm.sh stop || true; bash scripts/services.sh stop || true; }
 trap cleanup EXIT
 

@@ -77,6 +77,19 @@ class ServerPanel:
     answers_prompts: bool = False  # the page offers Try it and Load test
 
 
+@dataclass(frozen=True)
+class NotebookAddress:
+    """Where a job's notebook server answers the portal: `url` is its origin (http://host:port, reached directly
+    or through a forward the kind opened), `token` what the portal adds to every request it proxies."""
+
+    url: str
+    token: str
+
+
+class NotebookNotReady(ActionRefused):
+    """The job runs, but its notebook server has not said where it listens yet (it is starting)."""
+
+
 @dataclass
 class Preview:
     """A template body rendered with its defaults, or the reasons it cannot be published."""
@@ -197,6 +210,12 @@ class Kind:
         """A PTY inside the running job (at `target`, one of terminal_targets), as the identity the job runs as;
         ActionRefused or BackendError say why not."""
         raise ActionRefused(f"A terminal cannot be opened in jobs on {self.name} clusters yet.")
+
+    # JupyterLab started by a session template (JobTemplate.session), proxied to the browser by sessions/notebook*.
+    def notebook_address(self, job: Any) -> NotebookAddress:
+        """Where the running job's notebook server listens; NotebookNotReady while it starts, ActionRefused or
+        BackendError say why it cannot be reached."""
+        raise ActionRefused(f"JupyterLab cannot be opened in jobs on {self.name} clusters yet.")
 
     def telemetry_note(self, cluster: Any) -> str:
         """A line under a job's charts saying what this cluster cannot measure, or ""."""

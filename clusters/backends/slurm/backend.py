@@ -256,6 +256,14 @@ class SlurmBackend(ClusterBackend):
             raise BackendError(f"scontrol show job failed: {result.message()}")
         return parse_gpu_allocations(result.stdout)
 
+    def job_nodes(self, scheduler_id: str) -> list[str]:
+        """The nodes a running job holds (scontrol's NodeList, expanded); empty when it holds none."""
+        result = self._run(["scontrol", "show", "job", scheduler_id])
+        if not result.ok:
+            raise BackendError(f"scontrol show job failed: {result.message()}")
+        match = re.search(r"^\s*NodeList=(\S+)", result.stdout, re.MULTILINE)
+        return expand_hostlist(match.group(1)) if match and match.group(1) != "(null)" else []
+
     # -- limits -----------------------------------------------------------------------------------------------
     def partition_limits(self) -> dict[str, PartitionLimits]:
         result = self._run(["sinfo", "--all", "--noheader", f"--format={PARTITION_FORMAT}"])
@@ -361,10 +369,14 @@ class SlurmBackend(ClusterBackend):
     def read_log(
         self, job_id: uuid.UUID, offset: int, limit: int, *, scheduler_id: str = "", stream: str = ""
     ) -> LogChunk:
+        return self.read_job_file(job_id, LOG_NAME, offset, limit)
+
+    def read_job_file(self, job_id: uuid.UUID, name: str, offset: int, limit: int) -> LogChunk:
+        """Part of a file the job wrote in its directory (a fixed name of the portal's), as the job's identity."""
         if self.student:
-            path = self.student.path(self.cluster.lab_dir, "jobs", str(job_id), LOG_NAME)
+            path = self.student.path(self.cluster.lab_dir, "jobs", str(job_id), name)
             return self.student.read(path, offset, limit)
-        path = posixpath.join(self.job_dir(job_id), LOG_NAME)
+        path = posixpath.join(self.job_dir(job_id), name)
         with ssh.sftp(self.cluster, self.account) as sftp:
             return ssh.read_log_chunk(sftp, path, offset, limit)
 

@@ -1,0 +1,82 @@
+"""A running job's JupyterLab, kind-neutral: where it listens (the kind's answer, kept a short while), its kernels,
+and the path under which the portal proxies it.
+
+Invariant: the kind says where the server listens and how to reach it (Kind.notebook_address); everything else here
+and in sessions/notebook_proxy.py is the same for every kind. The server's token never leaves the portal: it is
+kept encrypted in the cache and added to each proxied request; the browser never sees it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import requests
+from django.core.cache import cache
+from django.utils.dateparse import parse_datetime
+
+from clusters import crypto, kinds
+from clusters.backends.kind import NotebookAddress
+from core.choices import EventKind, SessionKind
+from jobs import states
+from jobs.models import Job
+
+ADDRESS_SECONDS = 300  # a server keeps its port for its life; a restart is found when this runs out or fails
+PREFIX = "/jobs/{job_id}/lab/"  # the server's --ServerApp.base_url: the portal proxies this path unchanged
+KERNELS_TIMEOUT = 10
+
+
+def prefix(job_id) -> str:
+    return PREFIX.format(job_id=job_id)
+
+
+def is_notebook(job: Job) -> bool:
+    return job.template.session == SessionKind.JUPYTERLAB
+
+
+def _key(job_id) -> str:
+    return f"gpulab:notebook:{job_id}"
+
+
+def address(job: Job) -> NotebookAddress:
+    """The kind's answer for this job, from the cache when it was asked within ADDRESS_SECONDS."""
+    kept = cache.get(_key(job.pk))
+    if kept:
+        return NotebookAddress(**json.loads(crypto.decrypt(kept)))
+    found = kinds.kind_of(job.cluster.kind).notebook_address(job)
+    cache.set(_key(job.pk), crypto.encrypt(json.dumps(found.__dict__)), ADDRESS_SECONDS)
+    return found
+
+
+def forget(job_id) -> None:
+    """The server did not answer where it was said to be: ask the kind again next time."""
+    cache.delete(_key(job_id))
+
+
+def auth_header(found: NotebookAddress) -> tuple[str, str]:
+    return "Authorization", f"token {found.token}"
+
+
+def last_kernel_activity(job: Job) -> tuple[bool, datetime | None]:
+    """(whether a kernel is busy, the newest kernel activity) from Jupyter's /api/kernels, as the portal."""
+    found = address(job)
+    name, value = auth_header(found)
+    try:
+        response = requests.get(
+            f"{found.url}{prefix(job.pk)}api/kernels", headers={name: value}, timeout=KERNELS_TIMEOUT
+        )
+        response.raise_for_status()
+        kernels = response.json()
+    except (requests.RequestException, ValueError):
+        forget(job.pk)
+        raise
+    busy = any(k.get("execution_state") == "busy" for k in kernels)
+    times = [parse_datetime(k["last_activity"]) for k in kernels if k.get("last_activity")]
+    return busy, max(filter(None, times), default=None)
+
+
+def record_staff_visit(job: Job, user) -> str:
+    """An instructor opened the student's JupyterLab: on the job's timeline, where the student sees it."""
+    note = f"{user.get_full_name() or user.username} (instructor) opened this job's JupyterLab."
+    states.record(job, EventKind.NOTE, note, actor=user)
+    return note

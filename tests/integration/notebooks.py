@@ -1,0 +1,106 @@
+"""JupyterLab sessions on the local SLURM for the tests and bench/jupyter_roundtrip.py: launch the built-in
+template in the lab's Python (scripts/lab_venv.sh), wait for its server through the portal, run code in a kernel."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+
+import requests
+from websockets.sync.client import connect
+
+from jobs.builtin import load_builtin_templates
+from jobs.models import Job
+
+from .conftest import wait_for
+from .ws import session_cookie
+
+LAB_VENV = os.environ.get("GPULAB_LAB_VENV", "/opt/gpulab-lab-venv")
+PREAMBLE = f"export PYTHON={LAB_VENV}/bin/python\n"
+
+
+def jupyter_template(course):
+    return next(t for t in load_builtin_templates([course]) if t.slug == "jupyterlab")
+
+
+def launch_notebook(api_for, user, cluster, **params) -> Job:
+    cluster.preamble = PREAMBLE
+    cluster.save(update_fields=["preamble"])
+    jupyter_template(cluster.courses.first())
+    values = {"gpus_per_node": 1, "time_minutes": 10, "cpus_per_task": 1, **params}
+    response = api_for(user).post(
+        "/api/v1/jobs/", {"template": "jupyterlab", "cluster": cluster.name, "params": values}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    return Job.objects.get(pk=response.json()["id"])
+
+
+class Browserless:
+    """A signed-in user's requests to the portal's JupyterLab path, as JupyterLab's own page makes them."""
+
+    def __init__(self, web, user, job):
+        self.web, self.job = web, job
+        self.base = f"{web.url}/jobs/{job.pk}/lab/"
+        self.http = requests.Session()
+        self.http.cookies.set("sessionid", session_cookie(user))
+        self.http.headers["Origin"] = web.url
+
+    def get(self, path: str, **kwargs) -> requests.Response:
+        return self.http.get(self.base + path, timeout=30, **kwargs)
+
+    def post(self, path: str, body: dict) -> requests.Response:
+        return self.http.post(self.base + path, json=body, timeout=30)
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        wait_for(lambda: self.get("api/status").status_code == 200, timeout=timeout, what="JupyterLab to answer")
+
+    def socket(self, path: str, *, base: str | None = None, headers: dict | None = None):
+        url = (base or self.base).replace("http://", "ws://") + path
+        cookie = {"Cookie": f"sessionid={self.http.cookies['sessionid']}", "Origin": self.web.url}
+        return connect(url, additional_headers=headers or cookie, open_timeout=15, max_size=2**24)
+
+
+def execute_request(code: str) -> tuple[str, str]:
+    msg_id = uuid.uuid4().hex
+    header = {
+        "msg_id": msg_id,
+        "msg_type": "execute_request",
+        "username": "",
+        "session": uuid.uuid4().hex,
+        "version": "5.3",
+        "date": "",
+    }
+    content = {"code": code, "silent": False, "store_history": False, "user_expressions": {}, "allow_stdin": False}
+    message = {
+        "header": header,
+        "parent_header": {},
+        "metadata": {},
+        "content": content,
+        "channel": "shell",
+        "buffers": [],
+    }
+    return msg_id, json.dumps(message)
+
+
+def run_code(socket, code: str, *, timeout: float = 60) -> str:
+    """Run `code` in the kernel behind `socket` (the JSON protocol, no subprotocol); its stdout."""
+    msg_id, text = execute_request(code)
+    socket.send(text)
+    out, deadline = "", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        frame = socket.recv(timeout=max(0.1, deadline - time.monotonic()))
+        if isinstance(frame, bytes):
+            continue
+        message = json.loads(frame)
+        if message.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        kind = message["header"]["msg_type"]
+        if kind == "stream":
+            out += message["content"]["text"]
+        elif kind == "error":
+            raise AssertionError(f"the kernel raised: {message['content']}")
+        elif kind == "status" and message["content"]["execution_state"] == "idle":
+            return out
+    raise AssertionError(f"no answer from the kernel within {timeout:.0f}s; got {out!r}")

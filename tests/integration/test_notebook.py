@@ -1,0 +1,67 @@
+"""JupyterLab on the local SLURM through the portal's proxy (sessions/notebook_proxy.py): the built-in template
+starts it in the lab's Python, the owner reaches it over HTTP and kernel WebSockets and runs PyTorch in it; every
+other student gets 404 on its URLs and sockets; the server's token never reaches the browser."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from websockets.exceptions import InvalidStatus
+
+from core.choices import JobState
+
+from .notebooks import Browserless, launch_notebook, run_code
+
+
+@pytest.fixture
+def notebook_job(worker, web, alice, cluster, api_for, job_state):
+    job = launch_notebook(api_for, alice, cluster)
+    job = job_state(job, JobState.RUNNING, timeout=120)
+    Browserless(web, alice, job).wait_ready()
+    return job
+
+
+@pytest.mark.timeout(300)
+def test_owner_runs_torch_in_a_kernel_through_the_portal(notebook_job, web, alice):
+    lab = Browserless(web, alice, notebook_job)
+    page = lab.get("lab")
+    assert page.status_code == 200 and "JupyterLab" in page.text
+    token = _server_token(notebook_job)
+    assert token not in page.text and "token" not in page.url
+    assert not any("token" in c.name.lower() or c.value == token for c in lab.http.cookies)
+    kernel = lab.post("api/kernels", {"name": "python3"})
+    assert kernel.status_code == 201, kernel.text
+    with lab.socket(f"api/kernels/{kernel.json()['id']}/channels") as socket:
+        out = run_code(socket, "import torch; print(torch.__version__)")
+    assert out.strip().startswith("2.") and "+cpu" in out, out
+
+
+@pytest.mark.timeout(300)
+def test_other_students_get_404_on_every_notebook_url_and_socket(notebook_job, web, alice, bob, carol, client):
+    kernel = Browserless(web, alice, notebook_job).post("api/kernels", {"name": "python3"}).json()
+    paths = ["lab", "api/status", "api/kernels", "api/contents", f"api/kernels/{kernel['id']}"]
+    for user in (bob, carol):
+        other = Browserless(web, user, notebook_job)
+        for path in paths:
+            assert other.get(path).status_code == 404, path
+        assert other.post("api/kernels", {"name": "python3"}).status_code == 404
+        with pytest.raises(InvalidStatus) as refused:
+            other.socket(f"api/kernels/{kernel['id']}/channels")
+        assert refused.value.response.status_code == 404
+    anonymous = Browserless(web, alice, notebook_job)
+    anonymous.http.cookies.clear()
+    assert anonymous.get("api/status").status_code == 404
+
+
+def _server_token(job) -> str:
+    """The token the job wrote on the cluster, read as root: what must never reach the browser."""
+    import json
+
+    out = subprocess.run(
+        ["bash", "-c", f"cat ~labsvc/gpulab-test/jobs/{job.pk}/jupyter-server.json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return json.loads(out)["token"]
