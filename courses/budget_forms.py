@@ -33,6 +33,11 @@ class BudgetSettingsForm(forms.Form):
     idle_cancel_minutes = forms.IntegerField(
         label="Cancel after the warning (minutes)", help_text="Unless the student presses “Keep it”."
     )
+    session_idle_minutes = forms.IntegerField(
+        label="End idle JupyterLab sessions after (minutes)",
+        required=False,
+        help_text="No kernel activity and idle GPUs this long. Empty: sessions run to their time limit.",
+    )
 
     def clean(self):
         data = super().clean()

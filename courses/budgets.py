@@ -27,7 +27,12 @@ MAX_GRACE_MINUTES = 24 * 60
 MAX_TOP_UP_HOURS = 1_000
 WARN_LEVELS = (80, 95)  # per cent of a budget at which the student is told, once per period
 SETTINGS = ("budget_period", "student_gpu_hours", "course_gpu_hours", "budget_grace_minutes")
-IDLE_SETTINGS = ("idle_util_below", "idle_warn_minutes", "idle_cancel_minutes")  # the idle rule, audited alike
+IDLE_SETTINGS = (
+    "idle_util_below",
+    "idle_warn_minutes",
+    "idle_cancel_minutes",
+    "session_idle_minutes",
+)  # the idle rule, audited alike
 MAX_IDLE_MINUTES = 24 * 60
 
 
@@ -66,6 +71,7 @@ def setting_errors(values: dict) -> dict[str, str]:
         "idle_util_below": (1, 100, "Idle below"),
         "idle_warn_minutes": (1, MAX_IDLE_MINUTES, "Warn after idle"),
         "idle_cancel_minutes": (1, MAX_IDLE_MINUTES, "Cancel after the warning"),
+        "session_idle_minutes": (1, MAX_IDLE_MINUTES, "End idle sessions after"),
     }
     for name, (low, high, label) in bounds.items():
         value = values.get(name)
@@ -74,6 +80,7 @@ def setting_errors(values: dict) -> dict[str, str]:
                 "student_gpu_hours": " Leave it empty for no budget.",
                 "course_gpu_hours": " Leave it empty for no budget.",
                 "idle_util_below": " Leave it empty for no idle rule.",
+                "session_idle_minutes": " Leave it empty to let sessions run to their time limit.",
             }.get(name, "")
             errors[name] = f"{label} must be between {low} and {high}.{empty}"
     if values.get("budget_period") not in (None, *BudgetPeriod.values):

@@ -92,6 +92,14 @@ class Course(models.Model):
     )
     idle_warn_minutes = models.PositiveIntegerField("warn after idle (minutes)", default=30)
     idle_cancel_minutes = models.PositiveIntegerField("cancel after the warning (minutes)", default=15)
+    # Interactive sessions (JupyterLab; sessions/idle_sessions.py) have their own rule: no kernel activity and idle
+    # GPUs for this long ends the session. Empty: sessions run to their time limit.
+    session_idle_minutes = models.PositiveIntegerField(
+        "end idle sessions after (minutes)",
+        null=True,
+        blank=True,
+        help_text="JupyterLab with no kernel activity and idle GPUs this long is ended. Empty: never.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -278,6 +286,7 @@ class BudgetChange(models.Model):
         IDLE_BELOW = "idle_util_below", "Idle below (% GPU utilization)"
         IDLE_WARN = "idle_warn_minutes", "Warn after idle (minutes)"
         IDLE_CANCEL = "idle_cancel_minutes", "Cancel after the warning (minutes)"
+        SESSION_IDLE = "session_idle_minutes", "End idle sessions after (minutes)"
 
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="budget_changes")
     student = models.ForeignKey(

@@ -288,6 +288,7 @@ CELERY_BEAT_SCHEDULE = {
     "notification-reminders": {"task": "workers.notify.send_reminders", "schedule": 60.0},
     "evaluate-budgets": {"task": "workers.tasks.evaluate_budgets", "schedule": GPULAB_GOVERNANCE_INTERVAL},
     "sweep-lab-sessions": {"task": "workers.tasks.sweep_lab_sessions", "schedule": GPULAB_LAB_SESSION_SWEEP_INTERVAL},
+    "end-idle-sessions": {"task": "workers.tasks.end_idle_sessions", "schedule": GPULAB_GOVERNANCE_INTERVAL},
 }
 
 # --- Hostile input and sign-in (README "Configuration", docs/operations.md "Sign-in throttling") -------------

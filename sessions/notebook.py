@@ -9,10 +9,13 @@ kept encrypted in the cache and added to each proxied request; the browser never
 from __future__ import annotations
 
 import json
-from datetime import datetime
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import requests
 from django.core.cache import cache
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from clusters import crypto, kinds
@@ -24,6 +27,8 @@ from jobs.models import Job
 ADDRESS_SECONDS = 300  # a server keeps its port for its life; a restart is found when this runs out or fails
 PREFIX = "/jobs/{job_id}/lab/"  # the server's --ServerApp.base_url: the portal proxies this path unchanged
 KERNELS_TIMEOUT = 10
+STAFF_NOTE_SECONDS = 3600
+WARN_MINUTES = 10  # the session page warns this long before the allocation ends
 
 
 def prefix(job_id) -> str:
@@ -75,8 +80,30 @@ def last_kernel_activity(job: Job) -> tuple[bool, datetime | None]:
     return busy, max(filter(None, times), default=None)
 
 
-def record_staff_visit(job: Job, user) -> str:
-    """An instructor opened the student's JupyterLab: on the job's timeline, where the student sees it."""
-    note = f"{user.get_full_name() or user.username} (instructor) opened this job's JupyterLab."
-    states.record(job, EventKind.NOTE, note, actor=user)
-    return note
+def note_staff_visit(job: Job, user) -> None:
+    """An instructor opened the student's JupyterLab: on the job's timeline (where the student sees it), once an
+    hour per instructor however many requests their JupyterLab makes."""
+    if cache.add(f"gpulab:notebook-staff:{job.pk}:{user.pk}", 1, STAFF_NOTE_SECONDS):
+        note = f"{user.get_full_name() or user.username} (instructor) opened this job's JupyterLab."
+        states.record(job, EventKind.NOTE, note, actor=user)
+
+
+@dataclass(frozen=True)
+class Clock:
+    """How long the session has left before its allocation ends, as the session page shows it."""
+
+    ends_at: datetime | None
+    minutes_left: int | None
+
+    @property
+    def ending_soon(self) -> bool:
+        return self.minutes_left is not None and self.minutes_left <= WARN_MINUTES
+
+
+def clock(job: Job, now: datetime | None = None) -> Clock:
+    limit = kinds.kind_of(job.cluster.kind).time_limit_minutes(job)
+    if job.started_at is None or not limit:
+        return Clock(None, None)
+    ends_at = job.started_at + timedelta(minutes=limit)
+    left = (ends_at - (now or timezone.now())).total_seconds() / 60
+    return Clock(ends_at, max(0, math.ceil(left)))

@@ -20,7 +20,6 @@ from asgiproxy.context import ProxyContext
 from asgiproxy.proxies.http import convert_proxy_response_to_user_response, get_proxy_response
 from asgiproxy.proxies.websocket import proxy_websocket
 from channels.db import database_sync_to_async
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from starlette.responses import Response
@@ -63,7 +62,6 @@ DROP_UPSTREAM = frozenset(
 # Never passed back: the server's cookies (they would land on the portal's origin) and hop-by-hop headers.
 DROP_DOWNSTREAM = frozenset(["set-cookie", "connection", "keep-alive", "transfer-encoding", "upgrade"])
 UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-STAFF_NOTE_SECONDS = 3600  # an instructor's visit goes on the timeline once an hour, not once per request
 
 
 class Refused(Exception):
@@ -135,8 +133,8 @@ def _authorize(user, job_id):
         raise Refused(503, str(exc)) from None
     except (ActionRefused, BackendError) as exc:
         raise Refused(502, str(exc)) from None
-    if as_staff and cache.add(f"gpulab:notebook-staff:{job.pk}:{user.pk}", 1, STAFF_NOTE_SECONDS):
-        notebook.record_staff_visit(job, user)
+    if as_staff:
+        notebook.note_staff_visit(job, user)
     return job, found
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import terminal_views, views
+from . import notebook_views, terminal_views, views
 
 app_name = "sessions"
 
@@ -12,4 +12,6 @@ urlpatterns = [
     path("jobs/<uuid:job_id>/files/", views.job_files, name="job_files"),
     path("jobs/<uuid:job_id>/artefacts/", views.job_artefacts, name="job_artefacts"),
     path("jobs/<uuid:job_id>/terminal/", terminal_views.job_terminal, name="job_terminal"),
+    path("jobs/<uuid:job_id>/jupyter/", notebook_views.job_notebook, name="job_notebook"),
+    path("jobs/<uuid:job_id>/jupyter/status/", notebook_views.job_notebook_status, name="job_notebook_status"),
 ]

@@ -60,7 +60,7 @@ def idle_stretch(buckets: dict[int, float], below: float, after: datetime | None
     return Idle(since, (end - since).total_seconds() / 60, max(stretch))
 
 
-def _buckets(jobs: list[Job], oldest: datetime) -> dict[str, dict[int, float]]:
+def gpu_buckets(jobs: list[Job], oldest: datetime) -> dict[str, dict[int, float]]:
     """{job id: {bucket ms: highest utilization over the job's GPUs}} from the stored series, in one query."""
     found: dict[str, dict[int, float]] = {str(j.pk): {} for j in jobs}
     rows = SeriesChunk.objects.filter(job_id__in=[j.pk for j in jobs], end__gte=oldest).values_list("job_id", "series")
@@ -85,7 +85,7 @@ def run(now: datetime | None = None) -> Report:
         ).select_related("idle_warning", "template", "cluster")
     )
     longest = max(c.idle_warn_minutes + c.idle_cancel_minutes for c in courses.values())
-    buckets = _buckets(jobs, now - timedelta(minutes=longest + 2))
+    buckets = gpu_buckets(jobs, now - timedelta(minutes=longest + 2))
     for job in jobs:
         _apply(job, courses[job.course_id], buckets[str(job.pk)], now, report)
     return report

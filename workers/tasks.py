@@ -27,6 +27,7 @@ from jobs import (
     term_end,
     time_limits,
 )
+from sessions import idle_sessions
 from telemetry import idle_reaping
 
 logger = logging.getLogger(__name__)
@@ -145,3 +146,10 @@ def sweep_lab_sessions() -> dict:
     """The beat task: ended sessions closed and their reservations removed, lost bookings asked for again."""
     report = lab_reservations.sweep()
     return {"ended": len(report.ended), "removing": len(report.removing), "asked_again": len(report.asked_again)}
+
+
+@shared_task
+def end_idle_sessions() -> dict:
+    """The beat task, once a minute: JupyterLab sessions idle (kernels and GPUs) for their course's limit are ended
+    (sessions/idle_sessions.py). Apart from evaluate_budgets: it asks each candidate's server over HTTP."""
+    return {"ended": len(idle_sessions.run())}

@@ -54,7 +54,20 @@ class Browserless:
         return self.http.post(self.base + path, json=body, timeout=30)
 
     def wait_ready(self, timeout: float = 120) -> None:
-        wait_for(lambda: self.get("api/status").status_code == 200, timeout=timeout, what="JupyterLab to answer")
+        last = []
+
+        def answers() -> bool:
+            last[:] = [self.get("api/status")]
+            return last[0].status_code == 200
+
+        try:
+            wait_for(answers, timeout=timeout, what="JupyterLab to answer")
+        except AssertionError:
+            self.job.refresh_from_db()
+            raise AssertionError(
+                f"JupyterLab never answered: {last[0].status_code} {last[0].text[:300]!r}; the job is "
+                f"{self.job.state} {self.job.error!r}"
+            ) from None
 
     def socket(self, path: str, *, base: str | None = None, headers: dict | None = None):
         url = (base or self.base).replace("http://", "ws://") + path

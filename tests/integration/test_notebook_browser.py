@@ -1,0 +1,91 @@
+"""JupyterLab in Chromium through the portal: from the job page to the session page, a new notebook, PyTorch's
+version printed in its output; the session page on a laptop and a phone; the page says when the allocation's time
+limit ended the session. Real SLURM, Redis and uvicorn; screenshots in $GPULAB_SHOTS."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from playwright.sync_api import expect
+
+from core.choices import JobState
+
+from .notebooks import Browserless, jupyter_template, launch_notebook
+from .test_browser import log_in, page  # noqa: F401  (the Chromium page fixture)
+
+SHOTS = os.environ.get("GPULAB_SHOTS", "/tmp")
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(400)
+def test_student_makes_a_notebook_and_runs_torch_in_it_through_the_portal(
+    worker,
+    web,
+    page,  # noqa: F811
+    alice,
+    cluster,
+    api_for,
+    job_state,
+):
+    job = job_state(launch_notebook(api_for, alice, cluster), JobState.RUNNING, timeout=120)
+    Browserless(web, alice, job).wait_ready()
+    page.set_viewport_size({"width": 1366, "height": 900})
+    log_in(page, web, "alice")
+    page.goto(f"{web.url}/jobs/{job.pk}/")
+    page.click("#open-notebook")
+    expect(page.locator("#time-left")).to_contain_text("min")
+    lab = page.frame_locator("#notebook-frame")
+    lab.locator('.jp-LauncherCard[data-category="Notebook"]').first.click(timeout=60_000)
+    editor = lab.locator(".jp-Notebook .jp-Cell .cm-content").first
+    try:
+        expect(editor).to_be_visible(timeout=60_000)
+    except AssertionError:
+        page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-failed.png", full_page=True)
+        raise
+    expect(lab.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=60_000)
+    editor.click()
+    page.keyboard.type("import torch; print(torch.__version__)")
+    page.keyboard.press("Shift+Enter")
+    output = lab.locator(".jp-OutputArea-output").first
+    try:
+        expect(output).to_contain_text("+cpu", timeout=90_000)
+    except AssertionError:
+        page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-failed.png", full_page=True)
+        raise
+    assert output.inner_text().strip().startswith("2.")
+    page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-laptop.png", full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    expect(page.locator("#open-jupyterlab")).to_be_visible()
+    expect(page.locator("#notebook-frame")).to_be_hidden()
+    page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-phone.png", full_page=True)
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(400)
+def test_the_session_ends_at_its_time_limit_and_the_page_says_so(
+    worker,
+    web,
+    page,  # noqa: F811
+    alice,
+    cluster,
+    course,
+    api_for,
+    job_state,
+):
+    template = jupyter_template(course)
+    minutes = next(p for p in template.parameters if p["name"] == "time_minutes")
+    minutes["min"] = 1  # a one-minute session: the allocation's limit within a test's patience
+    template.save()
+    job = job_state(launch_notebook(api_for, alice, cluster, time_minutes=1), JobState.RUNNING, timeout=120)
+    log_in(page, web, "alice")
+    page.goto(f"{web.url}/jobs/{job.pk}/jupyter/")
+    expect(page.locator("#ending-soon")).to_contain_text("Save your notebooks")  # under ten minutes: warned at once
+    page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-ending-laptop.png", full_page=True)
+    expect(page.locator("#session-ended")).to_contain_text("reached its time limit", timeout=240_000)
+    job.refresh_from_db()
+    assert job.state == JobState.TIMED_OUT
+    assert Browserless(web, alice, job).get("api/status").status_code == 410  # nothing left to proxy to
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-ended-phone.png", full_page=True)
