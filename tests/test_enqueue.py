@@ -4,14 +4,26 @@ import-linter contract `jobs-sends-tasks-by-name` (pyproject.toml)."""
 
 import pytest
 
+from courses import lab_sessions
 from jobs import enqueue
 from portal.celery import app
 
 
 def test_the_tasks_jobs_sends_are_registered_by_the_workers_under_those_names():
     app.loader.import_default_modules()
-    for name in (enqueue.SUBMIT_JOB, enqueue.CANCEL_JOB):
+    for name in (
+        enqueue.SUBMIT_JOB,
+        enqueue.CANCEL_JOB,
+        lab_sessions.MAKE_RESERVATION,
+        lab_sessions.REMOVE_RESERVATION,
+    ):
         assert app.tasks[name].run.__module__ == "workers.tasks", name
+
+
+def test_the_beat_sweeps_lab_sessions_with_a_registered_task():
+    app.loader.import_default_modules()
+    entry = app.conf.beat_schedule["sweep-lab-sessions"]
+    assert entry["task"] in app.tasks and entry["schedule"] > 0
 
 
 @pytest.mark.django_db

@@ -132,6 +132,7 @@ def portal_env(services, django_db_setup, smtp_server):
         "SUBMIT_RETRY_DELAY_SECONDS": "1",
         "SUBMIT_STALE_AFTER_SECONDS": "6",
         "SSH_CONNECT_TIMEOUT_SECONDS": "5",
+        "LAB_SESSION_SWEEP_SECONDS": "2",
         "PYTHONUNBUFFERED": "1",
     }
 

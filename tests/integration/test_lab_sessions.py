@@ -130,3 +130,20 @@ def test_making_the_reservation_again_adopts_it_and_slurms_refusal_is_told_in_wo
 def test_test_connection_says_the_service_account_may_make_reservations(lab_cluster):
     report = get_backend(lab_cluster).test_connection()
     assert "Lab sessions: labsvc is a SLURM operator and can make reservations." in report.lines
+
+
+def test_the_beat_ends_a_session_past_its_end_and_removes_its_reservation(worker, course, lab_cluster):
+    now = timezone.now()
+    session = LabSession.objects.create(
+        course=course, cluster=lab_cluster, starts_at=now, ends_at=now + timedelta(minutes=15), gpus=1
+    )
+    assert lab_reservations.make(session.pk) == "held"
+    assert session.reservation_name in slurm("scontrol", "show", "reservation")
+    LabSession.objects.filter(pk=session.pk).update(ends_at=timezone.now())  # its end, as the portal sees it
+    wait_for(
+        lambda: LabSession.objects.filter(pk=session.pk, state=LabSessionState.ENDED).exclude(removed_at=None).exists(),
+        timeout=60,
+        what="the beat to end the session and remove its reservation",
+    )
+    assert session.reservation_name not in slurm("scontrol", "show", "reservation")
+    assert list(session.events.values_list("to_state", flat=True)) == ["held", "ended"]
