@@ -1,6 +1,7 @@
 """Lab sessions on the real local SLURM (22.05): a booking made through the API becomes a reservation of the whole GPU
-node that `scontrol show reservation` lists, the course's next job runs in it, cancelling removes it, SLURM's own
-refusal reaches the instructor in words, and Test connection says whether the service account may make them."""
+node that `scontrol show reservation` lists, the course's next job runs in it (as the service account, or as each
+student's own user where jobs run so), cancelling removes it, the beat cleans an ended one, SLURM's own refusal
+reaches the instructor in words, and Test connection says whether the service account may make them."""
 
 import re
 import subprocess
@@ -10,13 +11,17 @@ import pytest
 from django.utils import timezone
 
 from clusters import services as cluster_services
+from clusters.choices import RunAs
 from clusters.kinds import get_backend
 from courses import lab_reservations
 from courses.models import LabSession, LabSessionState
 from jobs.models import Job
-from tests.integration.jobs_api import launch
+from tests.integration.jobs_api import launch, read_whole_log
 
+from . import test_cluster_identity as identity
 from .conftest import slurm, wait_for
+
+students, whoami = identity.students, identity.whoami  # the students' own UNIX users and a template that prints them
 
 
 @pytest.fixture
@@ -147,3 +152,23 @@ def test_the_beat_ends_a_session_past_its_end_and_removes_its_reservation(worker
     )
     assert session.reservation_name not in slurm("scontrol", "show", "reservation")
     assert list(session.events.values_list("to_state", flat=True)) == ["held", "ended"]
+
+
+def test_where_jobs_run_as_each_student_the_reservation_is_theirs_and_their_job_runs_in_it(
+    worker, api_for, instructor, alice, bob, course, lab_cluster, whoami, students, job_state
+):
+    identity.with_identities(lab_cluster, RunAs.SUDO, alice, bob, students)
+    session = LabSession.objects.create(
+        course=course,
+        cluster=lab_cluster,
+        starts_at=timezone.now(),
+        ends_at=timezone.now() + timedelta(minutes=15),
+        gpus=1,
+    )
+    assert lab_reservations.make(session.pk) == "held"
+    shown = slurm("scontrol", "show", "reservation", "--oneliner", session.reservation_name)
+    assert f"Users={','.join(sorted(students))}" in shown  # the students' own users, not the service account
+    job = job_state(identity.launch_whoami(api_for, alice), "pending", "running", "completed", timeout=120)
+    assert job.account.username == students[0]
+    assert f"Reservation={session.reservation_name}" in slurm("scontrol", "show", "job", "--oneliner", job.scheduler_id)
+    assert f"owner={students[0]}" in read_whole_log(api_for, alice, job_state(job, "completed", timeout=150))
