@@ -18,7 +18,7 @@ __all__ = ["Preview", "preview", "preview_template", "publish"]
 def preview(body: str, parameters, cluster=None, backend: str | None = None) -> Preview:
     """What the defaults render to, checked the way the kind that runs `backend` templates checks them
     (default: the templates a new JobTemplate is written for)."""
-    backend = backend or JobTemplate._meta.get_field("backend").default
+    backend = backend or kinds.default_templates()
     return kinds.kind_of(backend).preview(body, parameters, cluster)
 
 

@@ -209,3 +209,29 @@ def test_a_registered_kind_is_offered_by_the_admin_and_the_template_editor_and_n
     assert ("fake", "Memory (a test's kind)") in Cluster._meta.get_field("kind").choices
     assert ("fake", "Memory (a test's kind)") in JobTemplate._meta.get_field("backend").choices
     call_command("makemigrations", "--check", "--dry-run", verbosity=0)  # exits non-zero if a migration is due
+
+
+def test_instructor_writes_a_template_for_the_kind_in_the_editor_and_previews_it_live(
+    login, instructor, course, fake_kind
+):
+    client = login(instructor)
+    form = {
+        "name": "Count",
+        "slug": "count",
+        "description": "",
+        "backend": "fake",
+        "courses": [course.pk],
+        "body": BODY,
+        "parameters": json.dumps(PARAMETERS),
+        "max_gpus": 2,
+        "max_nodes": 1,
+        "max_minutes": 10,
+    }
+    new = client.post(reverse("jobs:template_new", args=[course.slug]), form)
+    assert new.status_code == 302, new.content.decode()[-2000:]
+    assert JobTemplate.objects.get(slug="count").backend == "fake"
+    preview = client.post(reverse("jobs:template_preview", args=[course.slug]), form).content.decode()
+    assert "count to 3" in preview  # the kind's own preview of the editor's text, nothing saved
+
+    slurm = {**form, "backend": "", "body": "echo {{ steps }}\n"}  # no backend: what a new template is written for
+    assert "echo 3" in client.post(reverse("jobs:template_preview", args=[course.slug]), slurm).content.decode()

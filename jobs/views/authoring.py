@@ -74,7 +74,7 @@ def template_preview(request, course_slug: str):
         result = None
         errors = form.errors["parameters"]
     else:
-        backend = form.cleaned_data.get("backend") or JobTemplate._meta.get_field("backend").default
+        backend = form.cleaned_data.get("backend") or kinds.default_templates()
         cluster = course.clusters.filter(kind__in=kinds.kinds_running(backend)).first()
         result = preview(request.POST.get("body", ""), form.cleaned_data.get("parameters", []), cluster, backend)
         errors = result.errors
