@@ -3,20 +3,10 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 
-
-class Role(models.TextChoices):
-    STUDENT = "student", "Student"
-    TA = "ta", "Teaching assistant"
-    INSTRUCTOR = "instructor", "Instructor"
-
+from core.course_choices import NamespaceMode, Role
 
 # Roles that see and cancel every job of the course; only instructors manage its roster.
 TEACHING_ROLES = (Role.INSTRUCTOR, Role.TA)
-
-
-class NamespaceMode(models.TextChoices):
-    PER_COURSE = "course", "One namespace for the course"
-    PER_STUDENT = "student", "One namespace per student"
 
 
 class BudgetPeriod(models.TextChoices):

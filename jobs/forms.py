@@ -8,14 +8,15 @@ from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.validators import RegexValidator
 
+from core.templating.params import FLOAT_TEXT, INT_TEXT, Param, SchemaError, parse_schema
+
 from .models import JobTemplate
-from .params import FLOAT_TEXT, INT_TEXT, Param, SchemaError, parse_schema
 
 PARAM_PREFIX = "param_"
 
 
 class _DigitsOnly:
-    """Numbers as the API takes them (jobs.params): the digits 0-9, no spaces, no other script's digits."""
+    """Numbers as the API takes them (core.templating.params): the digits 0-9, no spaces, no other script's digits."""
 
     text = INT_TEXT
     wrong_text = "Enter a whole number such as 2, with the digits 0-9 and no spaces."

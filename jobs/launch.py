@@ -14,14 +14,14 @@ from clusters import kinds
 from clusters.backends.kind import Rendered, RenderRefused, RenderRequest
 from clusters.identity import IdentityMissing, account_for
 from core.choices import ACTIVE_STATES, EventKind
+from core.templating.params import requested_gpus, validate_values
+from core.templating.resources import RESOURCES
 from courses import quotas
 from courses.models import Role
 from jobs import access
 
 from . import budgets, enqueue
 from .models import Job, JobTemplate
-from .params import requested_gpus, validate_values
-from .resources import RESOURCES
 from .states import record
 
 

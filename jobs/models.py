@@ -9,8 +9,7 @@ from django.urls import reverse
 
 from clusters import kinds
 from core.choices import ACTIVE_STATES, TERMINAL_STATES, EndpointAPI, EventKind, JobState, SessionKind
-
-from .params import Param, parse_schema
+from core.templating.params import Param, parse_schema
 
 
 class JobTemplate(models.Model):

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from clusters.backends.kubernetes.manifests import pod_specs, preview_context, render_manifests
+from core.templating.params import parse_schema
 from jobs.builtin import builtin_definitions
-from jobs.params import parse_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 COREUTILS = {"sh", "[", "sleep", "touch", "echo", "hostname"}  # Debian/Ubuntu base: dash, coreutils, hostname

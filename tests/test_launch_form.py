@@ -9,10 +9,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.choices import JobState
+from core.templating.params import parse_schema
 from jobs.builtin import builtin_definitions
 from jobs.forms import LaunchForm
 from jobs.models import Job, JobTemplate
-from jobs.params import parse_schema
 from jobs.states import transition
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clusters.backends.kubernetes.manifests import ManifestContext, ManifestError, render_manifests, requested_resources
+from core.templating.params import CONTROL_CHARS, parse_schema
 from jobs.models import JobTemplate
-from jobs.params import CONTROL_CHARS, parse_schema
 
 CTX = ManifestContext(
     job_id="3f2a9c1e-0000-4000-8000-000000000001", namespace="course-hpc", owner="alice", course="hpc"

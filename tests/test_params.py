@@ -1,6 +1,6 @@
 import pytest
 
-from jobs.params import SchemaError, parse_schema, requested_gpus, validate_values
+from core.templating.params import SchemaError, parse_schema, requested_gpus, validate_values
 
 
 def schema(*items):

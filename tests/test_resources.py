@@ -4,9 +4,9 @@ the schema check, the header and the advice all follow it."""
 import pytest
 
 from clusters.backends.slurm_rest.directives import OPTIONS
-from jobs.params import SchemaError, parse_schema
-from jobs.rendering import RenderContext, RenderError, check_placeholder_contexts, render_script
-from jobs.resources import RESOURCES
+from core.templating.params import SchemaError, parse_schema
+from core.templating.rendering import RenderContext, RenderError, check_placeholder_contexts, render_script
+from core.templating.resources import RESOURCES
 
 CTX = RenderContext(job_id="00000000-0000-0000-0000-000000000001", job_name="gpulab-t", lab_dir="~/gpulab")
 ALL = {

@@ -1,8 +1,8 @@
 """Batch-script templates, as both SLURM kinds (over SSH and through slurmrestd) run them.
 
 The template body is a bash script after the portal's own #SBATCH header; placeholders become shell-quoted words
-(jobs/rendering.py, checked by jobs/script_safety.py). A preview is published only if every placeholder passes
-those checks and the script passes `bash -n`.
+(core/templating/rendering.py, checked by core/templating/script_safety.py). A preview is published only if every
+placeholder passes those checks and the script passes `bash -n`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import re
 import uuid
 from typing import Any
 
-from jobs.params import SchemaError, parse_schema, requested_gpus
-from jobs.rendering import (
+from core.templating.params import SchemaError, parse_schema, requested_gpus
+from core.templating.rendering import (
     RenderContext,
     RenderError,
     bash_syntax_error,
@@ -20,7 +20,7 @@ from jobs.rendering import (
     render_script,
     unix_lines,
 )
-from jobs.script_safety import PLACEHOLDER
+from core.templating.script_safety import PLACEHOLDER
 
 from . import terminal
 from .kind import ActionRefused, Kind, Preview, Rendered, RenderRefused, RenderRequest

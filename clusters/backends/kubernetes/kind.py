@@ -67,7 +67,7 @@ class KubernetesKind(Kind):
         return Rendered(script=rendered.script, gpus=rendered.resources.gpus)
 
     def preview(self, body: str, parameters: Any, cluster: Any = None) -> Preview:
-        from jobs.params import SchemaError, parse_schema
+        from core.templating.params import SchemaError, parse_schema
 
         result = Preview()
         try:

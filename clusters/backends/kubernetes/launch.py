@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..kind import RenderRefused
 from .manifests import (
@@ -21,9 +21,6 @@ from .manifests import (
     requested_resources,
 )
 from .namespaces import namespace_for
-
-if TYPE_CHECKING:
-    from jobs.models import JobTemplate
 
 
 class ResourcesRefused(RenderRefused):
@@ -81,7 +78,7 @@ def ingress_for(objects: list[dict], ctx: ManifestContext, host_domain: str) -> 
 
 
 def render(
-    template: JobTemplate, course, user, values: Mapping[str, Any], job_id: uuid.UUID, *, with_ingress: bool = True
+    template, course, user, values: Mapping[str, Any], job_id: uuid.UUID, *, with_ingress: bool = True
 ) -> Rendered:
     ctx = context_for(user, course, job_id)
     try:
@@ -101,7 +98,7 @@ def render(
     return Rendered(script=dump(objects), resources=resources)
 
 
-def check_resources(template: JobTemplate, course, wanted: Resources) -> None:
+def check_resources(template, course, wanted: Resources) -> None:
     """Refuse, naming the limit, a job that could never fit: above the template's or the course's quota."""
     if wanted.gpus > template.max_gpus:
         raise ResourcesRefused(

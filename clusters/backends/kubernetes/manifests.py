@@ -21,8 +21,8 @@ from typing import Any
 import kubernetes_validate
 import yaml
 
-from jobs.params import Param
-from jobs.rendering import PLACEHOLDER, not_a_parameter, stray_braces
+from core.templating.params import Param
+from core.templating.rendering import PLACEHOLDER, not_a_parameter, stray_braces
 
 KUBERNETES_VERSION = "1.34.0"
 MANAGED_BY = "gpulab-portal"

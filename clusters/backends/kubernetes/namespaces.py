@@ -11,7 +11,7 @@ import hashlib
 import re
 
 from clusters.backends.base import NamespacePlan
-from courses.models import Course, NamespaceMode, Role
+from core.course_choices import NamespaceMode, Role
 
 from .manifests import LABEL_COURSE, LABEL_OWNER, MANAGED_BY, MANAGED_BY_LABEL, label_value
 
@@ -28,13 +28,13 @@ def _dns_label(*parts: str) -> str:
     return f"{text[:54].rstrip('-')}-{digest}"
 
 
-def namespace_for(course: Course, user) -> str:
+def namespace_for(course, user) -> str:
     if course.namespace_mode == NamespaceMode.PER_STUDENT:
         return _dns_label(PREFIX, course.slug, user.username)
     return _dns_label(PREFIX, course.slug)
 
 
-def plan_for(course: Course, user) -> NamespacePlan:
+def plan_for(course, user) -> NamespacePlan:
     per_student = course.namespace_mode == NamespaceMode.PER_STUDENT
     students = 1 if per_student else max(1, course.enrollments.filter(role=Role.STUDENT).count())
     labels = {MANAGED_BY_LABEL: MANAGED_BY, LABEL_COURSE: label_value(course.slug)}

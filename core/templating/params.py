@@ -36,7 +36,7 @@ SAFE_STRING_HELP = (
     "not starting with - or +."
 )
 
-# Placeholders the portal fills itself (jobs/rendering.py): no parameter may take their names.
+# Placeholders the portal fills itself (rendering.py): no parameter may take their names.
 BUILTIN_PLACEHOLDERS = ("lab_dir", "job_id")
 # Choices left empty in the schema are filled from the cluster (its partitions, its GPU types).
 CLUSTER_CHOICES = {"partition": "partitions", "gpu_type": "gpu_types"}

@@ -10,7 +10,7 @@ A quoted value is inert only where bash does nothing more with the word than pas
 `script_safety` checks every placeholder's place with bash's own grammar before anything renders, and refuses
 the rest (arithmetic, [[ ]], eval, bash -c, redirections, here-documents, quotes, #SBATCH lines, …). Every value
 is also exported as GPULAB_P_<name>, for templates that need it inside text ("$GPULAB_P_name"). The portal
-writes the #SBATCH header itself from the resource parameters (the table in jobs/resources.py), whose values
+writes the #SBATCH header itself from the resource parameters (the table in resources.py), whose values
 are validated tokens.
 """
 

@@ -1,8 +1,8 @@
 """The resource table: template parameters with these names ask the scheduler for resources.
 
 One row per parameter gives its required type, the #SBATCH option the portal writes for it, and how messages name
-it. The schema check (jobs/params.py), the portal's #SBATCH header (jobs/rendering.py) and the advice to name a
-parameter rather than write an #SBATCH line (jobs/script_safety.py) all read this table, so a resource added here is
+it. The schema check (params.py), the portal's #SBATCH header (rendering.py) and the advice to name a
+parameter rather than write an #SBATCH line (script_safety.py) all read this table, so a resource added here is
 validated, written and explained at once. A header option's value is a validated token (a choice of the cluster's,
 or an int), never free text.
 """
