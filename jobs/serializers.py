@@ -1,4 +1,5 @@
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from clusters.models import Cluster
@@ -40,16 +41,32 @@ class ClusterSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class WaitSerializer(serializers.Serializer):
+    """Why a pending job waits (jobs/waiting.py), as its scheduler said `age_seconds` ago."""
+
+    observed_at = serializers.DateTimeField()
+    age_seconds = serializers.IntegerField()
+    reason = serializers.CharField(help_text="Why it waits, in words.")
+    partition = serializers.CharField()
+    position = serializers.IntegerField(allow_null=True, help_text="1: the next to start in its partition.")
+    pending_in_partition = serializers.IntegerField(allow_null=True)
+    estimated_start = serializers.DateTimeField(allow_null=True, help_text="The scheduler's estimate, if it has one.")
+    priority = serializers.IntegerField(allow_null=True)
+    factors = serializers.DictField(child=serializers.IntegerField(), help_text="Weighted priority factors (sprio).")
+    advice = serializers.ListField(child=serializers.CharField(), help_text="What would start it sooner.")
+    suggested = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Parameter values that would start it sooner (clone with them)."
+    )
+    note = serializers.CharField(help_text="What this scheduler cannot tell.")
+
+
 class JobSerializer(serializers.ModelSerializer):
     template = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
     course = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
     url = serializers.HyperlinkedIdentityField(view_name="api:job-detail")
-    wait = serializers.SerializerMethodField(
-        help_text="A pending job: why it waits, its place in its partition, the estimated start, priority factors and "
-        "what would start it sooner, as the scheduler said age_seconds ago; null otherwise."
-    )
+    wait = serializers.SerializerMethodField(help_text="A pending job: why it waits; null otherwise.")
 
     class Meta:
         model = Job
@@ -80,6 +97,7 @@ class JobSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
+    @extend_schema_field(WaitSerializer(allow_null=True))
     def get_wait(self, job: Job) -> dict | None:
         if job.state != JobState.PENDING:
             return None
