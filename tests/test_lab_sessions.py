@@ -391,3 +391,25 @@ def test_a_cluster_whose_gpus_are_not_known_yet_says_what_to_do(course, lab_clus
     with pytest.raises(lab_sessions.BookingRefused) as refused:
         book(course, lab_cluster, at(30))
     assert "Ask an admin to run Test connection" in refused.value.errors["gpus"]
+
+
+def test_a_session_cancelled_while_its_reservation_is_made_has_it_removed_at_once(
+    course, lab_cluster, fake_backend, instructor, monkeypatch, sent
+):
+    session = book(course, lab_cluster, at(0))
+    made = fake_backend.create_reservation
+
+    def create_while_cancelled(self, request):
+        held = made(self, request)
+        lab_sessions.cancel(LabSession.objects.get(pk=session.pk), actor=instructor)  # the instructor, meanwhile
+        return held
+
+    monkeypatch.setattr(fake_backend, "create_reservation", create_while_cancelled)
+    assert lab_reservations.make(session.pk) == "cancelled"
+    session.refresh_from_db()
+    assert session.state == LabSessionState.CANCELLED and session.removed_at is not None
+    assert fake_backend.reservation_calls == [
+        f"create {session.reservation_name}",
+        f"delete {session.reservation_name}",
+    ]
+    assert fake_backend.reservations == {}
