@@ -31,6 +31,7 @@ from clusters.backends import as_student, ssh
 from clusters.backends.as_student import StudentShell
 from clusters.backends.base import BackendError
 from clusters.identity import IdentityMissing, account_for
+from clusters.lab_space import files_subdir
 
 from . import paths
 from .paths import PathRefused
@@ -116,13 +117,9 @@ def home_space(cluster, user) -> Space:
     _check_account(cluster, account)
     title = f"Your files on {cluster.display_name}"
     student = _student_of(cluster, account)
-    if student is not None and posixpath.isabs(_lab(cluster)):  # a lab directory every student's user shares
-        root = posixpath.join(_lab(cluster), "students", student.student)
-        return Space(cluster, account, root, title, confine=True, create=True, student=student)
-    if account.user_id == user.pk:  # their own login or user: the lab directory in their home is theirs
-        return Space(cluster, account, _lab(cluster), title, create=True, student=student)
-    root = posixpath.join(_lab(cluster), "students", f"user-{user.pk}")
-    return Space(cluster, account, root, title, confine=True, create=True)
+    subdir = files_subdir(cluster, account, user)
+    root = posixpath.join(_lab(cluster), subdir) if subdir else _lab(cluster)
+    return Space(cluster, account, root, title, confine=bool(subdir), create=True, student=student)
 
 
 def job_space(job) -> Space:

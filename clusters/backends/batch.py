@@ -11,6 +11,8 @@ import re
 import uuid
 from typing import Any
 
+from clusters.identity import IdentityMissing, account_for
+from clusters.lab_space import files_subdir
 from core.templating.params import SchemaError, parse_schema, requested_gpus
 from core.templating.rendering import (
     RenderContext,
@@ -26,6 +28,17 @@ from . import terminal
 from .kind import ActionRefused, Kind, Preview, Rendered, RenderRefused, RenderRequest
 
 PREVIEW_JOB_ID = uuid.UUID(int=0)
+
+
+def _files_subdir(cluster, user) -> str:
+    """Where the launching user's own files are under the lab directory, as the identity the job runs as."""
+    try:
+        account = account_for(cluster, user)
+    except IdentityMissing:
+        return ""  # the launch itself is refused for the same reason
+    return files_subdir(cluster, account, user) if account is not None else ""
+
+
 SLURM_JOB_NUMBER = re.compile(r"^\d+$")
 
 
@@ -51,7 +64,9 @@ class BatchKind(Kind):
 
     def render(self, request: RenderRequest) -> Rendered:
         template, cluster = request.template, request.cluster
-        ctx = RenderContext.on(cluster, request.job_id, f"gpulab-{template.slug}")
+        ctx = RenderContext.on(
+            cluster, request.job_id, f"gpulab-{template.slug}", files_subdir=_files_subdir(cluster, request.user)
+        )
         try:
             script = render_script(template.body, template.schema(), request.values, ctx)
         except RenderError as exc:

@@ -301,12 +301,17 @@ def read_log_chunk(sftp, path: str, offset: int, limit: int) -> LogChunk:
     return LogChunk(offset=next_offset, data=raw.decode("utf-8", errors="replace"), eof=next_offset >= size)
 
 
-def makedirs(sftp, path: str) -> None:
-    """`mkdir -p` over SFTP, each new directory private to the account (0750)."""
+# The staged lab files (trainer, examples) are code every student's job runs: readable by all where a lab directory
+# is shared by students' own users.
+STAGED_DIR_MODE = 0o755
+
+
+def makedirs(sftp, path: str, *, mode: int = 0o750) -> None:
+    """`mkdir -p` over SFTP, each new directory private to the account (0750) unless `mode` says otherwise."""
     current = "/" if path.startswith("/") else ""
     for part in [p for p in path.split("/") if p]:
         current = posixpath.join(current, part) if current else part
         try:
             sftp.stat(current)
         except FileNotFoundError:
-            sftp.mkdir(current, mode=0o750)
+            sftp.mkdir(current, mode=mode)

@@ -41,9 +41,10 @@ class RenderContext:
     job_name: str
     lab_dir: str
     preamble: str = ""
+    files_subdir: str = ""  # the user's own files under the lab directory (clusters/lab_space.py)
 
     @classmethod
-    def on(cls, cluster, job_id, job_name: str) -> RenderContext:
+    def on(cls, cluster, job_id, job_name: str, *, files_subdir: str = "") -> RenderContext:
         """What `cluster` gives a script: its lab directory and its admin's preamble. A preview with no cluster
         renders with the default lab directory and no preamble."""
         return cls(
@@ -51,6 +52,7 @@ class RenderContext:
             job_name=job_name[:64],
             lab_dir=cluster.lab_dir if cluster else DEFAULT_LAB_DIR,
             preamble=cluster.preamble if cluster else "",
+            files_subdir=files_subdir,
         )
 
 
@@ -168,6 +170,8 @@ def render_script(body: str, schema: list[Param], values: Mapping[str, Any], ctx
         f"# Launched from GPU Lab Portal, job {ctx.job_id}.",
         f"export GPULAB_JOB_ID={shlex.quote(ctx.job_id)}",
         f"export GPULAB_LAB_DIR={_lab_dir_word(ctx.lab_dir)}",
+        # The student's own files (the portal's Files page): where a template finds data they uploaded.
+        'export GPULAB_FILES_DIR="$GPULAB_LAB_DIR"' + (f"/{shlex.quote(ctx.files_subdir)}" if ctx.files_subdir else ""),
         *value_exports(schema, values),
     ]
     if ctx.preamble.strip():

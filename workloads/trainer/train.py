@@ -51,7 +51,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--run_dir", type=Path, default=None, help="default: runs/$SLURM_JOB_ID (or runs/local)")
-    p.add_argument("--data", type=Path, default=DEFAULT_TEXT, help="a UTF-8 text file, optionally .gz")
+    p.add_argument("--data", type=Path, default=None, help="a UTF-8 text file, optionally .gz (default: bundled)")
+    p.add_argument("--data_dir", type=Path, default=None, help="where a relative --data is (the student's own files)")
     p.add_argument("--log_every", type=int, default=10)
     p.add_argument("--checkpoint_minutes", type=float, default=10.0)
     p.add_argument("--seed", type=int, default=1337)
@@ -61,6 +62,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.precision = "fp16"
     if args.run_dir is None:
         args.run_dir = Path("runs") / os.environ.get("SLURM_JOB_ID", "local")
+    if args.data is None or str(args.data) == ".":  # `--data ""`: a template's empty choice
+        args.data = DEFAULT_TEXT
+    elif args.data_dir is not None and not args.data.is_absolute():
+        args.data = args.data_dir / args.data
     return args
 
 

@@ -459,14 +459,14 @@ class SlurmBackend(ClusterBackend):
     def stage_lab_files(self, source: Path) -> int:
         copied = 0
         with ssh.sftp(self.cluster, self.login) as sftp:
-            ssh.makedirs(sftp, self.lab_path())
+            ssh.makedirs(sftp, self.lab_path(), mode=ssh.STAGED_DIR_MODE)
             for local in sorted(source.rglob("*")):
                 relative = local.relative_to(source)
                 if any(part.startswith(".") or part in SKIP_STAGING for part in relative.parts):
                     continue  # virtual environments, caches, tests and training output stay here
                 remote = self.lab_path(*relative.parts)
                 if local.is_dir():
-                    ssh.makedirs(sftp, remote)
+                    ssh.makedirs(sftp, remote, mode=ssh.STAGED_DIR_MODE)
                 elif local.is_file() and local.suffix != ".pyc":
                     sftp.put(str(local), remote)
                     sftp.chmod(remote, 0o755 if local.stat().st_mode & stat.S_IXUSR else 0o644)

@@ -314,14 +314,14 @@ class SlurmRestBackend(ClusterBackend):
         copied = 0
         with ssh.sftp(self.cluster, self.account) as sftp:
             home = sftp.normalize(".")
-            ssh.makedirs(sftp, self._lab_path(home))
+            ssh.makedirs(sftp, self._lab_path(home), mode=ssh.STAGED_DIR_MODE)
             for local in sorted(source.rglob("*")):
                 relative = local.relative_to(source)
                 if any(part.startswith(".") or part in SKIP_STAGING for part in relative.parts):
                     continue
                 remote = self._lab_path(home, *relative.parts)
                 if local.is_dir():
-                    ssh.makedirs(sftp, remote)
+                    ssh.makedirs(sftp, remote, mode=ssh.STAGED_DIR_MODE)
                 elif local.is_file() and local.suffix != ".pyc":
                     sftp.put(str(local), remote)
                     sftp.chmod(remote, 0o755 if local.stat().st_mode & stat.S_IXUSR else 0o644)
