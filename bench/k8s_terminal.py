@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, make_lab, percentile, setup_database, start, stop, wait_for
-from terminal import READY, PortalTerminal, free_port, measure
+from common import make_lab, setup_database, stop
+from terminal import READY, measure, report, through_portal
 
 NAMESPACE = "bench-terminal"
 
@@ -64,8 +64,6 @@ def main() -> None:
     teardown = setup_database()
     web = emulator = None
     try:
-        from django.test import Client
-
         from clusters.backends.kubernetes.api import configuration
         from clusters.backends.kubernetes.shell import SHELL
         from clusters.models import AuthMethod, Cluster, ClusterAccount
@@ -92,21 +90,7 @@ def main() -> None:
                     "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}}}  # fmt: skip
         emulator.start_pod(workload, "bench-pod", phase="Running", ready=True)
 
-        client = Client()
-        client.force_login(student)
-        cookie = client.cookies["sessionid"].value
-        port = free_port()
-        log = Path(tempfile.gettempdir()) / "bench-k8s-terminal-web.log"
-        argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
-        web = start(argv, log)
-        wait_for(lambda: "Application startup complete" in log.read_text(), 60, "uvicorn to start")
-
-        origin = f"http://127.0.0.1:{port}"
-        portal = PortalTerminal(f"ws://127.0.0.1:{port}/ws/jobs/{job.pk}/terminal/?cols=120&rows=40", cookie, origin)
-        portal.send(f"echo {READY}\n")
-        portal.read_until(lambda out: READY in out.split("echo", 1)[-1])
-        portal_samples = measure(portal.send, portal.read_until, args.keys)
-        portal.close()
+        web, portal_samples = through_portal(student, job, args.keys, "bench-k8s-terminal-web.log")
 
         direct = DirectExec(configuration(cluster, account), "bench-pod", SHELL)
         direct.send(f"echo {READY}\n")
@@ -114,14 +98,7 @@ def main() -> None:
         direct_samples = measure(direct.send, direct.read_until, args.keys)
         direct.close()
 
-        print(f"keystroke -> echo, {args.keys} keys each, in pod bench-pod of an emulated API server (TLS, loopback)")
-        print(f"{'':8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
-        for name, samples in (("portal", portal_samples), ("direct", direct_samples)):
-            p50, p95 = percentile(samples, 50) * 1000, percentile(samples, 95) * 1000
-            print(f"{name:8} {p50:8.2f} {p95:8.2f} {max(samples) * 1000:8.2f}")
-        ratio50 = percentile(portal_samples, 50) / percentile(direct_samples, 50)
-        ratio95 = percentile(portal_samples, 95) / percentile(direct_samples, 95)
-        print(f"portal/direct: p50 {ratio50:.2f}x, p95 {ratio95:.2f}x (target <= 1.5x)")
+        report("in pod bench-pod of an emulated API server (TLS, loopback)", args.keys, portal_samples, direct_samples)
     finally:
         if web is not None:
             stop(web)

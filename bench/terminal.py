@@ -138,6 +138,40 @@ class DirectTerminal:
         os.waitpid(self.pid, 0)
 
 
+def through_portal(student, job, keys: int, log_name: str, prompt: str = "") -> tuple[subprocess.Popen, list[float]]:
+    """Start uvicorn, open the job's terminal socket as `student` and time `keys` keys; returns (web, samples)."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(student)
+    cookie = client.cookies["sessionid"].value
+    port = free_port()
+    log = Path(tempfile.gettempdir()) / log_name
+    argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
+    web = start(argv, log)
+    wait_for(lambda: "Application startup complete" in log.read_text(), 60, "uvicorn to start")
+    origin = f"http://127.0.0.1:{port}"
+    portal = PortalTerminal(f"ws://127.0.0.1:{port}/ws/jobs/{job.pk}/terminal/?cols=120&rows=40", cookie, origin)
+    if prompt:
+        portal.read_until(lambda out: prompt in out)
+    portal.send(f"echo {READY}\n")
+    portal.read_until(lambda out: READY in out.split("echo", 1)[-1])
+    samples = measure(portal.send, portal.read_until, keys)
+    portal.close()
+    return web, samples
+
+
+def report(where: str, keys: int, portal_samples: list[float], direct_samples: list[float]) -> None:
+    print(f"keystroke -> echo, {keys} keys each, {where} (`cat > /dev/null` under a PTY)")
+    print(f"{'':8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+    for name, samples in (("portal", portal_samples), ("direct", direct_samples)):
+        p50, p95 = percentile(samples, 50) * 1000, percentile(samples, 95) * 1000
+        print(f"{name:8} {p50:8.2f} {p95:8.2f} {max(samples) * 1000:8.2f}")
+    ratio50 = percentile(portal_samples, 50) / percentile(direct_samples, 50)
+    ratio95 = percentile(portal_samples, 95) / percentile(direct_samples, 95)
+    print(f"portal/direct: p50 {ratio50:.2f}x, p95 {ratio95:.2f}x (target <= 1.5x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--keys", type=int, default=300)
@@ -147,7 +181,6 @@ def main() -> None:
     web, job_id = None, ""
     try:
         from common import make_lab
-        from django.test import Client
 
         from core.choices import JobState
         from jobs.models import Job
@@ -159,23 +192,7 @@ def main() -> None:
             owner=student, course=course, template=template, cluster=cluster, account=account,
             script="sleep 590", state=JobState.RUNNING, scheduler_id=job_id,
         )  # fmt: skip
-        client = Client()
-        client.force_login(student)
-        cookie = client.cookies["sessionid"].value
-
-        port = free_port()
-        log = Path(tempfile.gettempdir()) / "bench-terminal-web.log"
-        argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
-        web = start(argv, log)
-        wait_for(lambda: "Application startup complete" in log.read_text(), 60, "uvicorn to start")
-
-        origin = f"http://127.0.0.1:{port}"
-        portal = PortalTerminal(f"ws://127.0.0.1:{port}/ws/jobs/{job.pk}/terminal/?cols=120&rows=40", cookie, origin)
-        portal.read_until(lambda out: "$" in out)
-        portal.send(f"echo {READY}\n")
-        portal.read_until(lambda out: READY in out.split("echo", 1)[-1])
-        portal_samples = measure(portal.send, portal.read_until, args.keys)
-        portal.close()
+        web, portal_samples = through_portal(student, job, args.keys, "bench-terminal-web.log", prompt="$")
 
         with tempfile.TemporaryDirectory() as tmp:
             key = Path(tmp) / "key"
@@ -200,14 +217,7 @@ def main() -> None:
             direct.send("exit\n")
             direct.close()
 
-        print(f"keystroke -> echo, {args.keys} keys each, inside SLURM job {job_id} (`cat > /dev/null` under a PTY)")
-        print(f"{'':8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
-        for name, samples in (("portal", portal_samples), ("direct", direct_samples)):
-            p50, p95 = percentile(samples, 50) * 1000, percentile(samples, 95) * 1000
-            print(f"{name:8} {p50:8.2f} {p95:8.2f} {max(samples) * 1000:8.2f}")
-        ratio50 = percentile(portal_samples, 50) / percentile(direct_samples, 50)
-        ratio95 = percentile(portal_samples, 95) / percentile(direct_samples, 95)
-        print(f"portal/direct: p50 {ratio50:.2f}x, p95 {ratio95:.2f}x (target <= 1.5x)")
+        report(f"inside SLURM job {job_id}", args.keys, portal_samples, direct_samples)
     finally:
         if job_id:
             subprocess.run(["scancel", job_id], capture_output=True, check=False)
