@@ -37,7 +37,6 @@ def detail(request, job_id):
     job = access.get_job(request.user, job_id)
     context = {**_status_context(job), "parameters": _labelled_params(job), "rightsize": rightsize.report_for(job)}
     kind = kinds.kind_of(job.cluster.kind)
-    context["opens_terminal"] = kind.opens_terminals and job.state == JobState.RUNNING
     warning = IdleWarning.objects.filter(job=job).first() if job.state == JobState.RUNNING else None
     context["idle_warning"] = warning if warning is not None and warning.active else None
     server = kind.server(job)
@@ -70,6 +69,8 @@ def _status_context(job) -> dict:
         else None,
         "ended_before_cancel": job_page.ended_before_cancel(job),
         "exit_note": job_page.exit_note(job),
+        # In the refreshed panel, so the button appears when the job starts and goes when it ends (no reload).
+        "opens_terminal": job.state == JobState.RUNNING and kinds.kind_of(job.cluster.kind).opens_terminals,
     }
 
 

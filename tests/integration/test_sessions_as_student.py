@@ -12,6 +12,7 @@ import os
 import pwd
 import re
 import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -48,6 +49,7 @@ def as_students(request, cluster, alice, bob, services):
     set_cluster_username(bob, names[1])
     yield names
     for name in names:
+        subprocess.run(["scancel", f"--user={name}"], capture_output=True, check=False)
         shutil.rmtree(home_of(name) / LAB_DIR[2:], ignore_errors=True)
 
 

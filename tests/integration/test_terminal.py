@@ -119,6 +119,32 @@ def test_student_types_in_a_terminal_inside_the_running_job_and_reads_the_answer
     page.screenshot(path=f"{SHOTS}/gpulab-terminal-closed-phone.png")
 
 
+@pytest.mark.browser
+@pytest.mark.timeout(240)
+def test_the_terminal_button_appears_when_the_job_starts_while_its_page_is_open(
+    worker,
+    web,
+    page,  # noqa: F811
+    alice,
+    bob,
+    cluster,
+    sleep_template,
+    api_for,
+    job_state,
+):
+    blocker = running_job(api_for, bob, job_state, gpus=4)  # every GPU of the node: alice's job waits for it
+    job = job_state(launch(api_for, alice, gpus_per_node=1, seconds=240, time_minutes=5), "pending")
+    log_in(page, web, "alice")
+    page.goto(f"{web.url}/jobs/{job.pk}/")
+    expect(page.locator("#job-state")).to_have_attribute("data-state", "pending")
+    expect(page.locator("#open-terminal")).to_have_count(0)
+    subprocess.run(["scancel", blocker.scheduler_id], check=True)
+    expect(page.locator("#job-state")).to_have_attribute("data-state", "running", timeout=60_000)
+    expect(page.locator("#open-terminal")).to_be_visible()  # no reload: the state panel brought it
+    page.click("#open-terminal")
+    expect(page.locator("#terminal-status")).to_have_attribute("data-state", "open", timeout=20_000)
+
+
 def test_another_student_is_refused_the_terminal_page_and_socket(
     worker, web, alice, bob, carol, client, cluster, sleep_template, api_for, job_state
 ):
