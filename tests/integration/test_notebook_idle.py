@@ -36,6 +36,6 @@ def test_an_idle_session_is_ended_with_an_event_and_a_notification(
     assert event.actor is None and "kernels did nothing for" in event.message
     assert "idle for 1 minutes" in event.message
     job_state(job, JobState.CANCELLED, timeout=120)
-    cancelled = Notification.objects.filter(user=alice, job=job, event="cancelled_by_other")
+    cancelled = Notification.objects.filter(user=alice, job=job, event="stopped_by_rule")  # the course's idle rule
     told = wait_for(cancelled.first, what="the student to be told")
     assert "kernels did nothing" in told.text
