@@ -8,10 +8,15 @@ kept encrypted in the cache and added to each proxied request; the browser never
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import math
+import ssl
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlencode
 
 import requests
 from django.core.cache import cache
@@ -58,18 +63,43 @@ def forget(job_id) -> None:
     cache.delete(_key(job_id))
 
 
-def auth_header(found: NotebookAddress) -> tuple[str, str]:
-    return "Authorization", f"token {found.token}"
+def upstream_headers(found: NotebookAddress) -> dict[str, str]:
+    """What authenticates the portal on the way: the server's token, or the headers of a proxy in between."""
+    return dict(found.headers) if found.headers else {"Authorization": f"token {found.token}"}
+
+
+def upstream_query(found: NotebookAddress) -> str:
+    """The token as a query parameter, where a proxy in between takes the Authorization header for itself."""
+    return urlencode({"token": found.token}) if found.token_in_query else ""
+
+
+@functools.lru_cache(maxsize=32)
+def tls_context(ca_pem: str) -> ssl.SSLContext | None:
+    """The TLS check for a server behind HTTPS (a cluster's API server), by its CA; None for plain HTTP."""
+    return ssl.create_default_context(cadata=ca_pem) if ca_pem else None
+
+
+def unrewritten(text: bytes, found: NotebookAddress) -> bytes:
+    """A page without the links a proxy on the way rewrote to its own path: the browser asks the portal's path."""
+    if not found.rewritten_prefix:
+        return text
+    for rewritten in (found.url, found.rewritten_prefix):  # as a whole URL (Location) or as a path (links)
+        text = text.replace(f"{rewritten}/".encode(), b"/")
+    return text
 
 
 def last_kernel_activity(job: Job) -> tuple[bool, datetime | None]:
     """(whether a kernel is busy, the newest kernel activity) from Jupyter's /api/kernels, as the portal."""
     found = address(job)
-    name, value = auth_header(found)
+    query = upstream_query(found)
     try:
-        response = requests.get(
-            f"{found.url}{prefix(job.pk)}api/kernels", headers={name: value}, timeout=KERNELS_TIMEOUT
-        )
+        with _verify(found) as verify:
+            response = requests.get(
+                f"{found.url}{prefix(job.pk)}api/kernels" + (f"?{query}" if query else ""),
+                headers=upstream_headers(found),
+                timeout=KERNELS_TIMEOUT,
+                verify=verify,
+            )
         response.raise_for_status()
         kernels = response.json()
     except (requests.RequestException, ValueError):
@@ -107,3 +137,15 @@ def clock(job: Job, now: datetime | None = None) -> Clock:
     ends_at = job.started_at + timedelta(minutes=limit)
     left = (ends_at - (now or timezone.now())).total_seconds() / 60
     return Clock(ends_at, max(0, math.ceil(left)))
+
+
+@contextlib.contextmanager
+def _verify(found: NotebookAddress):
+    """requests' `verify` for the server: its CA as a file while the request runs, or the default."""
+    if not found.ca_pem:
+        yield True
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".pem") as ca_file:
+        ca_file.write(found.ca_pem)
+        ca_file.flush()
+        yield ca_file.name

@@ -76,20 +76,33 @@ class ToNotebook(ProxyConfig):
     def get_upstream_url_with_query(self, *, scope) -> URL:
         found = scope["gpulab.notebook"]
         raw = scope.get("raw_path") or scope["path"].encode()
-        query = scope.get("query_string") or b""
-        target = found.url + raw.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
+        asked = (scope.get("query_string") or b"").decode("latin-1")
+        query = "&".join(filter(None, [asked, notebook.upstream_query(found)]))
+        target = found.url + raw.decode("latin-1") + ("?" + query if query else "")
         return URL(target, encoded=True)
+
+    def get_upstream_http_options(self, *, scope, client_request, data) -> dict:
+        options = super().get_upstream_http_options(scope=scope, client_request=client_request, data=data)
+        return {**options, "ssl": notebook.tls_context(scope["gpulab.notebook"].ca_pem) or True}
+
+    def get_upstream_websocket_options(self, *, scope, client_ws) -> dict:
+        options = super().get_upstream_websocket_options(scope=scope, client_ws=client_ws)
+        return {**options, "ssl": notebook.tls_context(scope["gpulab.notebook"].ca_pem) or True}
 
     def process_client_headers(self, *, scope, headers):
         found = scope["gpulab.notebook"]
         kept = {k: v for k, v in headers.items() if k.lower() not in DROP_UPSTREAM}
         if not _is_static(scope):  # pages come uncompressed, so the token can be taken out of them
             kept = {k: v for k, v in kept.items() if k.lower() != "accept-encoding"}
-        name, value = notebook.auth_header(found)
-        return {**kept, "Host": urlsplit(found.url).netloc, name: value}
+        return {**kept, "Host": urlsplit(found.url).netloc, **notebook.upstream_headers(found)}
 
     def process_upstream_headers(self, *, scope, proxy_response):
-        return {k: v for k, v in proxy_response.headers.items() if k.lower() not in DROP_DOWNSTREAM}
+        found = scope["gpulab.notebook"]
+        kept = {k: v for k, v in proxy_response.headers.items() if k.lower() not in DROP_DOWNSTREAM}
+        if "Location" in kept or "location" in kept:  # a redirect a proxy on the way pointed at its own path
+            name = "Location" if "Location" in kept else "location"
+            kept[name] = notebook.unrewritten(kept[name].encode("latin-1"), found).decode("latin-1")
+        return kept
 
 
 def _is_static(scope) -> bool:
@@ -105,7 +118,8 @@ async def proxy_http(*, context: ProxyContext, scope, receive, send) -> None:
         response = await convert_proxy_response_to_user_response(context=context, scope=scope, proxy_response=upstream)
         await response(scope, receive, send)
         return
-    body = (await upstream.read()).replace(scope["gpulab.notebook"].token.encode(), b"")
+    found = scope["gpulab.notebook"]
+    body = notebook.unrewritten((await upstream.read()).replace(found.token.encode(), b""), found)
     headers = context.config.process_upstream_headers(scope=scope, proxy_response=upstream)
     headers = {k: v for k, v in headers.items() if k.lower() not in ("content-length", "content-encoding")}
     await Response(content=body, status_code=upstream.status, headers=headers)(scope, receive, send)

@@ -80,10 +80,19 @@ class ServerPanel:
 @dataclass(frozen=True)
 class NotebookAddress:
     """Where a job's notebook server answers the portal: `url` is its origin (http://host:port, reached directly
-    or through a forward the kind opened), `token` what the portal adds to every request it proxies."""
+    or through a forward the kind opened), `token` what the portal adds to every request it proxies.
+
+    A server reached through another proxy (Kubernetes: the API server's service proxy) says how: `url` then ends
+    with that proxy's path, `headers` authenticate the portal to it (instead of the token's Authorization header),
+    the token travels as the `token` query parameter, `ca_pem` is the CA its TLS certificate is checked against,
+    and `rewritten_prefix` is the path that proxy puts before absolute links in pages (taken out again)."""
 
     url: str
     token: str
+    headers: dict[str, str] = field(default_factory=dict)
+    token_in_query: bool = False
+    ca_pem: str = ""
+    rewritten_prefix: str = ""
 
 
 class NotebookNotReady(ActionRefused):

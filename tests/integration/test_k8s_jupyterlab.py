@@ -11,11 +11,16 @@ import subprocess
 
 import pytest
 import requests
+from playwright.sync_api import expect
+from websockets.exceptions import InvalidStatus
 
 from clusters.backends.kubernetes import notebook
 
 from .conftest import wait_for
+from .notebooks import Browserless, run_code
+from .test_browser import log_in, page  # noqa: F401  (the Chromium page fixture)
 from .test_k8s_jobs import NS, launch, owned
+from .test_terminal import SHOTS
 
 LAB_VENV = os.environ.get("GPULAB_LAB_VENV", "/opt/gpulab-lab-venv")
 LAB = {"gpus": 0, "cpu": 1, "memory_gib": 2, "time_minutes": 30}
@@ -106,8 +111,8 @@ def test_the_template_makes_a_deployment_a_service_and_a_token_only_the_portal_h
 
     answer = through_route(found, f"/jobs/{job.pk}/lab/api/status", ca_file)
     assert answer.status_code == 200 and "started" in answer.json()
-    page = through_route(found, f"/jobs/{job.pk}/lab/lab", ca_file)
-    assert page.status_code == 200 and f"{found.rewritten_prefix}/jobs/{job.pk}/lab/static/" in page.text
+    lab_page = through_route(found, f"/jobs/{job.pk}/lab/lab", ca_file)
+    assert lab_page.status_code == 200 and f"{found.rewritten_prefix}/jobs/{job.pk}/lab/static/" in lab_page.text
     assert through_route(found, f"/jobs/{job.pk}/lab/api/status", ca_file, token="").status_code == 403
 
 
@@ -119,3 +124,60 @@ def test_cancel_deletes_the_token_secret_with_the_session(
     api_for(alice).post(f"/api/v1/jobs/{job.pk}/cancel/")
     job_state(job, "cancelled")
     assert owned(kube, f"/api/v1/namespaces/{NS}/secrets", job) == []
+
+
+@pytest.fixture
+def k8s_lab(worker, web, api_for, alice, k8s_cluster, k8s_templates, kube, job_state, lab_pod):
+    """A running JupyterLab job on Kubernetes whose server answers through the emulated service proxy."""
+    job = job_state(launch(api_for, alice, "k8s-jupyterlab", LAB), "pending")
+    (deployment,) = owned(kube, f"/apis/apps/v1/namespaces/{NS}/deployments", job)
+    lab_pod(job, deployment)
+    kube.start_pod(deployment, f"lab-{job.pk.hex[:8]}", phase="Running", ready=True)
+    job = job_state(job, "running")
+    Browserless(web, alice, job).wait_ready()
+    return job
+
+
+@pytest.mark.timeout(300)
+def test_owner_runs_torch_in_a_kernel_through_the_portal_and_the_api_servers_service_proxy(k8s_lab, web, alice, kube):
+    lab = Browserless(web, alice, k8s_lab)
+    lab_page = lab.get("lab")
+    assert lab_page.status_code == 200 and "JupyterLab" in lab_page.text
+    assert session_token(kube, k8s_lab) not in lab_page.text  # the portal added it; the browser never sees it
+    assert "/api/v1/namespaces/" not in lab_page.text  # the API server's link rewriting is taken out again
+    assert f'src="/jobs/{k8s_lab.pk}/lab/static/' in lab_page.text
+    kernel = lab.post("api/kernels", {"name": "python3"})
+    assert kernel.status_code == 201, kernel.text
+    with lab.socket(f"api/kernels/{kernel.json()['id']}/channels") as socket:  # relayed by the service proxy
+        out = run_code(socket, "import torch; print(torch.__version__)")
+    assert out.strip().startswith("2."), out
+    assert any("/services/" in line and "/proxy/jobs/" in line for line in kube.requests())
+
+
+@pytest.mark.timeout(300)
+def test_other_students_get_404_on_the_kubernetes_notebooks_urls_and_sockets(k8s_lab, web, alice, bob, carol, kube):
+    kernel = Browserless(web, alice, k8s_lab).post("api/kernels", {"name": "python3"}).json()
+    kube.clear_requests()
+    for user in (bob, carol):
+        other = Browserless(web, user, k8s_lab)
+        for path in ["lab", "api/status", "api/kernels", f"api/kernels/{kernel['id']}"]:
+            assert other.get(path).status_code == 404, path
+        assert other.post("api/kernels", {"name": "python3"}).status_code == 404
+        with pytest.raises(InvalidStatus) as refused:
+            other.socket(f"api/kernels/{kernel['id']}/channels")
+        assert refused.value.response.status_code == 404
+    assert not any("/proxy/" in line for line in kube.requests())  # refused before anything reached the cluster
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_jupyterlab_on_kubernetes_loads_in_chromium_through_the_portal(k8s_lab, web, page):  # noqa: F811
+    log_in(page, web, "alice")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{web.url}/jobs/{k8s_lab.pk}/lab/lab")
+    expect(page.locator(".jp-LauncherCard").first).to_be_visible(timeout=60_000)  # JupyterLab's own UI, running
+    page.screenshot(path=f"{SHOTS}/gpulab-k8s-jupyterlab-laptop.png")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    expect(page.locator(".jp-LauncherCard").first).to_be_visible(timeout=60_000)
+    page.screenshot(path=f"{SHOTS}/gpulab-k8s-jupyterlab-phone.png")

@@ -102,6 +102,7 @@ NEEDED_ACCESS = [
     ("list", "", "pods", "", "follow jobs"),
     ("get", "", "pods", "log", "show logs"),
     ("create", "", "services", "proxy", "send Try it prompts"),
+    ("get", "", "services", "proxy", "open JupyterLab sessions"),
     ("delete", "apps", "deployments", "", "cancel servers"),
     ("delete", "batch", "jobs", "", "cancel training jobs"),
     ("delete", "", "pods", "", "clean up pods"),

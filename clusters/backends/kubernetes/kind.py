@@ -10,8 +10,18 @@ from typing import Any
 
 from clusters.choices import AuthMethod
 
-from ..kind import ActionRefused, Kind, Preview, Rendered, RenderRequest, Scaled, ServerPanel
-from . import endpoints, launch, namespaces, shell
+from ..kind import (
+    ActionRefused,
+    Kind,
+    NotebookAddress,
+    NotebookNotReady,
+    Preview,
+    Rendered,
+    RenderRequest,
+    Scaled,
+    ServerPanel,
+)
+from . import endpoints, launch, namespaces, notebook, shell
 from .backend import KubernetesBackend
 from .manifests import ManifestError, dump, preview_context, render_manifests
 
@@ -42,6 +52,21 @@ class KubernetesKind(Kind):
 
     def open_terminal(self, job, *, cols: int, rows: int, target: str = "") -> shell.PodTerminal:
         return shell.open_shell(job, cols=cols, rows=rows, target=target)
+
+    def notebook_address(self, job) -> NotebookAddress:
+        """The job's JupyterLab through the API server's service proxy (kubernetes/notebook.py)."""
+        try:
+            route = notebook.route(job)
+        except notebook.NotReady as exc:
+            raise NotebookNotReady(str(exc)) from None
+        return NotebookAddress(
+            url=route.url,
+            token=route.token,
+            headers=route.headers,
+            token_in_query=True,
+            ca_pem=route.ca_pem,
+            rewritten_prefix=route.rewritten_prefix,
+        )
 
     def shares_gpus(self, cluster) -> bool:
         return cluster.gpu_sharing_factor > 1
