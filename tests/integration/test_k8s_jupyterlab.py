@@ -56,7 +56,8 @@ def lab_pod(kube, tmp_path):
         container = deployment["spec"]["template"]["spec"]["containers"][0]
         port = free_port()
         args = [a for a in container["args"] if not a.startswith(("--ip=", "--port="))]
-        args += ["--ip=127.0.0.1", f"--port={port}", f"--ServerApp.root_dir={tmp_path}"]
+        (tmp_path / "work").mkdir(exist_ok=True)  # the pod's home, without the test's own files in it
+        args += ["--ip=127.0.0.1", f"--port={port}", f"--ServerApp.root_dir={tmp_path / 'work'}"]
         args += ["--allow-root"] if os.geteuid() == 0 else []  # the image runs it as jovyan; this machine as root
         env = {**os.environ, "JUPYTER_TOKEN": session_token(kube, job), "HOME": str(tmp_path)}
         log = (tmp_path / "jupyter.log").open("w")
