@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import render
 
+from clusters import kinds
 from core.choices import EventKind, JobState
 from jobs import access
 
@@ -30,6 +31,7 @@ def _context(request, job_id) -> dict:
         "lab_url": notebook.prefix(job.pk) + "lab",
         "staff_visits": list(visits.exclude(actor=job.owner).order_by("-at")[:3]),
         "idle_minutes": job.course.session_idle_minutes,
+        "kept_note": kinds.kind_of(job.cluster.kind).notebook_note,
     }
 
 

@@ -49,6 +49,7 @@ class BatchKind(Kind):
     student_logins = True
     opens_terminals = True
     terminal_note = "A login shell in the job's allocation (srun --overlap --pty bash -l)."
+    notebook_note = "Notebooks are saved in the job's run directory and stay there after the session."
 
     def open_terminal(self, job, *, cols: int, rows: int, target: str = "") -> terminal.Terminal:
         """`srun --overlap --pty bash -l` in the job's allocation over the login node, as the job's identity."""

@@ -220,6 +220,9 @@ class Kind:
         ActionRefused or BackendError say why not."""
         raise ActionRefused(f"A terminal cannot be opened in jobs on {self.name} clusters yet.")
 
+    # Where a session's notebooks are kept, in words under the session page's title.
+    notebook_note: ClassVar[str] = ""
+
     # JupyterLab started by a session template (JobTemplate.session), proxied to the browser by sessions/notebook*.
     def notebook_address(self, job: Any) -> NotebookAddress:
         """Where the running job's notebook server listens; NotebookNotReady while it starts, ActionRefused or

@@ -53,6 +53,11 @@ class KubernetesKind(Kind):
     def open_terminal(self, job, *, cols: int, rows: int, target: str = "") -> shell.PodTerminal:
         return shell.open_shell(job, cols=cols, rows=rows, target=target)
 
+    notebook_note = (
+        "Notebooks live in the session's pod and are gone when it ends: download what you want to keep "
+        "(File → Download) before its time limit."
+    )
+
     def notebook_address(self, job) -> NotebookAddress:
         """The job's JupyterLab through the API server's service proxy (kubernetes/notebook.py)."""
         try:
