@@ -66,9 +66,10 @@ class JobTemplate(models.Model):
 class JobQuerySet(models.QuerySet):
     def for_table(self) -> JobQuerySet:
         """Newest first, with what a row of a job table (jobs/_job_rows.html) shows in the same query: the
-        owner's, template's and cluster's names. The long texts a row never reads stay in the database."""
+        owner's, template's and cluster's names, a pending job's place in its queue. The long texts a row never
+        reads stay in the database."""
         return (
-            self.select_related("template", "cluster", "owner")
+            self.select_related("template", "cluster", "owner", "wait")
             .defer(
                 "params",
                 "script",
@@ -80,6 +81,10 @@ class JobQuerySet(models.QuerySet):
                 "cluster__preamble",
                 "cluster__ca_certificate",
                 "owner__password",
+                "wait__factors",
+                "wait__advice",
+                "wait__suggested",
+                "wait__note",
             )
             .order_by("-created_at")
         )

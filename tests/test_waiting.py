@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from clusters.backends.base import NotSupported
 from clusters.backends.queue import QueuedJob, QueueView
-from clusters.backends.slurm.queue import parse_sprio, parse_squeue_start, queue_view
+from clusters.backends.slurm.queue import NO_MULTIFACTOR, parse_sprio, parse_squeue_start, queue_view
 from clusters.backends.slurm_rest import parsing, versions
 from clusters.limits import PartitionLimits
 from core.choices import JobState
@@ -78,6 +78,8 @@ def test_sprio_factors_are_named_and_largest_first_and_a_job_in_two_partitions_k
 
 
 def test_a_cluster_without_multifactor_priority_gives_a_view_without_factors():
+    refusal = (FIXTURES / "slurm" / "sprio_basic.txt").read_text()  # sprio's words under priority/basic
+    assert NO_MULTIFACTOR in refusal  # what SlurmBackend.queue() takes for "no factors here", not a failure
     view = queue_view(SQUEUE, None)
     assert not view.has_factors and all(job.factors == () for job in view.pending())
 
@@ -314,3 +316,25 @@ def test_the_api_gives_the_wait_of_pending_jobs_with_constant_queries(
     with django_assert_max_num_queries(8):
         listed = client.get("/api/v1/jobs/?state=pending").json()
     assert all(item["wait"]["position"] == 2 for item in listed["results"])
+
+
+def test_job_lists_show_a_pending_jobs_place_without_more_queries(pending_job, login, alice):
+    first = pending_job("200", 1, 30)
+    _stored_wait(first, position=4, pending_in_partition=9)
+    client = login(alice)
+    client.get("/jobs/")  # session and caches warm
+    few = _queries_of(client, "/jobs/")
+    for n in range(10):
+        _stored_wait(pending_job(str(300 + n), 1, 30))
+    assert _queries_of(client, "/jobs/") == few
+    body = client.get("/jobs/").content.decode()
+    assert "4 of 9 in debug" in body and body.count("2 of 3 in debug") == 10
+
+
+def _queries_of(client, url: str) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    return len(queries)

@@ -141,6 +141,10 @@ def test_student_sees_why_the_job_waits_on_a_laptop_and_a_phone(chromium, live_s
             offered = JobWait.objects.get(job=waiting).suggested["gpus_per_node"]
             expect(page.locator("#id_param_gpus_per_node")).to_have_value(str(offered))
             expect(page.get_by_text("made to start sooner than")).to_be_visible()
+        page.goto(f"{live_server.url}/jobs/")  # the student's job list says the place too
+        expect(page.locator(".wait-place")).to_contain_text("in debug")
+        _no_horizontal_scroll(page)
+        page.screenshot(path=str(SHOTS / f"waiting-job-list-{size}.png"), full_page=True)
         page.context.close()
 
 
