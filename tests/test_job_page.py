@@ -185,3 +185,62 @@ def test_a_finished_jobs_log_and_charts_do_not_call_themselves_live(login, make_
     ended = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
     assert "output.log, as it ended" in ended and "output.log, live" not in ended
     assert "Loading the recorded run…" in ended and "Waiting for the first sample" not in ended
+
+
+class TestStatePanelIsSentOnlyWhenItChanged:
+    """The page's poller sends the versions it holds (?seen=); the answer carries only the parts that changed."""
+
+    @staticmethod
+    def poll(client, job, seen=""):
+        return client.get(reverse("jobs:status", args=[job.pk]), {"seen": seen})
+
+    @staticmethod
+    def seen_in(html: str) -> str:
+        return html.split("?seen=", 1)[1].split('"', 1)[0]
+
+    def test_nothing_changed_is_a_204_with_nothing_to_swap(self, login, make_job, alice, points):
+        job = _running(make_job, alice, minutes_ago=3)
+        client = login(alice)
+        seen = self.seen_in(client.get(reverse("jobs:detail", args=[job.pk])).content.decode())
+        response = self.poll(client, job, seen)
+        assert response.status_code == 204 and response.content == b""
+
+    def test_a_new_step_sends_only_the_progress_and_new_versions(self, login, make_job, alice, points):
+        job = _running(make_job, alice, minutes_ago=3)
+        Job.objects.filter(pk=job.pk).update(params={**job.params, "max_steps": 300})
+        points[job.pk] = POINTS[:5]
+        client = login(alice)
+        seen = self.seen_in(client.get(reverse("jobs:detail", args=[job.pk])).content.decode())
+        points[job.pk] = POINTS
+        html = self.poll(client, job, seen).content.decode()
+        assert 'id="job-progress"' in html and "step 150 of 300" in html
+        assert 'id="job-status"' not in html and 'id="job-timeline"' not in html
+        assert 'data-cancel-question="Stop training? It has run 3 min and reached step 150 of 300.' in html
+        assert self.poll(client, job, self.seen_in(html)).status_code == 204
+
+    def test_a_state_change_sends_the_card_and_timeline_and_ends_the_polling(self, login, make_job, alice, points):
+        job = _running(make_job, alice)
+        client = login(alice)
+        page = client.get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert 'hx-trigger="every 3s"' in page
+        transition(job, JobState.COMPLETED, exit_code=0)
+        html = self.poll(client, job, self.seen_in(page)).content.decode()
+        assert 'data-state="completed"' in html and 'id="job-timeline"' in html and 'id="job-progress"' in html
+        poller = html[html.index('<div id="job-status-poller"') :]
+        assert "hx-get" not in poller and "every 3s" not in poller
+
+    def test_another_student_polls_nothing(self, login, make_job, alice, bob):
+        job = _running(make_job, alice)
+        assert self.poll(login(bob), job, "a.b.c").status_code == 404
+
+
+def test_the_log_poller_gets_nothing_to_swap_until_new_text_comes(login, make_job, alice, fake_backend):
+    job = _running(make_job, alice)
+    fake_backend.logs[job.pk] = "step 1\n"
+    client = login(alice)
+    url = reverse("jobs:log", args=[job.pk])
+    first = client.get(url, {"offset": 0}).content.decode()
+    assert "step 1" in first and '?offset=7&amp;said="' in first
+    assert client.get(url, {"offset": 7, "said": ""}).status_code == 204  # nothing new: the page keeps its poller
+    fake_backend.logs[job.pk] += "step 2\n"
+    assert "step 2" in client.get(url, {"offset": 7, "said": ""}).content.decode()

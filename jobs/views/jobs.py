@@ -1,6 +1,7 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -9,7 +10,7 @@ from django.views.decorators.http import require_http_methods
 from clusters import kinds
 from clusters.backends import BackendError
 from core.choices import EventKind, JobState
-from jobs import access, job_page, rightsize, servers, waiting
+from jobs import access, job_page, rightsize, servers, status_panel, waiting
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.logs import log_streams, read_log
@@ -36,6 +37,7 @@ def my_jobs(request):
 def detail(request, job_id):
     job = access.get_job(request.user, job_id)
     context = {**_status_context(job), "parameters": _labelled_params(job), "rightsize": rightsize.report_for(job)}
+    context["panel"] = status_panel.render_panel(context)
     kind = kinds.kind_of(job.cluster.kind)
     warning = IdleWarning.objects.filter(job=job).first() if job.state == JobState.RUNNING else None
     context["idle_warning"] = warning if warning is not None and warning.active else None
@@ -86,9 +88,14 @@ def _labelled_params(job) -> list[tuple[str, object]]:
 
 @login_required
 def status(request, job_id):
-    """The job's state panel, refreshed by htmx while the job is not finished."""
+    """The parts of the job's state panel that changed since the versions in ?seen= (jobs/status_panel.py), for
+    the page's poller while the job is not finished; 204 when nothing did."""
     job = access.get_job(request.user, job_id)
-    return render(request, "jobs/_status.html", {**_status_context(job), "oob": True})
+    panel = status_panel.render_panel(_status_context(job))
+    changed = panel.changed_since(request.GET.get("seen", ""))
+    if not changed:
+        return HttpResponse(status=204)
+    return render(request, "jobs/_status_update.html", {"job": job, "panel": panel, "changed": changed})
 
 
 @login_required
@@ -112,6 +119,10 @@ def log(request, job_id):
         "stream": stream,
     }
     context["done"] = job.is_terminal and chunk is not None and chunk.eof
+    # What the poller shows under the log; when it would say the same and no text came, htmx has nothing to swap.
+    context["said"] = "waiting" if chunk is not None and not chunk.exists else ""
+    if chunk is not None and not chunk.data and not context["done"] and request.GET.get("said") == context["said"]:
+        return HttpResponse(status=204)
     return render(request, "jobs/_log.html", context)
 
 

@@ -22,7 +22,7 @@ function showLocalTimes(root) {
   }
 }
 
-// The state panel is replaced every few seconds; a polite live region outside it says each new state once.
+// The state panel's parts are swapped in when they change; a polite live region outside it says each new state once.
 let announcedState = null;
 
 function announceStateChange() {
@@ -36,13 +36,15 @@ function announceStateChange() {
   announcedState = badge.dataset.state;
 }
 
-// Cancel: the link opens the dialog with the panel's current question ("Stop training? It has run 12 min …").
+// Cancel: the link opens the dialog with the panel's current question ("Stop training? It has run 12 min …"), which
+// the progress part holds: it changes with the time run and the step, the link does not.
 document.addEventListener("click", (event) => {
   const dialog = document.getElementById("cancel-dialog");
-  const link = event.target.closest("a[data-cancel-question]");
-  if (link && dialog && dialog.showModal) {
+  const link = event.target.closest("a[data-cancel]");
+  const progress = document.getElementById("job-progress");
+  if (link && dialog && dialog.showModal && progress) {
     event.preventDefault();
-    dialog.querySelector("[data-question]").textContent = link.dataset.cancelQuestion;
+    dialog.querySelector("[data-question]").textContent = progress.dataset.cancelQuestion;
     dialog.showModal();
   } else if (event.target.closest("[data-close-dialog]")) {
     event.target.closest("dialog").close();
@@ -60,7 +62,7 @@ document.addEventListener("click", (event) => {
 // The panel's refresh would replace the Cancel link under an open dialog (and the focus it returns to).
 document.addEventListener("htmx:beforeRequest", (event) => {
   const dialog = document.getElementById("cancel-dialog");
-  if (dialog && dialog.open && event.detail.elt.id === "job-status") event.preventDefault();
+  if (dialog && dialog.open && event.detail.elt.id === "job-status-poller") event.preventDefault();
 });
 
 document.addEventListener("htmx:afterSettle", () => {

@@ -485,8 +485,9 @@ function showNotes(root, frame) {
   if (stale.length) lines.push(`Stale: no samples from ${stale.join(", ")} for a few seconds; the charts show a gap.`);
   for (const node of frame.no_gpu || []) lines.push(`No GPU on ${node}: nvidia-smi is not there, so no GPU charts.`);
   if (frame.kind === "node" && frame.has_gpu === false) lines.push(`No GPU charts: ${frame.status}.`);
-  notes.textContent = lines.join(" ");
-  notes.hidden = lines.length === 0;
+  const text = lines.join(" ");
+  if (notes.textContent !== text) notes.textContent = text; // a frame a second: the DOM changes only with the words
+  if (notes.hidden !== !text) notes.hidden = !text;
 }
 
 // The hints panel: what the rules found, or that they found nothing (once there are numbers to judge).
@@ -509,10 +510,15 @@ function showHints(root, hints) {
   list.closest("section").hidden = false;
 }
 
-// The job log: read from the API once, then appended from the socket; a hole is filled from the API again.
+// The job log: read from the API once, then appended from the socket; a hole is filled from the API again. Pieces
+// are appended as text nodes (nothing already shown is parsed or laid out again), and past LOG_KEPT characters the
+// oldest leave the page, so a long run keeps a bounded page; the whole log stays in the run directory.
+const LOG_KEPT = 200000; // about 3,000 lines
+
 class LiveLog {
   constructor(pre) {
     this.pre = pre;
+    this.kept = 0;
     this.url = pre.dataset.logUrl;
     this.offset = 0;
     this.fetching = null;
@@ -534,7 +540,7 @@ class LiveLog {
           break;
         }
         const chunk = await response.json();
-        this.pre.append(chunk.data);
+        this.show(chunk.data);
         const moved = chunk.offset !== this.offset;
         this.offset = chunk.offset;
         if (chunk.done) this.finish();
@@ -548,10 +554,36 @@ class LiveLog {
     this.lastMessage = Date.now();
     if (this.fetching) await this.fetching;
     if (message.offset === this.offset) {
-      this.pre.append(message.data);
+      this.show(message.data);
       this.offset = message.next;
     } else if (message.next > this.offset) {
       await this.catchUp();
+    }
+  }
+
+  show(text) {
+    if (!text) return;
+    this.pre.append(text);
+    this.kept += text.length;
+    if (this.kept <= LOG_KEPT) return;
+    while (this.kept > LOG_KEPT) {
+      const oldest = this.pre.firstChild;
+      const excess = this.kept - LOG_KEPT;
+      if (oldest.length <= excess) {
+        this.kept -= oldest.length;
+        oldest.remove();
+      } else { // cut the oldest piece at a line's end
+        const cut = oldest.data.indexOf("\n", excess) + 1 || excess;
+        oldest.deleteData(0, cut);
+        this.kept -= cut;
+      }
+    }
+    if (!this.trimmedNote) {
+      this.trimmedNote = document.createElement("p");
+      this.trimmedNote.className = "small muted";
+      this.trimmedNote.id = "log-trimmed";
+      this.trimmedNote.textContent = "The oldest lines are no longer shown here: the whole log is output.log in the run directory below.";
+      this.pre.before(this.trimmedNote);
     }
   }
 

@@ -6,9 +6,11 @@ Screenshots go to $GPULAB_SCREENSHOT_DIR (default /tmp/gpulab-shots), at laptop 
 
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect, sync_playwright
 
 from core.choices import JobState
@@ -227,3 +229,47 @@ def test_builtin_training_form_explains_every_parameter_and_shows_fixed_gpus_as_
     expect(page.locator("#quota-use")).to_have_text("You are using 0 of 4 jobs, 0 of 4 GPUs.")
     _no_horizontal_scroll(page)
     page.screenshot(path=SHOTS / f"launch-tiny-lm-{size}.png", full_page=True)
+
+
+# Records every change to the state panel's card and timeline, their replacement included.
+WATCH_PANEL = """() => {
+  window.panelChanges = [];
+  for (const id of ['job-status', 'job-timeline']) {
+    const el = document.getElementById(id);
+    const note = (records) => window.panelChanges.push(...records.map((r) => `${id}: ${r.type}`));
+    new MutationObserver(note).observe(el, { subtree: true, childList: true, characterData: true, attributes: true });
+    new MutationObserver(note).observe(el.parentElement, { childList: true });
+  }
+}"""
+
+
+@pytest.mark.timeout(120)
+def test_open_job_page_swaps_nothing_until_the_state_changes_then_shows_it_without_reload(
+    chromium, live_server, alice, make_job
+):
+    job = make_job(alice)
+    transition(job, JobState.SUBMITTING)
+    transition(job, JobState.RUNNING, scheduler_id="77003")
+    # Five minutes and ten seconds in: the "Running for 5 min" the page shows holds for the next 50 s.
+    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(minutes=5, seconds=10))
+    page = _page(chromium, "laptop")
+    log_in(page, live_server, "alice")
+    polls = []
+    page.on("response", lambda r: polls.append(r.status) if "/status/" in r.url else None)
+    page.goto(f"{live_server.url}/jobs/{job.pk}/")
+    expect(page.locator("#elapsed")).to_have_text("5 min")
+    page.evaluate(WATCH_PANEL)
+    page.wait_for_timeout(7000)
+    assert len(polls) >= 2 and set(polls) == {204}, polls  # asked every 3 s; nothing had changed
+    assert page.evaluate("window.panelChanges") == []  # so nothing was swapped or touched
+
+    transition(job, JobState.COMPLETED, exit_code=0)
+    expect(page.locator("#job-state")).to_have_attribute("data-state", "completed", timeout=10_000)
+    expect(page.locator("#job-timeline")).to_contain_text("Completed")
+    expect(page.locator("#elapsed")).to_have_text("5 min")  # "Ran for", as it ended
+    expect(page.locator("#exit-code")).to_have_text("0")
+    assert page.evaluate("window.panelChanges")  # the card and the timeline came in
+    asked = len(polls)
+    page.wait_for_timeout(4000)
+    assert len(polls) == asked  # an ended job's page stops asking
+    page.screenshot(path=SHOTS / "job-completed-without-reload-laptop.png", full_page=True)
