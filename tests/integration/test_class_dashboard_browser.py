@@ -56,11 +56,11 @@ def full_class(course, cluster, sleep_template):
     return list(zip(users, jobs, strict=True))
 
 
-def course_frame(students, t_ms: int) -> dict:
+def course_frame(students, t_ms: int, idle_students=IDLE) -> dict:
     rows = []
     for i, (user, job) in enumerate(students):
         for gpu in (0, 1):
-            idle = i in IDLE
+            idle = i in idle_students
             rows.append({"key": f"{user.username}/{str(job.pk)[:8]}/node{i % 8}/{gpu}", "job": str(job.pk),
                          "student": user.username, "util": 0.0 if idle else 40.0 + (i * 7 + gpu * 13) % 60,
                          "mem": 30.0, "stale": False, "idle_s": 400 if idle else 0})  # fmt: skip
@@ -73,6 +73,7 @@ class Feed:
     def __init__(self, course, students):
         self.group = course_group(course.pk)
         self.students = students
+        self.idle = set(IDLE)  # a test may send another student idle while the page is open
         self.stop = threading.Event()
         client = redis.Redis.from_url(os.environ["REDIS_URL"])
         for key in client.scan_iter(f"{KEY_PREFIX}:*{self.group}"):
@@ -86,7 +87,7 @@ class Feed:
                 await publisher.publish({self.group: course_frame(self.students, t)}, now_ms=t)
             while not self.stop.is_set():
                 t = int(time.time() * 1000)
-                await publisher.publish({self.group: course_frame(self.students, t)}, now_ms=t)
+                await publisher.publish({self.group: course_frame(self.students, t, self.idle)}, now_ms=t)
                 await asyncio.sleep(1)
             await publisher.close()
 
@@ -180,3 +181,49 @@ def test_a_class_with_no_gpus_in_use_says_so_instead_of_blank_axes(web, browser,
     assert page.locator("[data-chart=heatmap] .heat-cells").count() == 0
     expect(page.locator("[data-idle-now]")).to_contain_text("No GPU has been idle")
     page.screenshot(path=f"{SHOTS}/dashboard-empty-1280.png", full_page=True)
+
+
+# Marks every row label (a JS property: the same element keeps it) and records what changes in the labels.
+WATCH_LABELS = """() => {
+  const labels = document.querySelector('[data-chart=heatmap] .heat-labels');
+  [...labels.children].forEach((label, i) => { label.mark = i; });
+  window.labelChanges = [];
+  new MutationObserver((records) => {
+    for (const r of records) {
+      const nodes = [...r.addedNodes, ...r.removedNodes].map((n) => (n.nodeType === 1 ? n.textContent : '#text'));
+      window.labelChanges.push({ type: r.type, target: r.target === labels ? 'labels' : r.target.textContent, nodes });
+    }
+  }).observe(labels, { subtree: true, childList: true, characterData: true, attributes: true });
+}"""
+
+
+@pytest.mark.timeout(180)
+def test_redraws_touch_only_the_rows_that_changed(web, browser, instructor, course, full_class):
+    page = open_page(browser, 1280)
+    log_in(page, web, "ines")
+    heatmap = page.locator("[data-chart=heatmap]")
+    labels = page.locator("[data-chart=heatmap] .heat-label")
+    with Feed(course, full_class) as feed:
+        page.goto(f"{web.url}/courses/{course.slug}/dashboard/")
+        expect(heatmap).to_have_attribute("data-rows", str(STUDENTS), timeout=30_000)
+        page.wait_for_timeout(1500)
+        page.evaluate(WATCH_LABELS)
+        frames = int(heatmap.get_attribute("data-frames"))
+        page.wait_for_timeout(6500)  # six redraws at least, and a five-second column completed
+        assert int(heatmap.get_attribute("data-frames")) >= frames + 5
+        assert page.evaluate("window.labelChanges") == []  # nothing changed, so no label was touched
+        assert page.evaluate("[...document.querySelectorAll('.heat-labels > *')].every((l, i) => l.mark === i)")
+
+        # One student's GPUs go idle: their row moves up among the idle, the same element, and no other row is
+        # built again or retitled.
+        moved = 30  # a busy student in the middle of the rows (IDLE first, then the least busy: students 0, 9, …)
+        assert moved not in IDLE and len(IDLE) < labels.all_text_contents().index(f"▸ Student No. {moved} · 2 GPUs")
+        name = f"Student No. {moved} · 2 GPUs"
+        feed.idle.add(moved)
+        expect(page.locator("[data-idle-now] li")).to_have_count(len(IDLE) + 1, timeout=15_000)
+        expect(labels.nth(len(IDLE))).to_contain_text(name, timeout=15_000)
+        changes = page.evaluate("window.labelChanges")
+        assert changes and all(c["type"] == "childList" and c["nodes"] == [f"▸ {name}"] for c in changes), changes
+        marks = page.evaluate("[...document.querySelectorAll('.heat-labels > *')].map((l) => l.mark)")
+        assert sorted(marks) == list(range(STUDENTS))  # every label is the element it was, none made anew
+        page.screenshot(path=f"{SHOTS}/dashboard-one-row-moved-1280.png", full_page=True)
