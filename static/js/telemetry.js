@@ -127,6 +127,36 @@ function thin(x, y, limit) {
   return [outX, outY];
 }
 
+// The same for a chart's aligned columns, all traces at once: each bucket of consecutive x values keeps two, its
+// first and last, and each trace's lowest and highest value there in the order they came (a gap in the bucket
+// breaks the line after the first). A chart then holds at most `limit` x values however many lines it draws,
+// where thinning each trace on its own kept up to `limit` per line (8 GPUs: 4,800).
+function thinColumns(xs, ys, limit) {
+  if (xs.length <= limit) return [xs, ys];
+  const size = Math.ceil(xs.length / Math.floor(limit / 2));
+  const outX = [], outYs = ys.map(() => []);
+  for (let start = 0; start < xs.length; start += size) {
+    const end = Math.min(start + size, xs.length);
+    const pair = end - start > 1;
+    outX.push(xs[start]);
+    if (pair) outX.push(xs[end - 1]);
+    ys.forEach((column, s) => {
+      let low = -1, high = -1, seen = false, gap = false;
+      for (let i = start; i < end; i++) {
+        if (column[i] === undefined) continue;
+        seen = true;
+        if (column[i] === null) { gap = true; continue; }
+        if (low < 0 || column[i] < column[low]) low = i;
+        if (high < 0 || column[i] > column[high]) high = i;
+      }
+      const kept = !seen ? [undefined, undefined] : low < 0 ? [null, null]
+        : [column[Math.min(low, high)], gap ? null : column[Math.max(low, high)]];
+      outYs[s].push(...kept.slice(0, pair ? 2 : 1));
+    });
+  }
+  return [outX, outYs];
+}
+
 // Traces on one x axis (uPlot's aligned columns): where a trace has no point, undefined (the line goes on),
 // where it has a gap, null (the line breaks).
 function align(traces) {
@@ -321,9 +351,16 @@ class Chart {
     return changed;
   }
 
-  // Each trace thinned back to HISTORY_POINTS (and put in x order): memory stays flat. The chart is built anew
-  // only when its lines changed (rebuild), else given the thinned columns.
+  // Thinned back to HISTORY_POINTS x values: memory stays flat. The chart is built anew only when its lines
+  // changed or came out of x order (rebuild: each trace sorted and thinned), else given the thinned columns.
   compact(rebuild) {
+    if (!rebuild && !this.byStep) { // the routine case: the columns are in x order, thinned as they are
+      [this.xs, this.ys] = thinColumns(this.xs, this.ys, HISTORY_POINTS);
+      this.compactAt = this.xs.length + COMPACT_EVERY;
+      this.plot.setData([this.xs, ...this.ys]);
+      this.label(false);
+      return;
+    }
     const traces = this.traces().map((t) => {
       const order = t.x.map((_, i) => i).sort((a, b) => t.x[a] - t.x[b] || a - b);
       let x = order.map((i) => t.x[i]), y = order.map((i) => t.y[i]);
