@@ -59,11 +59,27 @@ document.addEventListener("click", (event) => {
   }
 });
 
-// The panel's refresh would replace the Cancel link under an open dialog (and the focus it returns to).
-document.addEventListener("htmx:beforeRequest", (event) => {
+// The state panel's poller (jobs/_status_poller.html): a plain fetch every 3 s, so an answer of 204 (nothing changed,
+// the usual case) costs the page next to nothing; the parts that did change are swapped in by htmx, by id. No asking
+// while the cancel dialog is open (a swap would replace the Cancel link it returns the focus to), none once the
+// job has ended (the last answer's poller has no URL), and a failed request is asked again 3 s later.
+const STATUS_EVERY_MS = 3000;
+const PANEL_PARTS = "#job-status,#job-progress,#job-timeline,#job-status-poller";
+
+async function askStatus() {
+  const poller = document.getElementById("job-status-poller");
+  if (!poller || !poller.dataset.url) return;
   const dialog = document.getElementById("cancel-dialog");
-  if (dialog && dialog.open && event.detail.elt.id === "job-status-poller") event.preventDefault();
-});
+  if (!(dialog && dialog.open)) {
+    try {
+      const response = await fetch(poller.dataset.url, { credentials: "same-origin", headers: { "HX-Request": "true" } });
+      if (response.status === 200) {
+        htmx.swap(poller, await response.text(), { swapStyle: "none", ignoreTitle: true }, { selectOOB: PANEL_PARTS });
+      }
+    } catch (error) { /* offline for a moment: the next turn asks again */ }
+  }
+  setTimeout(askStatus, STATUS_EVERY_MS);
+}
 
 document.addEventListener("htmx:afterSettle", () => {
   showLocalTimes(document);
@@ -71,6 +87,7 @@ document.addEventListener("htmx:afterSettle", () => {
 });
 
 document.addEventListener("DOMContentLoaded", () => {
+  if (document.getElementById("job-status-poller") && window.htmx) setTimeout(askStatus, STATUS_EVERY_MS);
   showLocalTimes(document);
   announceStateChange();
   const summary = document.querySelector("[data-focus-on-load]");
