@@ -186,7 +186,7 @@ def test_one_poll_cycle_asks_squeue_start_and_sprio_once_whatever_the_number_of_
     assert sorted(w.position for w in stored)[-1] >= 30 and all(w.reason for w in stored)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(420)
 def test_slurmrestd_cluster_gives_the_estimate_and_priority_from_the_polls_own_job_list(
     transactional_db, alice, cluster, sleep_template, course, services, monkeypatch, aside
 ):
@@ -204,6 +204,8 @@ def test_slurmrestd_cluster_gives_the_estimate_and_priority_from_the_polls_own_j
     _learn_partitions_over_ssh(cluster)
     holder = slurm("sbatch", "--parsable", "--gres=gpu:4", "--time=10", "--output=/dev/null", "--wrap=sleep 600")
     try:
+        state = ["squeue", "--noheader", f"--jobs={holder.strip()}", "--format=%T"]
+        wait_for(lambda: slurm(*state).strip() == "RUNNING", timeout=180, what="root's job to hold every GPU")
         job_id = uuid.uuid4()
         waiting = aside(job_id, "--gres=gpu:1", "--time=5")
         job = Job.objects.create(
