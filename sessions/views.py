@@ -46,6 +46,7 @@ def _browse(request, space_of, api_base: str, page_base: str, context: dict):
         chunk_bytes=settings.GPULAB_FILES_CHUNK_BYTES,
         max_upload_bytes=settings.GPULAB_FILES_MAX_UPLOAD_BYTES,
         max_upload_count=settings.GPULAB_FILES_MAX_UPLOAD_COUNT,
+        upload_window_minutes=max(1, round(settings.GPULAB_FILES_UPLOAD_WINDOW_SECONDS / 60)),
     )
     status = 404 if error.startswith("There is no such") else 200
     return render(request, "sessions/browser.html", context, status=status)
