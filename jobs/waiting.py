@@ -21,6 +21,7 @@ from core.choices import JobState
 from .models import Job, JobWait
 from .rightsize import params_in_words
 from .staleness import silence_allowed
+from .templatetags.job_time import duration
 from .wait_advice import Cycle, advise
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,12 @@ class WaitPanel:
     stale: bool  # older than two poll cycles: the cluster has not answered since
     starts_in: timedelta | None  # until the estimated start; None without one, zero once it is due
     sooner_in_words: str  # the suggested values under the form's labels
+
+    @property
+    def said(self) -> str:
+        """How long ago, in steps of a minute: the state panel is sent again only when its words change
+        (jobs/status_panel.py), so a pending job's panel is not redrawn every poll for a ticking second."""
+        return "under a minute" if self.age < timedelta(minutes=1) else duration(self.age)
 
 
 def panel_for(job: Job, now: datetime) -> WaitPanel | None:
