@@ -44,7 +44,8 @@ SLURM_JOB_NUMBER = re.compile(r"^\d+$")
 
 class BatchKind(Kind):
     templates = "slurm"
-    telemetry_source = "telemetry.collector.sources.SlurmSource"
+    # Both SLURM kinds: the source asks the backend interface and SSH to the nodes (a path, not an import).
+    telemetry_source = "clusters.backends.slurm.telemetry.SlurmSource"
     files_over_sftp = True
     student_logins = True
     opens_terminals = True

@@ -1,9 +1,9 @@
-"""The collector's periodic readers: SLURM attribution and nodes, and job logs (each kind names its source:
-Kind.telemetry_source; Kubernetes' lives in clusters/backends/kubernetes/telemetry.py).
+"""The collector's periodic readers: what every source stands on (Periodic, running_jobs) and the job logs.
 
-Each runs in its own thread and asks its cluster once per cycle for everything (one `scontrol show job -d`,
-one pod-metrics list per namespace), then writes the answer into LiveState. A cluster that does not answer
-keeps its last picture; the frames turn it stale on their own.
+Each cluster's own source is its kind's (Kind.telemetry_source: SLURM's in clusters/backends/slurm/telemetry.py,
+Kubernetes' in clusters/backends/kubernetes/telemetry.py). Each runs in its own thread and asks its cluster once per
+cycle for everything (one `scontrol show job -d`, one pod-metrics list per namespace), then writes the answer into
+LiveState. A cluster that does not answer keeps its last picture; the frames turn it stale on their own.
 """
 
 from __future__ import annotations
@@ -17,16 +17,11 @@ from collections.abc import Callable
 from django.db import close_old_connections
 
 from clusters.backends.base import BackendError
-from clusters.kinds import get_backend
-from clusters.models import Cluster
 from core.choices import JobState
 from jobs.logs import read_log
 from jobs.models import Job
 from telemetry.live import JobRef, LiveState
-from telemetry.models import Node
 from telemetry.parsers import parse_trainer_line
-
-from .node_stream import NodeStream, NodeTarget
 
 logger = logging.getLogger(__name__)
 
@@ -67,70 +62,6 @@ def running_jobs(**filters) -> dict[str, JobRef]:
         .values_list("scheduler_id", "pk", "owner__username", "course_id", "gpus", "template__name")
     )
     return {sid: JobRef(str(pk), *fields) for sid, pk, *fields in rows}
-
-
-class SlurmSource(Periodic):
-    """Nodes from `scontrol show node` (every minute), GPUs per job from `scontrol show job -d` (every cycle)."""
-
-    interval = 5.0
-    nodes_every = 60.0
-
-    def __init__(self, state: LiveState, cluster: Cluster, stop: threading.Event):
-        super().__init__(f"slurm-{cluster.name}", stop)
-        self.state, self.cluster = state, cluster
-        self.streams: dict[int, NodeStream] = {}
-        self.node_ids: dict[str, int] = {}
-        self._nodes_at = 0.0
-
-    def cycle(self) -> None:
-        self.cluster.refresh_from_db()
-        backend = get_backend(self.cluster)
-        if time.monotonic() - self._nodes_at > self.nodes_every:
-            self._sync_nodes(backend)
-            self._nodes_at = time.monotonic()
-        allocations = backend.gpu_allocations()
-        jobs = running_jobs(cluster=self.cluster, scheduler_id__in=sorted({a.scheduler_id for a in allocations}))
-        self.state.put_allocations(
-            self.cluster.pk,
-            [
-                (jobs[a.scheduler_id], self.node_ids[a.node], a.indexes)
-                for a in allocations
-                if a.scheduler_id in jobs and a.node in self.node_ids
-            ],
-        )
-
-    def _sync_nodes(self, backend) -> None:
-        for info in backend.nodes():
-            same_host = info.address == self.cluster.host
-            node, _ = Node.objects.update_or_create(
-                cluster=self.cluster,
-                name=info.name,
-                defaults={"address": info.address, "gpus": info.gpus, "scheduler_state": info.state},
-                create_defaults={
-                    "address": info.address,
-                    "gpus": info.gpus,
-                    "scheduler_state": info.state,
-                    "ssh_port": self.cluster.port if same_host else 22,
-                },
-            )
-            self.node_ids[node.name] = node.pk
-            self.state.node(node.pk, self.cluster.pk, node.name)
-            self._ensure_stream(node, backend.account)
-
-    def _ensure_stream(self, node: Node, account) -> None:
-        current = self.streams.get(node.pk)
-        if current is not None and current.is_alive():
-            return
-        host_key = node.pinned_host_key()
-        if not host_key:
-            self.state.set_node_status(
-                node.pk, "SSH host key not pinned: an admin must pin it on the node's admin page before it is sampled."
-            )
-            return
-        target = NodeTarget(node.address, node.ssh_port, host_key, f"{node.name} ({self.cluster.display_name})")
-        stream = NodeStream(self.state, node.pk, target, account, self.stop_event)
-        self.streams[node.pk] = stream
-        stream.start()
 
 
 class LogSource(Periodic):
