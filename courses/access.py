@@ -7,7 +7,7 @@ user may not see is reported as missing (Http404), so the answer never reveals t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -20,9 +20,6 @@ from core.roles import is_admin
 
 from . import terms
 from .models import TEACHING_ROLES, Course, Enrollment, LabSession, Role
-
-if TYPE_CHECKING:
-    from jobs.models import JobTemplate
 
 __all__ = [
     "courses_for",
@@ -111,7 +108,9 @@ def get_lab_session(user, slug: str, session_id: int, *, write: bool = False) ->
     return session
 
 
-def launchable_clusters(user, course: Course, template: JobTemplate | None = None) -> QuerySet[Cluster]:
+def launchable_clusters(user, course: Course, template: Any = None) -> QuerySet[Cluster]:
+    """The course's enabled clusters the user may launch on; with a template (a jobs.JobTemplate, read by its backend
+    and needs_mpi_operator only: courses stands below jobs), those that run it."""
     if role_in(user, course) is None and not is_admin(user):
         return Cluster.objects.none()
     clusters = course.clusters.filter(enabled=True)
