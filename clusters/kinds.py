@@ -8,14 +8,13 @@ packages names a kind. To add one, see docs/adding-a-backend.md.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import BackendError
 
 if TYPE_CHECKING:
     from .backends.base import ClusterBackend
     from .backends.kind import Kind
-    from .models import Cluster, ClusterAccount
 
 KINDS: dict[str, str] = {
     "slurm": "clusters.backends.slurm.kind.SlurmKind",
@@ -92,6 +91,6 @@ def backend_class(name: str) -> type[ClusterBackend]:
     return kind_of(name).backend_class
 
 
-def get_backend(cluster: Cluster, account: ClusterAccount | None = None) -> ClusterBackend:
+def get_backend(cluster: Any, account: Any = None) -> ClusterBackend:
     """The backend for a cluster, acting as `account` (default: the cluster's service account)."""
     return kind_of(cluster.kind).backend(cluster, account)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clusters.errors import (  # handed on: every backend raises these
     AuthenticationFailed as AuthenticationFailed,
@@ -47,8 +47,6 @@ from .queue import QueuedJob as QueuedJob
 from .queue import QueueView as QueueView
 
 if TYPE_CHECKING:
-    from clusters.models import Cluster, ClusterAccount
-
     from .accounting import AccountedUsage
     from .reservations import HeldReservation, ReservationRequest
 
@@ -150,7 +148,7 @@ class ClusterBackend(ABC):
     # Whose identity jobs may run under (clusters.choices.RunAs values); the admin picks one per cluster.
     run_as_modes: tuple[str, ...] = ("service",)
 
-    def __init__(self, cluster: Cluster, account: ClusterAccount):
+    def __init__(self, cluster: Any, account: Any):  # a Cluster and ClusterAccount: the models stand on this module
         self.cluster = cluster
         self.account = account
 
