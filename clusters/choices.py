@@ -1,6 +1,17 @@
 """Vocabulary of the clusters app that backends also name: a leaf module (it imports nothing of the portal)."""
 
+import re
+
 from django.db import models
+
+POSIX_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+# Accounts every Linux login node has (Debian's base passwd, and what SLURM, munge and the usual daemons add). A job
+# running as one of these would act for the system, not for a student.
+SYSTEM_ACCOUNTS = frozenset(
+    """root daemon bin sys sync games man lp mail news uucp proxy www-data backup list irc gnats nobody _apt messagebus
+    sshd polkitd syslog uuidd tcpdump slurm munge postgres mysql redis nslcd sssd ldap openldap ntp chrony dnsmasq
+    avahi colord rtkit pulse admin adm sudo wheel operator halt shutdown ftp""".split()  # noqa: SIM905
+)
 
 
 class RunAs(models.TextChoices):

@@ -8,22 +8,11 @@ set their own, so a student can never make their jobs run as someone else.
 
 from __future__ import annotations
 
-import re
-
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from .choices import IdentitySource, RunAs
+from .choices import POSIX_NAME, SYSTEM_ACCOUNTS, IdentitySource, RunAs
 from .models import AuthMethod, ClusterAccount, ClusterIdentity
-
-POSIX_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
-# Accounts every Linux login node has (Debian's base passwd, and what SLURM, munge and the usual daemons add). A job
-# running as one of these would act for the system, not for a student.
-SYSTEM_ACCOUNTS = frozenset(
-    """root daemon bin sys sync games man lp mail news uucp proxy www-data backup list irc gnats nobody _apt messagebus
-    sshd polkitd syslog uuidd tcpdump slurm munge postgres mysql redis nslcd sssd ldap openldap ntp chrony dnsmasq
-    avahi colord rtkit pulse admin adm sudo wheel operator halt shutdown ftp""".split()  # noqa: SIM905
-)
 
 
 class IdentityMissing(Exception):

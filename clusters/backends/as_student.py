@@ -15,6 +15,8 @@ from contextlib import contextmanager
 
 import paramiko
 
+from clusters.choices import POSIX_NAME, SYSTEM_ACCOUNTS
+
 from . import ssh
 from .base import AuthenticationFailed, BackendError, LogChunk, complete_utf8
 from .ssh import CommandResult, run
@@ -36,8 +38,6 @@ class StudentShell:
                 f"The cluster “{cluster.display_name}” has no service account. An admin must add one before jobs "
                 "can run."
             )
-        from clusters.identity import POSIX_NAME, SYSTEM_ACCOUNTS
-
         # Checked again here, whatever made the row: sudo must never be asked to act as root or a system account.
         if not POSIX_NAME.match(student) or student in SYSTEM_ACCOUNTS or student == login.username:
             raise BackendError(f"“{student}” is not a cluster username jobs may run as; an admin must correct it.")
