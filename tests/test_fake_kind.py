@@ -235,3 +235,15 @@ def test_instructor_writes_a_template_for_the_kind_in_the_editor_and_previews_it
 
     slurm = {**form, "backend": "", "body": "echo {{ steps }}\n"}  # no backend: what a new template is written for
     assert "echo 3" in client.post(reverse("jobs:template_preview", args=[course.slug]), slurm).content.decode()
+
+
+def test_admin_adds_a_cluster_of_the_kind_on_the_admin_page(login, admin_user, fake_kind):
+    client = login(admin_user)
+    body = client.get("/admin/clusters/cluster/add/").content.decode()
+    assert '<option value="fake">Memory (a test&#x27;s kind)</option>' in body and "kind-fake" in body
+    form = {"name": "memory", "kind": "fake", "enabled": "on", "lab_dir": "/tmp/memory", "gpu_sharing_factor": "1",
+            "accounts-TOTAL_FORMS": "0", "accounts-INITIAL_FORMS": "0"}  # fmt: skip
+    response = client.post("/admin/clusters/cluster/add/", form)
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    saved = Cluster.objects.get(name="memory")
+    assert saved.kind == "fake" and saved.lab_dir == "/tmp/memory"
