@@ -43,6 +43,7 @@ from clusters.errors import (
 )
 from clusters.limits import PartitionLimits as PartitionLimits
 
+from .nodes import NodeInfo as NodeInfo
 from .queue import QueuedJob as QueuedJob
 from .queue import QueueView as QueueView
 
@@ -117,16 +118,6 @@ class NodeUsage:
     node: str
     cpu_millis: float
     memory_bytes: int
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    """A compute node as the scheduler describes it; the telemetry collector streams from it."""
-
-    name: str
-    address: str
-    gpus: int
-    state: str
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from clusters.errors import BackendError
 
-from .base import NodeInfo
+from .nodes import NodeInfo
 
 NAME = re.compile(r"^gpulab-[a-z0-9-]{1,48}$")
 USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
