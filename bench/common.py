@@ -106,6 +106,30 @@ def start(argv: list[str], log: Path, **env: str) -> subprocess.Popen:
     )
 
 
+def start_web(name: str) -> tuple[subprocess.Popen, int]:
+    """uvicorn serving portal.asgi on a free port of 127.0.0.1, started and ready: (its process, its port)."""
+    import socket
+    import tempfile
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = Path(tempfile.gettempdir()) / f"bench-{name}-web.log"
+    argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
+    web = start(argv, log)
+    wait_for(lambda: "Application startup complete" in log.read_text(), 60, "uvicorn to start")
+    return web, port
+
+
+def session_cookie(user) -> str:
+    """A Django session for `user`, as the browser's sessionid cookie."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
 def stop(proc: subprocess.Popen) -> None:
     import signal
 

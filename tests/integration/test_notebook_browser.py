@@ -31,6 +31,9 @@ def test_student_makes_a_notebook_and_runs_torch_in_it_through_the_portal(
     job = job_state(launch_notebook(api_for, alice, cluster), JobState.RUNNING, timeout=120)
     Browserless(web, alice, job).wait_ready()
     page.set_viewport_size({"width": 1366, "height": 900})
+    console = []  # what the page said, and the kernel sockets' life, shown if the output never comes
+    page.on("console", lambda message: console.append(message.text))
+    page.on("websocket", lambda ws: ws.on("close", lambda w: console.append(f"socket closed: {w.url}")))
     log_in(page, web, "alice")
     page.goto(f"{web.url}/jobs/{job.pk}/")
     page.click("#open-notebook")
