@@ -147,10 +147,8 @@ class Session:
                 self.sftp.chmod(self.space.root, 0o700)
             return self.sftp.normalize(self.space.root)
         except FileNotFoundError:
-            raise FilesUnavailable(
-                "This folder does not exist on the cluster (yet): a job's run directory appears when it is "
-                "submitted, and the cluster may have cleaned it since."
-            ) from None
+            # A job's run directory not made yet (pending) or cleaned since: the callers say which in words.
+            raise FileNotFoundError(self.space.root) from None
 
     # -- resolution -------------------------------------------------------------------------------------------
     def resolve(self, relative: str) -> tuple[str, object]:
@@ -162,7 +160,10 @@ class Session:
             raise FileNotFoundError(relative) from None
         if not paths.inside(self.root, real):
             raise PathRefused("That path leads outside your space (through a symbolic link); it cannot be opened.")
-        attrs = self.sftp.stat(real)
+        try:
+            attrs = self.sftp.stat(real)
+        except FileNotFoundError:  # sshd normalizes a path whose last part is missing; stat is what finds out
+            raise FileNotFoundError(relative) from None
         if not (stat.S_ISREG(attrs.st_mode) or stat.S_ISDIR(attrs.st_mode)):
             raise PathRefused("That is not a regular file or a folder (a device, a pipe or a socket).")
         return real, attrs

@@ -14,9 +14,14 @@ from . import paths
 from .files import FilesUnavailable, home_space, job_space, opened
 from .paths import PathRefused
 
+NO_RUN_DIRECTORY = (
+    "The run directory appears when the job starts (and the cluster may have cleaned it since it ended). "
+    "Come back once the job is running."
+)
+
 
 def _browse(request, space_of, api_base: str, page_base: str, context: dict):
-    relative, error, entries, text = "", "", [], None
+    relative, error, entries, text, missing = "", "", [], None, False
     viewing = request.GET.get("file")
     try:
         space = space_of()
@@ -32,7 +37,12 @@ def _browse(request, space_of, api_base: str, page_base: str, context: dict):
     except (PathRefused, FilesUnavailable) as exc:
         error = str(exc)
     except FileNotFoundError:
-        error = "There is no such file or folder here (any more). Go back to the top folder."
+        missing = True
+        error = (
+            "There is no such file or folder here (any more). Go back to the top folder."
+            if relative or viewing
+            else NO_RUN_DIRECTORY
+        )
     context.update(
         relative=relative,
         crumbs=paths.crumbs(relative),
@@ -48,7 +58,7 @@ def _browse(request, space_of, api_base: str, page_base: str, context: dict):
         max_upload_count=settings.GPULAB_FILES_MAX_UPLOAD_COUNT,
         upload_window_minutes=max(1, round(settings.GPULAB_FILES_UPLOAD_WINDOW_SECONDS / 60)),
     )
-    status = 404 if error.startswith("There is no such") else 200
+    status = 404 if missing else 200
     return render(request, "sessions/browser.html", context, status=status)
 
 
@@ -86,12 +96,14 @@ def job_files(request, job_id):
 def job_artefacts(request, job_id):
     """The job page's card: the top of the run directory with download links (loaded after the page)."""
     job = access.get_job_files(request.user, job_id)
-    entries, error = [], ""
+    entries, error, missing = [], "", False
     try:
         with opened(job_space(job)) as session:
             entries = session.listing("")
     except (PathRefused, FilesUnavailable) as exc:
         error = str(exc)
+    except FileNotFoundError:
+        missing = True  # not yet (pending) or no more (cleaned): an empty state, the page reloads it on a new state
     api_base = reverse("api:files-job", args=[job.pk])
-    context = {"job": job, "entries": entries, "error": error, "api_base": api_base}
+    context = {"job": job, "entries": entries, "error": error, "missing": missing, "api_base": api_base}
     return render(request, "sessions/_artefacts.html", context)

@@ -32,6 +32,8 @@ function announceStateChange() {
   if (announcedState !== null && badge.dataset.state !== announcedState) {
     const error = document.getElementById("job-error");
     region.textContent = `The job is now ${badge.textContent.trim()}.${error ? ` ${error.textContent.trim()}` : ""}`;
+    // Cards that depend on the state (the run directory appears when the job starts) load themselves again.
+    if (window.htmx) htmx.trigger(document.body, "job-state-changed");
   }
   announcedState = badge.dataset.state;
 }

@@ -318,3 +318,64 @@ def test_the_job_page_lists_its_run_directory_with_download_links(chromium, live
     card.scroll_into_view_if_needed()
     _no_horizontal_scroll(page)
     card.screenshot(path=str(SHOTS / f"job-artefacts-{size}.png"))
+
+
+@pytest.fixture
+def pending_job(lab, cluster, alice, course):
+    """alice's job that waits in the queue: its run directory does not exist yet."""
+    from jobs.models import JobTemplate
+
+    template = JobTemplate.objects.create(name="Train", slug="train", body="echo", status="published")
+    return Job.objects.create(
+        owner=alice, course=course, template=template, cluster=cluster, account=cluster.service_account(),
+        script="echo", state="pending",
+    )  # fmt: skip
+
+
+def test_a_run_directory_not_made_yet_is_an_empty_state_on_the_job_page_and_a_404_with_words_elsewhere(
+    lab, pending_job, alice, api_for, client, services
+):
+    job = pending_job
+    (lab / "jobs").mkdir(parents=True, exist_ok=True)
+    as_service_user(lab, services)
+    client.force_login(alice)
+
+    card = client.get(reverse("sessions:job_artefacts", args=[job.pk]))
+    assert card.status_code == 200
+    assert "The run directory appears when the job starts" in card.content.decode()
+
+    browser = client.get(reverse("sessions:job_files", args=[job.pk]))
+    assert browser.status_code == 404 and "appears when the job starts" in browser.content.decode()
+
+    api_base = reverse("api:files-job", args=[job.pk])
+    for url in (api_base, api_base + "download/?path=model.pt", api_base + "text/?path=output.log"):
+        answer = api_for(alice).get(url)
+        assert answer.status_code == 404, url
+        assert answer.json()["detail"], url
+
+    # Inside a directory that exists, a missing name is a 404 with words too (not a 500 from SFTP's stat).
+    (lab / "jobs" / str(job.pk)).mkdir()
+    as_service_user(lab, services)
+    missing = client.get(reverse("sessions:job_files", args=[job.pk]) + "?file=model.pt")
+    assert missing.status_code == 404 and "There is no such file or folder here" in missing.content.decode()
+    assert api_for(alice).get(api_base + "download/?path=model.pt").status_code == 404
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(120)
+def test_the_run_directory_card_says_when_it_appears_and_lists_it_once_the_job_starts(
+    chromium, live_server, lab, pending_job, alice, services
+):
+    job = pending_job
+    page = _page(chromium, "phone")
+    log_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}{job.get_absolute_url()}")
+    card = page.locator("#artefacts")
+    expect(card).to_contain_text("The run directory appears when the job starts", timeout=20_000)
+
+    run_dir = lab / "jobs" / str(job.pk)
+    run_dir.mkdir(parents=True)
+    (run_dir / "model.pt").write_bytes(b"weights")
+    as_service_user(lab, services)
+    Job.objects.filter(pk=job.pk).update(state="running")
+    expect(card.get_by_role("link", name="model.pt")).to_be_visible(timeout=20_000)
