@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.db.models import Avg, Count, ExpressionWrapper, F, FloatField
 from django.db.models.functions import NullIf
@@ -23,6 +24,7 @@ LOW = 50.0  # % of a resource used below which the report says to ask for less
 HIGH = 90.0  # % of host memory used above which the report warns of running out
 GPU_LOW = 30.0  # mean GPU utilization (%) below which fewer GPUs would do
 HEADROOM = 1.5  # what a suggestion adds on top of what was used
+MIN_RUN_SECONDS = 10  # a shorter run is start-up and not much else: its figures say nothing of what the work needs
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class Report:
     suggested: dict[str, int] = field(default_factory=dict)  # parameter name → right-sized value
     missing: list[str] = field(default_factory=list)  # why some figures are absent, in words
     in_words: str = ""  # the suggestions under the launch form's labels: "GPUs 1, CPU cores 2"
+    too_little: str = ""  # why the job gives no figures to judge by, said once instead of advice on each resource
 
     @property
     def changes(self) -> bool:
@@ -76,7 +79,27 @@ def _elapsed_seconds(job: Job, accounted) -> int | None:
 
 
 def _minutes(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
     return f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h"
+
+
+def plural(count: float, noun: str, nouns: str | None = None) -> str:
+    """ "1 GPU", "2 GPUs", "1 minute": the count with its noun agreeing."""
+    return f"{count:g} {noun if count == 1 else (nouns or noun + 's')}"
+
+
+def _too_little(job: Job, elapsed: int | None) -> str:
+    """Why this job's figures are no ground for advice, in words; "" when they are."""
+    if elapsed is None or job.state == JobState.TIMED_OUT:
+        return ""
+    if elapsed < MIN_RUN_SECONDS:
+        how = "was cancelled" if job.state == JobState.CANCELLED else "ended"
+        return (
+            f"The job {how} after {_minutes(elapsed)}, too short a run to tell what it needs: "
+            f"no advice on its resources. A run of {MIN_RUN_SECONDS} s or more gets one."
+        )
+    return ""
 
 
 def report_for(job: Job) -> Report | None:
@@ -86,6 +109,9 @@ def report_for(job: Job) -> Report | None:
     accounted = getattr(job, "accounted", None)
     summary = getattr(job, "summary", None)
     report = Report()
+    report.too_little = _too_little(job, _elapsed_seconds(job, accounted))
+    if report.too_little:
+        return report
     _gpus(report, job, summary)
     _cpus_and_memory(report, job, accounted)
     _wall_time(report, job, accounted)
@@ -112,11 +138,15 @@ def _gpus(report: Report, job: Job, summary) -> None:
             fewer = max(1, math.ceil(per_node * mean / 70))
             if fewer < per_node and _suggest(report, job, "gpus_per_node", fewer):
                 advice = (
-                    f"The GPUs were mostly idle: {fewer} GPU(s) per node would do, and a smaller job starts sooner."
+                    f"The GPUs were mostly idle: {plural(fewer, 'GPU')} per node would do, "
+                    "and a smaller job starts sooner."
                 )
             else:
                 advice = "The GPU was mostly idle: check that the code runs on it (e.g. tensors moved to cuda)."
-        report.lines.append(Line("GPUs", f"{job.gpus}", f"{mean:.0f} % of their time on average", None, advice))
+        elif job.gpus == 1:
+            advice = "The GPU was busy; keep this number."
+        their = "its" if job.gpus == 1 else "their"
+        report.lines.append(Line("GPUs", f"{job.gpus}", f"{mean:.0f} % of {their} time on average", None, advice))
     peak = summary.peak_gpu_memory_mib if summary else None
     total = summary.gpu_memory_total_mib if summary else None
     if peak is not None and total:
@@ -131,7 +161,9 @@ def _gpus(report: Report, job: Job, summary) -> None:
         )
     elif peak is not None:
         report.lines.append(
-            Line("GPU memory", f"{job.gpus} GPU(s)", f"{peak / 1024:.1f} GiB at peak", None, "The most any GPU held.")
+            Line(
+                "GPU memory", plural(job.gpus, "GPU"), f"{peak / 1024:.1f} GiB at peak", None, "The most any GPU held."
+            )
         )
 
 
@@ -144,13 +176,26 @@ def _cpus_and_memory(report: Report, job: Job, accounted) -> None:
     efficiency = accounted.cpu_efficiency
     if efficiency is not None:
         busy = accounted.cpu_seconds / max(accounted.elapsed_seconds, 1)
-        advice = "The cores were busy; keep this number."
-        if efficiency < LOW and accounted.cpus > 1:
+        if efficiency >= LOW:
+            advice = (
+                "The core was busy; keep this number."
+                if accounted.cpus == 1
+                else "The cores were busy; keep this number."
+            )
+        elif accounted.cpus == 1:
+            advice = "The core was mostly idle, but one is the least a job asks for: nothing to change."
+        else:
             fewer = max(1, math.ceil(busy * HEADROOM))
             if _suggest(report, job, "cpus_per_task", fewer):
-                advice = f"On average {busy:.1f} core(s) were busy: ask for {report.suggested['cpus_per_task']}."
+                advice = (
+                    f"On average {busy:.1f} of {accounted.cpus} cores were busy: "
+                    f"ask for {report.suggested['cpus_per_task']}."
+                )
             else:
-                advice = f"On average {busy:.1f} core(s) were busy; more data loader workers would use the rest."
+                advice = (
+                    f"On average {busy:.1f} of {accounted.cpus} cores were busy; "
+                    "more data loader workers would use the rest."
+                )
         report.lines.append(Line("CPU cores", f"{accounted.cpus}", f"{busy:.1f} on average", efficiency, advice))
     requested, peak = accounted.requested_memory_bytes, accounted.max_rss_bytes
     if requested and peak:
@@ -179,13 +224,17 @@ def _wall_time(report: Report, job: Job, accounted) -> None:
     if job.state == JobState.TIMED_OUT:
         advice = "The job ran out of time."
         if _suggest(report, job, "time_minutes", int(limit) * 2):
-            advice += f" Ask for {report.suggested['time_minutes']} minutes, or save checkpoints and resume."
+            advice += f" Ask for {plural(report.suggested['time_minutes'], 'minute')}, or save checkpoints and resume."
         else:
             advice += " The template allows no more: save checkpoints and resume in a second job."
-    elif percent < LOW and job.state == JobState.COMPLETED:
+    elif job.state != JobState.COMPLETED:
+        advice = "The job did not run to its end, so its time says nothing about the limit it needs."
+    elif percent < LOW:
         advice = "A shorter limit often starts sooner (SLURM backfills short jobs into gaps)."
         if _suggest(report, job, "time_minutes", max(1, math.ceil(elapsed * HEADROOM / 60))):
-            advice += f" Ask for {report.suggested['time_minutes']} minutes."
+            advice += f" Ask for {plural(report.suggested['time_minutes'], 'minute')}."
+        else:
+            advice += " The template allows no shorter limit."
     else:
         advice = "About right."
     report.lines.append(Line("Wall time", f"{limit} min", _minutes(elapsed), percent, advice))
@@ -200,7 +249,7 @@ def rightsized_params(job: Job) -> dict:
 @dataclass(frozen=True)
 class StudentEfficiency:
     username: str
-    jobs: int  # ended jobs that ran
+    jobs: int  # ended jobs that ran for MIN_RUN_SECONDS or more
     accounted: int  # of them, those SLURM accounting recorded
     gpu_util: float | None  # mean of the jobs' mean GPU utilization, %
     cpu_efficiency: float | None  # mean TotalCPU / (elapsed x cores), %
@@ -219,7 +268,12 @@ def _ratio(numerator: str, *denominator: str):
 def class_efficiency(course) -> list[StudentEfficiency]:
     """Each student's ended jobs of the course, averaged: one aggregate query, whatever the number of jobs."""
     rows = (
-        Job.objects.filter(course=course, state__in=TERMINAL_STATES, started_at__isnull=False)
+        Job.objects.filter(
+            course=course,
+            state__in=TERMINAL_STATES,
+            # a job cancelled in the second it started shows only start-up figures; it would skew the means
+            finished_at__gte=F("started_at") + timedelta(seconds=MIN_RUN_SECONDS),
+        )
         .values("owner__username")
         .annotate(
             n=Count("pk"),

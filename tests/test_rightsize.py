@@ -150,8 +150,50 @@ class TestReport:
         assert any("no SLURM accounting" in reason for reason in report.missing)
         assert any("no GPU samples" in reason for reason in report.missing)
 
+    def test_cancelled_in_seconds_gets_one_note_and_no_advice(self, alice, course, big_template, cluster):
+        job = _ended(alice, course, big_template, cluster, state=JobState.CANCELLED, minutes=0.12)
+        JobSummary.objects.create(job=job, gpu_hours=0.002, mean_gpu_util=93.0, samples=1)
+        report = report_for(Job.objects.get(pk=job.pk))
+        assert report.lines == [] and report.suggested == {}
+        assert report.too_little.startswith("The job was cancelled after 7 s, too short a run")
+        page = _page(alice, job)
+        assert page.count("too short a run") == 1
+        assert "nothing to change" not in page and "Not shown" not in page and "About right" not in page
+
+    def test_short_completed_run_asks_for_nothing(self, alice, course, big_template, cluster):
+        job = _ended(alice, course, big_template, cluster, minutes=5 / 60)
+        _accounted(job, cpu_seconds=0.2, cpus=1, elapsed=5, rss_gib=0.1, mem_gib=4, limit=60)
+        report = report_for(Job.objects.get(pk=job.pk))
+        assert report.lines == [] and report.suggested == {} and "ended after 5 s" in report.too_little
+
+    def test_cancelled_run_gives_no_wall_time_verdict(self, alice, course, big_template, cluster):
+        job = _ended(alice, course, big_template, cluster, state=JobState.CANCELLED, minutes=5)
+        report = report_for(job)
+        wall = next(line for line in report.lines if line.resource == "Wall time")
+        assert "did not run to its end" in wall.advice and "time_minutes" not in report.suggested
+        assert "No change to suggest from this run." in _page(alice, job)
+
+    def test_one_idle_core_is_not_called_busy_and_plurals_agree(self, alice, course, big_template, cluster):
+        job = _ended(alice, course, big_template, cluster, minutes=2, cpus_per_task=2, gpus_per_node=1)
+        _accounted(job, cpu_seconds=1, cpus=1, elapsed=120, rss_gib=1, mem_gib=2, limit=60)
+        JobSummary.objects.create(job=job, gpu_hours=0.03, mean_gpu_util=80.0, samples=10)
+        report = report_for(Job.objects.get(pk=job.pk))
+        lines = {line.resource: line for line in report.lines}
+        assert "mostly idle" in lines["CPU cores"].advice and "busy; keep" not in lines["CPU cores"].advice
+        assert lines["GPUs"].advice == "The GPU was busy; keep this number."
+        assert lines["GPUs"].used == "80 % of its time on average"
+        assert "Ask for 5 minutes." in lines["Wall time"].advice  # 2 min x 1.5 → 3, the schema's min is 5
+
     def test_running_or_never_started_job_has_no_report(self, make_job, alice):
         assert report_for(make_job(alice)) is None
+
+
+def _page(user, job):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client.get(job.get_absolute_url()).content.decode()
 
 
 class TestPages:
@@ -191,6 +233,8 @@ def test_class_efficiency_is_one_query_whatever_the_number_of_jobs(alice, bob, c
         job = _ended(owner, course, big_template, cluster)
         _accounted(job, cpu_seconds=1200, cpus=4, elapsed=600, rss_gib=8, mem_gib=32, limit=20)
     _ended(bob, course, big_template, cluster)  # no accounting: counted, not averaged in
+    blip = _ended(bob, course, big_template, cluster, state=JobState.CANCELLED, minutes=0.02)
+    JobSummary.objects.create(job=blip, gpu_hours=0.0, mean_gpu_util=92.0, samples=1)  # cancelled as it started
     with CaptureQueriesContext(connection) as queries:
         rows = class_efficiency(course)
     assert len(queries) == 1
@@ -198,6 +242,7 @@ def test_class_efficiency_is_one_query_whatever_the_number_of_jobs(alice, bob, c
     assert by_name[alice.username].cpu_efficiency == 50.0 and by_name[alice.username].memory_used == 25.0
     assert by_name[alice.username].time_used == 50.0
     assert (by_name[bob.username].jobs, by_name[bob.username].accounted) == (2, 1)
+    assert by_name[bob.username].gpu_util is None  # the blip's start-up sample is not averaged in
 
 
 # GET /slurmdb/v0.0.38/jobs?step=3006 on the local cluster, cut to the fields read (microseconds as sent).

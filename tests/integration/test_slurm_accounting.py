@@ -147,7 +147,7 @@ def test_cluster_without_accounting_still_polls_and_finishes_jobs(
     cluster.run_as, cluster.lab_dir, cluster.has_accounting = "sudo", "~/gpulab-acct-test", False
     cluster.save()
     set_cluster_username(alice, student_user)
-    job = job_state(launch(api_for, alice, seconds=1, exit_code=3), *TERMINAL_STATES)
+    job = job_state(launch(api_for, alice, seconds=12, exit_code=3), *TERMINAL_STATES)  # long enough for a report
     assert (job.state, job.exit_code) == ("failed", 3) and job.started_at and job.finished_at
     assert not JobUsage.objects.exists()
     page = login(alice).get(job.get_absolute_url()).content.decode()
