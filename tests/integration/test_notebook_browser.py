@@ -9,10 +9,12 @@ import os
 import pytest
 from playwright.sync_api import expect
 
+from clusters.choices import RunAs
 from core.choices import JobState
 
 from .notebooks import Browserless, jupyter_template, launch_notebook
 from .test_browser import log_in, page  # noqa: F401  (the Chromium page fixture)
+from .test_cluster_identity import students, with_identities  # noqa: F401  (the students' UNIX users)
 
 SHOTS = os.environ.get("GPULAB_SHOTS", "/tmp")
 
@@ -29,7 +31,9 @@ def test_student_makes_a_notebook_and_runs_torch_in_it_through_the_portal(
     job_state,
 ):
     job = job_state(launch_notebook(api_for, alice, cluster), JobState.RUNNING, timeout=120)
-    Browserless(web, alice, job).wait_ready()
+    session = Browserless(web, alice, job)
+    session.wait_ready()
+    session.http.delete(session.base + "lab/api/workspaces/default", timeout=30)  # JupyterLab opens on its launcher
     page.set_viewport_size({"width": 1366, "height": 900})
     console = []  # what the page said, and the kernel sockets' life, shown if the output never comes
     page.on("console", lambda message: console.append(message.text))
@@ -55,7 +59,8 @@ def test_student_makes_a_notebook_and_runs_torch_in_it_through_the_portal(
         expect(output).to_contain_text("+cpu", timeout=90_000)
     except AssertionError:
         page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-failed.png", full_page=True)
-        raise
+        job.refresh_from_db()
+        raise AssertionError(f"no output; the job is {job.state}; the page said {console[-15:]}") from None
     assert output.inner_text().strip().startswith("2.")
     page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-laptop.png", full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
@@ -72,11 +77,14 @@ def test_the_session_ends_at_its_time_limit_and_the_page_says_so(
     web,
     page,  # noqa: F811
     alice,
+    bob,
     cluster,
     course,
+    students,  # noqa: F811
     api_for,
     job_state,
 ):
+    with_identities(cluster, RunAs.SUDO, alice, bob, students)  # as labalice, clear of clean-ups of labsvc's jobs
     template = jupyter_template(course)
     minutes = next(p for p in template.parameters if p["name"] == "time_minutes")
     minutes["min"] = 1  # a one-minute session: the allocation's limit within a test's patience
