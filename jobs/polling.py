@@ -139,12 +139,15 @@ def apply_status(job: Job, status: SchedulerStatus) -> bool:
         return False
     if job.never_starts_since is not None:  # it moved after all (started, or ended): the flag goes with the wait
         fields |= {"never_starts_since": None}
+    never_ran = status.state == JobState.CANCELLED and not job.started_at and job.state != JobState.RUNNING
+    # SLURM gives a job cancelled while pending a start time equal to its end: it ran no program, so has no exit code
+    never_ran = never_ran and (status.started_at is None or status.started_at == status.finished_at)
     if status.state in TERMINAL_STATES:
-        fields["exit_code"] = status.exit_code
+        fields["exit_code"] = None if never_ran else status.exit_code
         fields["finished_at"] = status.finished_at
         if status.state != JobState.COMPLETED:
             fields["error"] = _ending_message(job, status)
-    if status.started_at and status.state != JobState.PENDING:
+    if status.started_at and status.state != JobState.PENDING and not never_ran:
         fields["started_at"] = job.started_at or status.started_at
     message = f"The scheduler reports {status.raw_state}" + (f" ({status.reason})" if status.reason else "") + "."
     moved = transition(job, status.state, message=message, **fields)

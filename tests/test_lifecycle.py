@@ -98,6 +98,21 @@ def test_poll_applies_exit_codes_and_messages(fake_backend, make_job, alice, clu
     assert job.state == "failed" and job.exit_code == 3 and "exit code 3" in job.error and job.finished_at
 
 
+def test_job_cancelled_while_pending_has_no_exit_code_nor_start(fake_backend, make_job, alice, cluster):
+    pending, running = _submitted(make_job, alice, fake_backend), _submitted(make_job, alice, fake_backend)
+    at = timezone.now()
+    Job.objects.filter(pk=running.pk).update(state=JobState.RUNNING, started_at=at - timedelta(minutes=2))
+    for job in (pending, running):  # SLURM's pair for a cancel: 0:0, and a pending job's start set to its end
+        fake_backend.statuses[job.scheduler_id] = SchedulerStatus(
+            job.scheduler_id, JobState.CANCELLED, "CANCELLED", exit_code=0, started_at=at, finished_at=at
+        )
+    polling.poll_cluster(cluster.pk)
+    pending.refresh_from_db()
+    running.refresh_from_db()
+    assert (pending.state, pending.exit_code, pending.started_at) == ("cancelled", None, None)
+    assert (running.state, running.exit_code) == ("cancelled", 0)  # it ran: what SLURM reported stays
+
+
 def test_cluster_outage_changes_no_job(fake_backend, make_job, alice, cluster):
     job = _submitted(make_job, alice, fake_backend)
     fake_backend.down = True

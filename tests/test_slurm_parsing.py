@@ -31,17 +31,22 @@ def test_sacct_output_is_parsed(db):
     backend = SlurmBackend(cluster, account=None)
     sacct_output = (
         "101|COMPLETED|0:0|2026-11-21T10:00:00|2026-11-21T10:05:00|None\n"
-        "102|CANCELLED by 1001|0:15|2026-11-21T10:00:00|2026-11-21T10:01:00|None\n"
+        "102|CANCELLED by 1001|0:0|2026-11-21T10:00:00|2026-11-21T10:01:00|None\n"
+        "102.batch|CANCELLED|0:15|2026-11-21T10:00:00|2026-11-21T10:01:00|\n"
         "103|PENDING|0:0|Unknown|Unknown|Resources\n"
         "104|TIMEOUT|0:0|2026-11-21T10:00:00|2026-11-21T11:00:00|TimeLimit\n"
+        "104.batch|CANCELLED|0:15|2026-11-21T10:00:00|2026-11-21T11:00:00|\n"
+        "106|CANCELLED by 0|0:0|2026-11-21T10:02:00|2026-11-21T10:02:00|None\n"  # cancelled while pending
     )
     calls = []
     backend._run = lambda argv: calls.append(argv) or CommandResult(0, sacct_output, "")
-    statuses = backend.poll(["101", "102", "103", "104", "105"])
-    assert len(calls) == 1 and calls[0][0] == "sacct" and "--jobs=101,102,103,104,105" in calls[0]
+    statuses = backend.poll(["101", "102", "103", "104", "105", "106"])
+    assert len(calls) == 1 and calls[0][0] == "sacct" and "--jobs=101,102,103,104,105,106" in calls[0]
+    assert "-X" not in calls[0]  # the batch steps hold the signal that stopped a job
     assert statuses["101"].state == "completed" and statuses["101"].exit_code == 0
     assert statuses["102"].state == "cancelled" and statuses["102"].raw_state == "CANCELLED"
+    assert statuses["102"].exit_code == 143  # the batch step's 0:15, as scontrol reports it without accounting
     assert statuses["103"].state == "pending" and statuses["103"].reason == "Resources"
     assert statuses["103"].exit_code is None
-    assert statuses["104"].state == "timed_out"
+    assert statuses["104"].state == "timed_out" and statuses["104"].exit_code == 143
     assert "105" not in statuses

@@ -47,7 +47,9 @@ def test_failed_job_reports_its_exit_code(worker, api_for, alice, cluster, sleep
     assert job.exit_code == 3 and "exit code 3" in job.error
 
 
-def test_cancel_a_running_job(worker, api_for, alice, cluster, sleep_template, job_state):
+@pytest.mark.parametrize("followed_with", ["scontrol", "sacct"])
+def test_cancel_a_running_job(worker, api_for, alice, cluster, sleep_template, job_state, followed_with):
+    Cluster.objects.filter(pk=cluster.pk).update(has_accounting=followed_with == "sacct")
     job = job_state(launch(api_for, alice, seconds=300), "running")
     response = api_for(alice).post(f"/api/v1/jobs/{job.pk}/cancel/")
     assert response.status_code == 202
@@ -55,6 +57,7 @@ def test_cancel_a_running_job(worker, api_for, alice, cluster, sleep_template, j
     state = slurm("squeue", "--states=all", "--noheader", f"--jobs={job.scheduler_id}", "--format=%T").strip()
     assert state in {"CANCELLED", "COMPLETING"}
     assert job.events.filter(kind="cancel", actor=alice).exists()
+    assert job.exit_code == 143  # SLURM's 0:15 (SIGTERM), the same with accounting and without
 
 
 @pytest.mark.timeout(400)

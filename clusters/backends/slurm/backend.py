@@ -325,26 +325,33 @@ class SlurmBackend(ClusterBackend):
         return SchedulerStatus(**{**status.__dict__, "exit_code": _parse_exit_code(match.group(1))})
 
     def _sacct(self, ids: list[str]) -> dict[str, SchedulerStatus]:
+        # Steps too (no -X): a cancelled or timed-out job's own line says 0:0, its batch step the signal that stopped
+        # it, which is what scontrol (the path without accounting) reports as the job's ExitCode.
         result = self._run(
-            ["sacct", "-X", "-n", "-P", f"--jobs={','.join(ids)}", "--format=JobIDRaw,State,ExitCode,Start,End,Reason"]
+            ["sacct", "-n", "-P", f"--jobs={','.join(ids)}", "--format=JobIDRaw,State,ExitCode,Start,End,Reason"]
         )
         if not result.ok:
             raise BackendError(f"sacct failed: {result.message()}")
+        rows = [line.split("|") for line in result.stdout.splitlines()]
+        batch_codes = {f[0].removesuffix(".batch"): f[2] for f in rows if len(f) == 6 and f[0].endswith(".batch")}
         statuses = {}
-        for line in result.stdout.splitlines():
-            fields = line.split("|")
+        for fields in rows:
             if len(fields) != 6 or fields[0] not in ids:
                 continue
             raw = fields[1].split()[0] if fields[1].strip() else "UNKNOWN"  # "CANCELLED by 1001"
             reason = reason_text(fields[5])
+            code = fields[2]
+            if code == "0:0" and raw != "COMPLETED":
+                code = batch_codes.get(fields[0], code)
+            started_at = _parse_time(fields[3])
             statuses[fields[0]] = SchedulerStatus(
                 scheduler_id=fields[0],
                 state=STATE_MAP.get(raw, JobState.RUNNING),
                 raw_state=raw,
                 reason=reason,
                 never_starts=never_starts(reason) if raw == "PENDING" else "",
-                exit_code=_parse_exit_code(fields[2]) if raw in TERMINAL_RAW else None,
-                started_at=_parse_time(fields[3]),
+                exit_code=_parse_exit_code(code) if raw in TERMINAL_RAW else None,
+                started_at=started_at,
                 finished_at=_parse_time(fields[4]),
             )
         return statuses
