@@ -6,18 +6,29 @@ from __future__ import annotations
 
 import pytest
 
+from clusters.choices import RunAs
 from core.choices import EventKind, JobState
 from courses.models import Course
 from notifications.models import Notification
 
 from .conftest import wait_for
 from .notebooks import Browserless, launch_notebook, run_code
+from .test_cluster_identity import students, with_identities  # noqa: F401  (the students' UNIX users)
 
 
 @pytest.mark.timeout(400)
 def test_an_idle_session_is_ended_with_an_event_and_a_notification(
-    worker, web, alice, course, cluster, api_for, job_state
+    worker,
+    web,
+    alice,
+    bob,
+    course,
+    cluster,
+    students,  # noqa: F811
+    api_for,
+    job_state,
 ):
+    with_identities(cluster, RunAs.SUDO, alice, bob, students)  # as labalice, clear of clean-ups of labsvc's jobs
     Course.objects.filter(pk=course.pk).update(session_idle_minutes=1)
     job = job_state(launch_notebook(api_for, alice, cluster, gpus_per_node=0), JobState.RUNNING, timeout=120)
     lab = Browserless(web, alice, job)
