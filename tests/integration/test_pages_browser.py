@@ -11,6 +11,7 @@ from playwright.sync_api import expect, sync_playwright
 from rest_framework.authtoken.models import Token
 
 from jobs.models import Job
+from jobs.states import transition
 
 from .test_browser import CHROMIUM, log_in
 
@@ -97,6 +98,16 @@ def test_instructor_cancels_ticked_jobs_after_confirming(live_server, browser, j
     expect(page.locator(".flash")).to_contain_text("Cancelling 2 jobs.")
     assert asked == ["Cancel 2 jobs? Running work stops and is not resumed."]
     assert Job.objects.filter(pk__in=[running.pk, pending.pk], cancel_requested_at__isnull=False).count() == 2
+    # At once: both rows say so and offer no second cancel; the other rows keep theirs.
+    for job in (running, pending):
+        row = page.locator("#job-rows tr", has=page.locator(f"a[href='{job.get_absolute_url()}']"))
+        expect(row.locator("td[data-label=State]")).to_have_text("Cancelling…")
+        expect(row.locator("button.danger, input[name=job]")).to_have_count(0)
+    page.screenshot(path=f"{SHOTS}/course-jobs-cancelling-1280.png", full_page=True)
+    # The cluster stops one: its row moves on the table's own refresh, no reload.
+    transition(Job.objects.get(pk=pending.pk), "cancelled", message="The scheduler reports CANCELLED.")
+    row = page.locator("#job-rows tr", has=page.locator(f"a[href='{pending.get_absolute_url()}']"))
+    expect(row.locator("td[data-label=State]")).to_have_text("Cancelled", timeout=12_000)
 
 
 @pytest.mark.timeout(120)
