@@ -26,10 +26,13 @@ def test_student_makes_a_notebook_and_runs_torch_in_it_through_the_portal(
     web,
     page,  # noqa: F811
     alice,
+    bob,
     cluster,
+    students,  # noqa: F811
     api_for,
     job_state,
 ):
+    with_identities(cluster, RunAs.SUDO, alice, bob, students)  # as labalice, clear of clean-ups of labsvc's jobs
     job = job_state(launch_notebook(api_for, alice, cluster), JobState.RUNNING, timeout=120)
     session = Browserless(web, alice, job)
     session.wait_ready()
