@@ -4,18 +4,19 @@ other student gets 404 on its URLs and sockets; the server's token never reaches
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 from websockets.exceptions import InvalidStatus
 
+from clusters.choices import RunAs
 from core.choices import JobState
 
 from .notebooks import Browserless, launch_notebook, run_code
+from .test_cluster_identity import run_dir, students, with_identities  # noqa: F401  (the students' UNIX users)
 
 
 @pytest.fixture
-def notebook_job(worker, web, alice, cluster, api_for, job_state):
+def notebook_job(worker, web, alice, bob, cluster, students, api_for, job_state):  # noqa: F811
+    with_identities(cluster, RunAs.SUDO, alice, bob, students)  # as labalice, clear of clean-ups of labsvc's jobs
     job = launch_notebook(api_for, alice, cluster)
     job = job_state(job, JobState.RUNNING, timeout=120)
     Browserless(web, alice, job).wait_ready()
@@ -23,11 +24,11 @@ def notebook_job(worker, web, alice, cluster, api_for, job_state):
 
 
 @pytest.mark.timeout(300)
-def test_owner_runs_torch_in_a_kernel_through_the_portal(notebook_job, web, alice):
+def test_owner_runs_torch_in_a_kernel_through_the_portal(notebook_job, web, alice, students):  # noqa: F811
     lab = Browserless(web, alice, notebook_job)
     page = lab.get("lab")
     assert page.status_code == 200 and "JupyterLab" in page.text
-    token = _server_token(notebook_job)
+    token = _server_token(notebook_job, students[0])
     assert token not in page.text and "token" not in page.url
     assert not any("token" in c.name.lower() or c.value == token for c in lab.http.cookies)
     kernel = lab.post("api/kernels", {"name": "python3"})
@@ -54,14 +55,11 @@ def test_other_students_get_404_on_every_notebook_url_and_socket(notebook_job, w
     assert anonymous.get("api/status").status_code == 404
 
 
-def _server_token(job) -> str:
-    """The token the job wrote on the cluster, read as root: what must never reach the browser."""
+def _server_token(job, student: str) -> str:
+    """The token the job wrote on the cluster (as the student, mode 0600), read as root: what must never reach the
+    browser."""
     import json
 
-    out = subprocess.run(
-        ["bash", "-c", f"cat ~labsvc/gpulab-test/jobs/{job.pk}/jupyter-server.json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return json.loads(out)["token"]
+    path = run_dir(student, job) / "jupyter-server.json"
+    assert oct(path.stat().st_mode & 0o777) == "0o600" and path.owner() == student
+    return json.loads(path.read_text())["token"]
