@@ -7,7 +7,12 @@ from .models import BudgetPeriod
 
 
 class BudgetSettingsForm(forms.Form):
-    budget_period = forms.ChoiceField(label="Student budget period", choices=BudgetPeriod.choices)
+    # Short option words, so the select shows them whole in its grid column; the reset time goes in the help.
+    budget_period = forms.ChoiceField(
+        label="Student budget period",
+        choices=[(BudgetPeriod.WEEK, "Per week"), (BudgetPeriod.TERM, "Per term")],
+        help_text="A week's budget resets on Monday at 00:00.",
+    )
     student_gpu_hours = forms.DecimalField(
         label="GPU-hours per student",
         max_digits=9,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from core.choices import ACTIVE_STATES, EventKind
+from core.figures import gpu_hours
 from courses import terms
 
 from .budgets import Standing
@@ -22,7 +23,9 @@ from .states import record_many
 def tell_level(standing: Standing, level: int, now) -> None:
     """`level` 80 or 95 reached, or 100: used up (running jobs stop once the course's grace has passed)."""
     course = standing.course
-    figures = f"{standing.used:.2f} of {standing.limit:g} GPU-hours used, {standing.left:.2f} left"
+    figures = (
+        f"{gpu_hours(standing.used)} of {gpu_hours(standing.limit)} GPU-hours used, {gpu_hours(standing.left)} left"
+    )
     if level >= 100:
         grace = course.budget_grace_minutes
         at = terms.when(now + timedelta(minutes=grace))

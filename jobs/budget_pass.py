@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.choices import JobState
+from core.figures import gpu_hours
 from courses import terms
 from courses.budgets import WARN_LEVELS
 from courses.models import BudgetNotice, BudgetOverrun, Course
@@ -117,6 +118,7 @@ def _why(standing: Standing, overrun: BudgetOverrun) -> str:
     whose = "the student's" if standing.student_id else "the course's shared"
     return (
         f"Stopped by the portal: {whose} GPU-hour budget in {standing.course.name} ran out "
-        f"({standing.used:.2f} of {standing.limit:g} GPU-hours used) at {terms.when(overrun.since)}, and the "
+        f"({gpu_hours(standing.used)} of {gpu_hours(standing.limit)} GPU-hours used) "
+        f"at {terms.when(overrun.since)}, and the "
         f"course's grace of {standing.course.budget_grace_minutes} minute(s) has passed."
     )

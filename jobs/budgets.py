@@ -15,6 +15,7 @@ from django.db.models import Case, DateTimeField, DurationField, ExpressionWrapp
 from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
+from core.figures import gpu_hours
 from courses import budgets, terms
 from courses.budgets import Period
 from courses.models import Course
@@ -47,7 +48,8 @@ class Standing:
     def describe(self) -> str:
         whose = "Your" if self.student_id else f"{self.course.name}'s shared"
         resets = f"It resets on {terms.when(self.period.end)}." if self.period.end else "It does not reset this term."
-        return f"{whose} GPU-hour budget: {self.used:.2f} of {self.limit:g} used, {self.left:.2f} left. {resets}"
+        figures = f"{gpu_hours(self.used)} of {gpu_hours(self.limit)} used, {gpu_hours(self.left)} left"
+        return f"{whose} GPU-hour budget: {figures}. {resets}"
 
 
 def _hours_by(group: str, courses, periods: dict[int, Period], now: datetime, owner_id=None) -> dict:

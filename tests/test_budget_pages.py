@@ -1,6 +1,7 @@
 """The budget pages: a student's own standing and burn-down, the instructor's settings, top-ups and everyone's
 standing; anonymous, wrong-user and right-user cases, and values out of range refused."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -51,7 +52,7 @@ def test_student_sees_own_burn_down_and_not_the_instructor_page(login, alice, bu
     Job.objects.filter(pk=job.pk).update(state=JobState.RUNNING, started_at=timezone.now() - timedelta(hours=1.7))
     client = login(alice)
     page = client.get(reverse("jobs:budget", args=[budgeted.slug])).content.decode()
-    assert "3.40</strong> of 4 GPU-hours used" in page and "<polyline" in page and "85 % of this budget is used" in page
+    assert "3.4</strong> of 4 GPU-hours used" in page and "<polyline" in page and "85 % of this budget is used" in page
     assert client.get(reverse("jobs:course_budgets", args=[budgeted.slug])).status_code == 404
     assert client.post(reverse("jobs:course_budgets", args=[budgeted.slug]), settings_data()).status_code == 404
     top_up = {"topup-student": alice.pk, "topup-hours": 100}
@@ -140,4 +141,31 @@ def test_instructor_sets_an_idle_rule_and_it_is_audited(login, instructor, budge
 
 def test_launch_page_shows_what_is_left(login, alice, budgeted, sleep_template):
     page = login(alice).get(reverse("jobs:launch", args=[budgeted.slug, sleep_template.slug])).content.decode()
-    assert "GPU-hour budget</a>: 4.00 of 4 left" in page
+    assert "GPU-hour budget</a>: 4 of 4 left" in page
+
+
+def test_a_small_budget_reads_the_same_everywhere_with_its_own_digits(
+    login, instructor, alice, bob, course, make_job, sleep_template
+):
+    Course.objects.filter(pk=course.pk).update(student_gpu_hours="0.05")
+    job = make_job(alice, gpus_per_node=1)
+    Job.objects.filter(pk=job.pk).update(state=JobState.RUNNING, started_at=timezone.now() - timedelta(seconds=112))
+    client = login(instructor)
+    page = client.get(reverse("jobs:course_budgets", args=[course.slug])).content.decode()
+    budgets = re.findall(r'data-label="Budget">([^<]*)<', page)
+    assert budgets == ["0.05", "0.05"], budgets  # alice (with a standing) and bob (none yet) alike
+    assert re.findall(r'data-label="Left">([^<]*)<', page) == ["0.019", "0.05"]
+    launch = login(alice).get(reverse("jobs:launch", args=[course.slug, sleep_template.slug])).content.decode()
+    assert "GPU-hour budget</a>: 0.019 of 0.05 left" in launch
+    assert '<option value="week" selected>Per week</option>' in page and "resets on Monday at 00:00" in page
+
+
+@pytest.mark.parametrize(
+    ("hours", "written"),
+    [("0.05", "0.05"), ("0.0312", "0.031"), ("0.0049", "0.0049"), ("0.00001", "0"), ("3.404", "3.4"), ("20.00", "20"),
+     ("12.345", "12.35"), (0, "0"), (None, "")],
+)  # fmt: skip
+def test_gpu_hours_keep_two_significant_digits_below_one_and_two_decimals_above(hours, written):
+    from core.figures import gpu_hours
+
+    assert gpu_hours(hours) == written

@@ -74,7 +74,7 @@ def test_used_up_budget_refuses_launch_saying_what_is_left_and_when_it_resets(bu
     with pytest.raises(BudgetExhausted) as refused:
         make_job(alice, gpus_per_node=1)
     message = str(refused.value)
-    assert "4.00 of 2 used, 0.00 left" in message and "resets on Mon" in message and "top-up" in message
+    assert "4 of 2 used, 0 left" in message and "resets on Mon" in message and "top-up" in message
 
 
 def test_api_launch_is_refused_with_the_budget_message(budgeted, alice, make_job, api_for, cluster, sleep_template):
@@ -179,13 +179,13 @@ def test_budget_warnings_are_on_the_students_job_timelines_and_in_notifications_
     budget_pass.run(now)
     budget_pass.run(now + timedelta(seconds=30))
     notes = list(JobEvent.objects.filter(kind=EventKind.NOTE).values_list("job_id", "message"))
-    assert notes == [(mine.pk, "The student's GPU-hour budget is 80 % used (1.70 of 2 GPU-hours used, 0.30 left).")]
+    assert notes == [(mine.pk, "The student's GPU-hour budget is 80 % used (1.7 of 2 GPU-hours used, 0.3 left).")]
     ran(mine, 2.2)
     budget_pass.run(now)
     budget_pass.run(now + timedelta(seconds=30))
     used_up = JobEvent.objects.filter(job=mine, kind=EventKind.NOTE).last().message
     assert (
-        used_up.startswith("The student's GPU-hour budget is used up (2.20 of 2") and "grace of 5 minute(s)" in used_up
+        used_up.startswith("The student's GPU-hour budget is used up (2.2 of 2") and "grace of 5 minute(s)" in used_up
     )
     assert JobEvent.objects.filter(job=mine, kind=EventKind.NOTE).count() == 2
     assert not JobEvent.objects.filter(job=bobs, kind=EventKind.NOTE).exists()

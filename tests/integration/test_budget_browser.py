@@ -55,7 +55,7 @@ def test_instructor_sets_budgets_tops_up_and_student_sees_burn_down(
     ran_for(bob, course, sleep_template, cluster, hours=0.5, gpus=1)
     page.reload()
     expect(page.locator("#student-budgets")).to_contain_text("alice")
-    expect(page.locator("#course-budget")).to_contain_text("4.70 of 40 GPU-hours used")
+    expect(page.locator("#course-budget")).to_contain_text("4.7 of 40 GPU-hours used")
     page.select_option("#id_topup-student", str(bob.pk))
     page.fill("#id_topup-hours", "2.5")
     page.fill("#id_topup-reason", "Final project")
@@ -75,7 +75,7 @@ def test_instructor_sets_budgets_tops_up_and_student_sees_burn_down(
     page.context.clear_cookies()
     log_in(page, live_server, "alice")
     page.goto(f"{live_server.url}/courses/{course.slug}/budget/")
-    expect(page.locator("#my-budget")).to_contain_text("4.20")
+    expect(page.locator("#my-budget")).to_contain_text("4.2 of 5 GPU-hours used")
     expect(page.locator("#my-budget .budget-notice")).to_contain_text("84 % of this budget is used")
     expect(page.locator("#my-budget polyline")).to_have_count(1)
     assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -43,7 +43,7 @@ def test_tiny_budget_refuses_a_launch_and_stops_the_running_job_after_the_grace(
     api = api_for(alice).post(
         "/api/v1/jobs/", {"template": "sleep-echo", "cluster": "local", "params": {}}, format="json"
     )
-    assert api.status_code == 403 and "0.00 left" in api.json()["detail"] and "resets on Mon" in api.json()["detail"]
+    assert api.status_code == 403 and "0 left" in api.json()["detail"] and "resets on Mon" in api.json()["detail"]
     form = {"cluster": cluster.pk, "param_seconds": 1, "param_partition": "debug", "param_time_minutes": 2}
     page = login(alice).post(reverse("jobs:launch", args=[course.slug, sleep_template.slug]), form)
     assert page.status_code == 400 and "GPU-hour budget" in page.content.decode()
