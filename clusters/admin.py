@@ -13,6 +13,7 @@ from django.utils.text import capfirst
 from . import kinds, services
 from .backends import BackendError
 from .backends.ssh import fingerprint, probe_host_key
+from .choices import accounting_in_words
 from .forms import TOKEN_WARNING, ApiTokenField, ClusterAccountForm, token_expiry_text
 from .identity import set_cluster_username, validate_cluster_username
 from .kinds import get_backend
@@ -135,11 +136,9 @@ class ClusterAdmin(admin.ModelAdmin):
             return "Not pinned: run “Test connection” and confirm the fingerprint."
         return f"{fingerprint(obj.host_key)} ({obj.host_key.split()[0]})"
 
-    @admin.display(description="SLURM accounting (sacct)")
+    @admin.display(description="SLURM accounting")
     def accounting(self, obj):
-        return (
-            "available: jobs are followed with sacct" if obj.has_accounting else "off: jobs are followed with scontrol"
-        )
+        return accounting_in_words(obj.has_accounting)
 
     @admin.display(description="MPI Operator")
     def mpi_operator(self, obj):

@@ -45,7 +45,11 @@ class Cluster(models.Model):
         help_text="Where the bundled workloads are staged and job directories are created (absolute or ~/…).",
     )
     has_accounting = models.BooleanField(
-        "SLURM accounting (sacct)", default=False, help_text="Detected by “Test connection”."
+        "SLURM accounting",
+        null=True,
+        blank=True,
+        default=None,
+        help_text="Detected by “Test connection”; unknown until it runs.",
     )
     lab_reservations = models.BooleanField(
         "lab sessions (SLURM reservations)",

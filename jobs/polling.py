@@ -15,6 +15,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from clusters.backends import BackendError
+from clusters.backends.accounting import USAGE_RETRY_SECONDS
 from clusters.backends.base import SchedulerStatus
 from clusters.kinds import get_backend
 from clusters.models import Cluster
@@ -25,7 +26,6 @@ from .models import Job, JobUsage
 from .states import transition
 
 logger = logging.getLogger(__name__)
-USAGE_RETRY_SECONDS = 600  # how long after its end a job's accounting is still asked for
 
 
 @dataclass

@@ -14,7 +14,10 @@ from datetime import timedelta
 
 from django.db.models import Avg, Count, ExpressionWrapper, F, FloatField
 from django.db.models.functions import NullIf
+from django.utils import timezone
 
+from clusters.backends.accounting import USAGE_RETRY_SECONDS
+from clusters.choices import accounting_in_words
 from core.choices import TERMINAL_STATES, JobState
 
 from .models import Job
@@ -169,9 +172,7 @@ def _gpus(report: Report, job: Job, summary) -> None:
 
 def _cpus_and_memory(report: Report, job: Job, accounted) -> None:
     if accounted is None:
-        report.missing.append(
-            "CPU and host memory: this cluster keeps no SLURM accounting (sacct), so TotalCPU and MaxRSS are unknown."
-        )
+        report.missing.append(f"CPU and host memory: {_why_no_accounting(job)}")
         return
     efficiency = accounted.cpu_efficiency
     if efficiency is not None:
@@ -213,6 +214,15 @@ def _cpus_and_memory(report: Report, job: Job, accounted) -> None:
         report.lines.append(
             Line("Host memory", f"{requested / GIB:.1f} GiB", f"{peak / GIB:.2f} GiB at peak", percent, advice)
         )
+
+
+def _why_no_accounting(job: Job) -> str:
+    """Why a job has no accounting row, from what Test connection stored on its cluster (the one source of truth)."""
+    if not job.cluster.has_accounting:
+        return f"SLURM accounting {accounting_in_words(job.cluster.has_accounting)}."
+    if job.finished_at and timezone.now() - job.finished_at < timedelta(seconds=USAGE_RETRY_SECONDS):
+        return "accounting figures arrive after the job ends (SLURM stores them within a minute or two): reload then."
+    return "SLURM accounting kept no figures of this job."
 
 
 def _wall_time(report: Report, job: Job, accounted) -> None:

@@ -145,6 +145,7 @@ class TestReport:
         assert report.suggested["mem_gb"] == 6 and "cpus_per_task" not in report.suggested
 
     def test_without_accounting_cpu_and_memory_are_left_out_not_zero(self, alice, course, big_template, cluster):
+        Cluster.objects.filter(pk=cluster.pk).update(has_accounting=False)
         report = report_for(_ended(alice, course, big_template, cluster))
         assert {line.resource for line in report.lines} == {"Wall time"}
         assert any("no SLURM accounting" in reason for reason in report.missing)
@@ -183,6 +184,28 @@ class TestReport:
         assert lines["GPUs"].advice == "The GPU was busy; keep this number."
         assert lines["GPUs"].used == "80 % of its time on average"
         assert "Ask for 5 minutes." in lines["Wall time"].advice  # 2 min x 1.5 → 3, the schema's min is 5
+
+    @pytest.mark.parametrize(
+        ("has_accounting", "ended_ago", "said"),
+        [
+            (None, 1, "CPU and host memory: SLURM accounting not checked yet"),
+            (False, 1, "CPU and host memory: SLURM accounting off: this cluster keeps no SLURM accounting"),
+            (True, 1, "CPU and host memory: accounting figures arrive after the job ends"),
+            (True, 60, "CPU and host memory: SLURM accounting kept no figures of this job."),
+        ],
+    )
+    def test_missing_accounting_says_what_the_cluster_stored(
+        self, alice, course, big_template, cluster, has_accounting, ended_ago, said
+    ):
+        Cluster.objects.filter(pk=cluster.pk).update(has_accounting=has_accounting)
+        job = _ended(alice, course, big_template, cluster)
+        ended = timezone.now() - timedelta(minutes=ended_ago)
+        Job.objects.filter(pk=job.pk).update(started_at=ended - timedelta(minutes=10), finished_at=ended)
+        report = report_for(Job.objects.get(pk=job.pk))
+        assert [reason for reason in report.missing if reason.startswith("CPU")] == [
+            next(reason for reason in report.missing if reason.startswith(said))
+        ]
+        assert said in _page(alice, job)
 
     def test_running_or_never_started_job_has_no_report(self, make_job, alice):
         assert report_for(make_job(alice)) is None
@@ -338,6 +361,18 @@ def test_cluster_without_accounting_asks_nothing_again(fake_backend, make_job, a
     polling.poll_cluster(cluster.pk)
     assert fake_backend.usage_calls == [[first.scheduler_id]]  # the backend answers nothing; no retries follow
     assert Job.objects.get(pk=first.pk).state == "completed" and not JobUsage.objects.exists()
+
+
+@pytest.mark.parametrize("has_accounting", [None, True, False])
+def test_cluster_admin_page_says_accounting_in_the_words_test_connection_uses(
+    login, admin_user, cluster, has_accounting
+):
+    from clusters.choices import accounting_in_words
+
+    Cluster.objects.filter(pk=cluster.pk).update(has_accounting=has_accounting)
+    page = login(admin_user).get(reverse("admin:clusters_cluster_change", args=[cluster.pk])).content.decode()
+    said = [value for value in (None, True, False) if accounting_in_words(value) in page]
+    assert said == [has_accounting]
 
 
 def test_admin_lists_accounting_read_only(client, login, admin_user, alice, oversized):

@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# slurmdbd stores a job's end after slurmctld reports it: the poll asks again this long after the end, and job pages
+# say the figures are on their way until then.
+USAGE_RETRY_SECONDS = 600
 SACCT_FIELDS = "JobIDRaw,ElapsedRaw,TotalCPU,AllocCPUS,MaxRSS,ReqMem,AllocTRES,TimelimitRaw"
 
 _SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}

@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 
 from clusters.backends.accounting import parse_cpu_time, parse_size
+from clusters.choices import accounting_in_words
 from clusters.identity import set_cluster_username
 from clusters.kinds import get_backend
 from clusters.models import Cluster
@@ -24,7 +25,7 @@ def test_local_cluster_has_accounting_and_test_connection_says_so(cluster):
     assert "gpulab" in slurm("sacctmgr", "-n", "-P", "list", "cluster", "format=cluster")
     report = get_backend(cluster).test_connection()
     assert report.has_accounting is True
-    assert "SLURM accounting: available (sacct)" in report.lines
+    assert "SLURM accounting: " + accounting_in_words(True) in report.lines
 
 
 def test_every_lab_user_is_registered_with_an_account(cluster, services):
@@ -162,7 +163,7 @@ def test_rest_kind_reads_the_same_figures_from_slurmdbd(
     worker, api_for, alice, rest_cluster, sleep_template, job_state
 ):
     report = get_backend(rest_cluster).test_connection()
-    assert report.has_accounting is True and "SLURM accounting: available (slurmdbd API)" in report.lines
+    assert report.has_accounting is True and "SLURM accounting: " + accounting_in_words(True) in report.lines
     Cluster.objects.filter(pk=rest_cluster.pk).update(has_accounting=True)
     # A second job keeps the cluster polled: slurmdbd may store the first one's end a cycle after slurmctld says so.
     job_state(launch(api_for, alice, seconds=120), "running")

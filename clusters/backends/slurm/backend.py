@@ -15,6 +15,7 @@ from pathlib import Path
 
 from django.utils import timezone
 
+from clusters.choices import accounting_in_words
 from core.choices import JobState
 
 from .. import as_student, reservations, ssh, sudo_rule
@@ -440,7 +441,7 @@ class SlurmBackend(ClusterBackend):
         has_accounting = accounting.ok and "disabled" not in accounting.stderr.lower()
         lines = [f"Logged in as {self.login.username}; {version.stdout.strip()}."]
         lines += [p.describe() for p in limits.values()] or [f"sinfo failed: {partitions.message()}"]
-        lines.append("SLURM accounting: " + ("available (sacct)" if has_accounting else "off (using scontrol)"))
+        lines.append("SLURM accounting: " + accounting_in_words(has_accounting))
         if self.cluster.lab_reservations:
             lines.append(self._operator_line(has_accounting))
         facts = {"partition_limits": {name: p.as_dict() for name, p in limits.items()}} if partitions.ok else {}

@@ -20,7 +20,7 @@ import time
 import uuid
 from pathlib import Path
 
-from clusters.choices import RunAs
+from clusters.choices import RunAs, accounting_in_words
 
 from .. import as_student, ssh, tokens
 from ..accounting import AccountedUsage
@@ -281,7 +281,7 @@ class SlurmRestBackend(ClusterBackend):
         # slurmrestd offers the slurmdbd API only where the cluster runs accounting (and the dbv plugin is loaded).
         status, _ = reader.request("GET", f"/slurmdb/{version.name}/diag")
         has_accounting = status == 200
-        lines.append("SLURM accounting: " + ("available (slurmdbd API)" if has_accounting else "off"))
+        lines.append("SLURM accounting: " + accounting_in_words(has_accounting))
         acts, said = self._acting_for_others(reader, version)
         lines.append(said)
         return ConnectionReport(ok=acts, lines=lines, facts=facts, has_accounting=has_accounting)
