@@ -45,7 +45,7 @@ SLURM_JOB_NUMBER = re.compile(r"^\d+$")
 class BatchKind(Kind):
     templates = "slurm"
     # Both SLURM kinds: the source asks the backend interface and SSH to the nodes (a path, not an import).
-    telemetry_source = "clusters.backends.slurm.telemetry.SlurmSource"
+    telemetry_source = "clusters.backends.batch_telemetry.SlurmSource"
     files_over_sftp = True
     student_logins = True
     opens_terminals = True
