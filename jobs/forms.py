@@ -8,7 +8,7 @@ from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.validators import RegexValidator
 
-from core.templating.params import FLOAT_TEXT, INT_TEXT, Param, SchemaError, parse_schema
+from core.templating.params import FLOAT_TEXT, INT_TEXT, PATTERN_FALLBACK, Param, SchemaError, parse_schema
 
 from .models import JobTemplate
 
@@ -76,7 +76,8 @@ def _field_for(param: Param, choices: tuple[str, ...] | None) -> forms.Field:
     if param.type == "choice":
         options = choices if choices is not None else param.choices
         return forms.ChoiceField(choices=[(c, c) for c in options], **common)
-    validators = [RegexValidator(f"^(?:{param.pattern})\\Z", f"Must match {param.pattern}.")] if param.pattern else []
+    wrong = param.pattern_help or PATTERN_FALLBACK
+    validators = [RegexValidator(f"^(?:{param.pattern})\\Z", wrong)] if param.pattern else []
     return forms.CharField(max_length=param.max_length, required=False, strip=False, validators=validators, **common)
 
 
@@ -106,6 +107,22 @@ class LaunchForm(forms.Form):
             field = self.fields[PARAM_PREFIX + param.name] = _field_for(param, options)
             if field.disabled:
                 self.initial.pop(PARAM_PREFIX + param.name, None)  # a clone of an older version keeps the fixed value
+
+    def full_clean(self):
+        super().full_clean()
+        if self.is_bound and self._errors:
+            self._show_defaults_for_unknown_choices()
+
+    def _show_defaults_for_unknown_choices(self) -> None:
+        """A select whose posted value is no option would show its first option (a value nobody chose): it shows
+        the parameter's default instead, while the error beside it still names what was posted."""
+        data = self.data.copy()
+        for name, field in self.fields.items():
+            if not name.startswith(PARAM_PREFIX) or not isinstance(field, forms.ChoiceField) or field.disabled:
+                continue
+            if name in self._errors and not field.valid_value(data.get(name)):
+                data[name] = self.get_initial_for_field(field, name)
+        self.data = data
 
     @property
     def has_field_errors(self) -> bool:

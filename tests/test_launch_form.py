@@ -150,3 +150,59 @@ def test_wrong_text_in_a_number_field_says_what_kind_of_number(login, alice, clu
         "param_seconds",
     )
     assert "Enter a whole number such as 2" in block
+
+
+# fmt: off
+CHOOSY_PARAMETERS = [
+    {"name": "precision", "type": "choice", "label": "Precision", "default": "bf16",
+     "choices": ["fp32", "bf16", "fp16"], "help": "Number format."},
+    {"name": "size", "type": "choice", "label": "Size", "default": "tiny", "choices": ["tiny", "small", "big"]},
+    {"name": "data", "type": "string", "label": "Data", "default": "", "pattern": "(?:[a-z]+(?:/[a-z]+)*)?",
+     "pattern_help": "Give a path such as data/notes, in lower-case letters."},
+    {"name": "tag", "type": "string", "label": "Tag", "default": "a", "pattern": "[a-z]+"},
+    {"name": "epochs", "type": "int", "label": "Epochs", "default": 1, "min": 1, "max": 5},
+]
+# fmt: on
+
+
+@pytest.fixture
+def choosy_template(course):
+    template = JobTemplate.objects.create(
+        name="Choosy",
+        slug="choosy",
+        body="echo {{ precision }} {{ size }} {{ data }} {{ tag }}\n",
+        parameters=CHOOSY_PARAMETERS,
+        status=JobTemplate.Status.PUBLISHED,
+    )
+    template.courses.add(course)
+    return template
+
+
+def test_after_an_error_each_select_shows_what_was_posted_or_its_default_never_its_first_option(
+    login, alice, cluster, choosy_template, course
+):
+    data = {"cluster": cluster.pk, "param_precision": "fp8", "param_size": "big", "param_data": "x", "param_tag": "a"}
+    html = login(alice).post(_url(course, choosy_template), data | {"param_epochs": 99}).content.decode()
+    precision, size = _field_block(html, "param_precision"), _field_block(html, "param_size")
+    assert "fp8 is not one of the available choices" in precision  # the error still names what was posted
+    assert '<option value="bf16" selected>' in precision and '<option value="fp32" selected>' not in precision
+    assert '<option value="big" selected>' in size
+
+
+def test_a_pattern_error_says_in_words_what_is_allowed_never_the_regular_expression(
+    login, alice, cluster, choosy_template, course
+):
+    data = {"cluster": cluster.pk, "param_precision": "fp32", "param_size": "tiny", "param_epochs": 1}
+    html = login(alice).post(_url(course, choosy_template), data | {"param_data": "../etc", "param_tag": "A!"})
+    assert html.status_code == 400
+    page = html.content.decode()
+    assert "Give a path such as data/notes, in lower-case letters." in _field_block(page, "param_data")
+    assert "not in the form this field asks for" in _field_block(page, "param_tag")
+    assert "[a-z]" not in page.replace(choosy_template.body, "")
+    assert not Job.objects.exists()
+
+
+def test_every_builtin_pattern_says_in_words_what_it_allows():
+    for definition in builtin_definitions():
+        for param in parse_schema(definition["parameters"]):
+            assert not param.pattern or len(param.pattern_help) > 20, f"{definition['slug']}.{param.name}"

@@ -35,7 +35,7 @@ def test_choice_bool_string():
     with pytest.raises(ValueError, match="Choose one of: fp32, bf16"):
         precision.clean("fp64")
     assert fp16.clean("on") is True and fp16.clean("false") is False
-    with pytest.raises(ValueError, match="pattern"):
+    with pytest.raises(ValueError, match="not in the form this field asks for"):
         name.clean("Bad Name")
     with pytest.raises(ValueError, match="At most 8"):
         name.clean("a" * 9)

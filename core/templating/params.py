@@ -2,7 +2,8 @@
 
 A template's `parameters` is a list of objects like
     {"name": "epochs", "type": "int", "label": "Epochs", "default": 1, "min": 1, "max": 20, "help": "…"}
-Types: int and float (min/max), choice (choices), bool, string (pattern, max_length).
+Types: int and float (min/max), choice (choices), bool, string (pattern with pattern_help, max_length).
+A pattern's error says pattern_help, what it allows in words; never the regular expression itself.
 Every parameter needs a default that passes its own checks, so a template can always be previewed.
 
 A string value always matches SAFE_STRING (letters, digits and . _ - / : , + = @ %, not starting with - or +):
@@ -36,6 +37,8 @@ SAFE_STRING_HELP = (
     "not starting with - or +."
 )
 
+PATTERN_FALLBACK = "This value is not in the form this field asks for: see the help above it."
+
 # Placeholders the portal fills itself (rendering.py): no parameter may take their names.
 BUILTIN_PLACEHOLDERS = ("lab_dir", "job_id")
 # Choices left empty in the schema are filled from the cluster (its partitions, its GPU types).
@@ -57,6 +60,7 @@ class Param:
     max: float | None = None
     choices: tuple[str, ...] = field(default_factory=tuple)
     pattern: str | None = None
+    pattern_help: str = ""  # "A path inside your Files space, such as data/notes.txt": the pattern's error
     max_length: int = DEFAULT_STRING_LENGTH
 
     @property
@@ -92,7 +96,7 @@ class Param:
         if len(text) > self.max_length:
             raise ValueError(f"At most {self.max_length} characters.")
         if self.pattern and not re.fullmatch(self.pattern, text):
-            raise ValueError(f"Must match the pattern {self.pattern}.")
+            raise ValueError(self.pattern_help or PATTERN_FALLBACK)
         if not SAFE_STRING.fullmatch(text):
             raise ValueError(SAFE_STRING_HELP)
         return text
@@ -149,7 +153,8 @@ def parse_schema(data: Any) -> list[Param]:
         raise SchemaError("The parameter schema must be a list of parameter objects.")
     params: list[Param] = []
     seen: set[str] = set()
-    known_keys = {"name", "type", "label", "default", "help", "min", "max", "choices", "pattern", "max_length"}
+    known_keys = {"name", "type", "label", "default", "help", "min", "max", "choices", "max_length"}
+    known_keys |= {"pattern", "pattern_help"}
     for index, item in enumerate(data, start=1):
         where = f"Parameter {index}"
         if not isinstance(item, dict):
@@ -219,6 +224,7 @@ def _build(item: dict, name: str, kind: str, where: str) -> Param:
         max=bounds["max"],
         choices=tuple(choices),
         pattern=pattern,
+        pattern_help=str(item.get("pattern_help") or "")[:300],
         max_length=max_length,
     )
 
