@@ -1,3 +1,12 @@
+// The top navigation folds behind a Menu button on a phone (static/css/portal.css hides it only where scripts run).
+document.documentElement.classList.add("js");
+document.addEventListener("click", (event) => {
+  const toggle = event.target.closest(".menu-toggle");
+  if (!toggle) return;
+  const open = toggle.closest(".topbar").classList.toggle("open");
+  toggle.setAttribute("aria-expanded", open ? "true" : "false");
+});
+
 // Long actions show that they are under way: a form marked data-busy="Launching…" disables its buttons on submit.
 document.addEventListener("submit", (event) => {
   const form = event.target;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from datetime import timedelta
 
 import pytest
@@ -150,3 +151,31 @@ def test_error_pages_and_admin_screens(live_server, browser, alice, admin_user, 
     expect(admin.locator("fieldset.kind-slurm").first).to_be_hidden()
     expect(admin.locator("fieldset.kind-kubernetes").first).to_be_visible()
     admin.screenshot(path=f"{SHOTS}/admin-add-kubernetes-cluster-1280.png", full_page=True)
+
+
+@pytest.mark.timeout(120)
+def test_the_top_navigation_names_the_course_and_folds_into_a_menu_on_a_phone(live_server, browser, instructor, course):
+    Course = type(course)
+    Course.objects.filter(pk=course.pk).update(name="GPU Summer School 2026 — advanced deep learning track")
+    phone = signed_in(browser, live_server, "ines", 390)
+    bar = phone.locator("header.topbar")
+    link = bar.get_by_role("link", name="GPU Summer School 2026 — advanced deep learning track")
+    expect(link).to_be_hidden()  # folded behind the menu
+    assert bar.bounding_box()["height"] < 60, "the top bar takes more than one row on a phone"
+    phone.screenshot(path=f"{SHOTS}/nav-closed-390.png")
+    menu = bar.get_by_role("button", name="Menu")
+    menu.click()
+    expect(menu).to_have_attribute("aria-expanded", "true")
+    expect(link).to_be_visible()
+    expect(bar.get_by_role("link", name="My jobs")).to_be_visible()
+    no_sideways_scroll(phone)
+    phone.screenshot(path=f"{SHOTS}/nav-open-390.png")
+    link.click()
+    phone.wait_for_url(f"**/courses/{course.slug}/")
+
+    laptop = signed_in(browser, live_server, "ines", 1280)
+    expect(laptop.get_by_role("button", name="Menu")).to_be_hidden()
+    expect(laptop.locator("header.topbar").get_by_role("link", name="My jobs")).to_be_visible()
+    expect(laptop.locator("header.topbar .nav-course")).to_have_attribute("title", re.compile("GPU Summer School"))
+    assert laptop.locator("header.topbar").bounding_box()["height"] < 60
+    laptop.screenshot(path=f"{SHOTS}/nav-1280.png")
