@@ -122,3 +122,21 @@ def test_instructor_sees_the_class_efficiency_table(chromium, live_server, instr
     _no_horizontal_scroll(page)
     page.locator("#efficiency").scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / f"class-efficiency-{size}.png"), full_page=True)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("size", WIDTHS)
+def test_a_job_cancelled_as_it_started_gets_one_note_not_advice(chromium, live_server, alice, ended_jobs, size):
+    job = ended_jobs[0]
+    Job.objects.filter(pk=job.pk).update(state="cancelled", started_at=job.finished_at - timedelta(seconds=7))
+    JobUsage.objects.filter(job=job).update(elapsed_seconds=7)
+    page = _page(chromium, size)
+    log_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}{job.get_absolute_url()}")
+    report = page.locator("#rightsize")
+    expect(report).to_contain_text("The job was cancelled after 7 s, too short a run to tell what it needs")
+    expect(report.locator("li")).to_have_count(0)
+    expect(report).not_to_contain_text("nothing to change")
+    _no_horizontal_scroll(page)
+    report.scroll_into_view_if_needed()
+    report.screenshot(path=str(SHOTS / f"rightsize-too-short-{size}.png"))
