@@ -14,7 +14,7 @@ from core.choices import JobState
 
 from .notebooks import Browserless, jupyter_template, launch_notebook
 from .test_browser import log_in, page  # noqa: F401  (the Chromium page fixture)
-from .test_cluster_identity import students, with_identities  # noqa: F401  (the students' UNIX users)
+from .test_cluster_identity import run_dir, students, with_identities  # noqa: F401  (the students' UNIX users)
 
 SHOTS = os.environ.get("GPULAB_SHOTS", "/tmp")
 
@@ -63,7 +63,10 @@ def test_student_makes_a_notebook_and_runs_torch_in_it_through_the_portal(
     except AssertionError:
         page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-failed.png", full_page=True)
         job.refresh_from_db()
-        raise AssertionError(f"no output; the job is {job.state}; the page said {console[-15:]}") from None
+        server = (run_dir(students[0], job) / "output.log").read_text(errors="replace")[-2500:]
+        raise AssertionError(
+            f"no output; the job is {job.state}; the page said {console[-15:]}; JupyterLab: {server}"
+        ) from None
     assert output.inner_text().strip().startswith("2.")
     page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-laptop.png", full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
