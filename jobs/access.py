@@ -193,10 +193,18 @@ def get_job_terminal(user, job_id) -> tuple[Job, bool]:
     return _get_job_session(user, job_id, "open its terminal")
 
 
-def get_job_notebook(user, job_id) -> tuple[Job, bool]:
-    """A job whose JupyterLab the user may open (every proxied request and socket asks), and whether as staff: the
-    same people as the terminal (owner; instructors and admins, told to the student); a TA 403, anyone else 404."""
-    return _get_job_session(user, job_id, "open its JupyterLab")
+def get_job_notebook(user, job_id) -> Job:
+    """A job whose JupyterLab the user may open (every proxied request and socket asks): its owner only. JupyterLab's
+    pages run scripts from the student's own server on the portal's origin, so anyone else who opened them would lend
+    that server their portal session. Others who may see the job get 403 (its session page still shows them the
+    clock and charts); anyone else 404."""
+    job = get_job(user, job_id)
+    if job.owner_id != user.pk:
+        raise PermissionDenied(
+            "Only the student who launched this JupyterLab may open it: its pages run their server's code in the "
+            "browser. Its session page shows you the time left and the GPU charts."
+        )
+    return job
 
 
 def _get_job_session(user, job_id, action: str) -> tuple[Job, bool]:

@@ -25,14 +25,12 @@ from django.utils.dateparse import parse_datetime
 
 from clusters import crypto, kinds
 from clusters.backends.kind import NotebookAddress
-from core.choices import EventKind, SessionKind
-from jobs import states
+from core.choices import SessionKind
 from jobs.models import Job
 
 ADDRESS_SECONDS = 300  # a server keeps its port for its life; a restart is found when this runs out or fails
 PREFIX = "/jobs/{job_id}/lab/"  # the server's --ServerApp.base_url: the portal proxies this path unchanged
 KERNELS_TIMEOUT = 10
-STAFF_NOTE_SECONDS = 3600
 WARN_MINUTES = 10  # the session page warns this long before the allocation ends
 
 
@@ -108,14 +106,6 @@ def last_kernel_activity(job: Job) -> tuple[bool, datetime | None]:
     busy = any(k.get("execution_state") == "busy" for k in kernels)
     times = [parse_datetime(k["last_activity"]) for k in kernels if k.get("last_activity")]
     return busy, max(filter(None, times), default=None)
-
-
-def note_staff_visit(job: Job, user) -> None:
-    """An instructor opened the student's JupyterLab: on the job's timeline (where the student sees it), once an
-    hour per instructor however many requests their JupyterLab makes."""
-    if cache.add(f"gpulab:notebook-staff:{job.pk}:{user.pk}", 1, STAFF_NOTE_SECONDS):
-        note = f"{user.get_full_name() or user.username} (instructor) opened this job's JupyterLab."
-        states.record(job, EventKind.NOTE, note, actor=user)
 
 
 @dataclass(frozen=True)

@@ -128,7 +128,7 @@ async def proxy_http(*, context: ProxyContext, scope, receive, send) -> None:
 def _authorize(user, job_id):
     """The job and its server's address, or Refused with the status and words the browser gets."""
     try:
-        job, as_staff = access.get_job_notebook(user, job_id)
+        job = access.get_job_notebook(user, job_id)
     except Http404:
         raise Refused(404, "No such job.") from None
     except PermissionDenied as exc:
@@ -147,8 +147,6 @@ def _authorize(user, job_id):
         raise Refused(503, str(exc)) from None
     except (ActionRefused, BackendError) as exc:
         raise Refused(502, str(exc)) from None
-    if as_staff:
-        notebook.note_staff_visit(job, user)
     return job, found
 
 

@@ -1,15 +1,18 @@
 """The JupyterLab session page and the job page's way to it: anonymous, another student, the owner, the course's
-instructor (told, and on the timeline) and a TA; the time left, the warning ten minutes before, and the end."""
+instructor and a TA (the page without JupyterLab); the time left, the warning ten minutes before, and the end."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
 from django.utils import timezone
 
-from core.choices import EventKind, JobState, SessionKind
+from core.choices import JobState, SessionKind
 from courses.models import Enrollment, Role
+from jobs import access
 from jobs.models import Job
 
 
@@ -43,7 +46,7 @@ def test_owner_sees_jupyterlab_the_time_left_and_the_charts(login, running, alic
     page = login(alice).get(url(running)).content.decode()
     assert f'src="/jobs/{running.pk}/lab/lab"' in page and 'id="open-jupyterlab"' in page
     assert "<strong>9 min</strong> left" in page
-    assert 'data-telemetry="job"' in page and "staff-notice" not in page
+    assert 'data-telemetry="job"' in page and "owner-only" not in page
 
 
 def test_ten_minutes_before_the_end_the_page_warns(login, running, alice, sleep_template):
@@ -63,19 +66,25 @@ def test_an_ended_session_says_so_and_offers_no_jupyterlab(login, running, alice
     assert "open-jupyterlab" not in page and "notebook-frame" not in page
 
 
-def test_instructor_is_told_the_student_will_see_it_and_the_timeline_says_so(login, running, instructor, alice):
-    response = login(instructor).get(url(running))
-    assert response.status_code == 200 and b"staff-notice" in response.content
-    login(instructor).get(url(running))  # once an hour, however many times
-    notes = running.events.filter(kind=EventKind.NOTE, actor=instructor)
-    assert notes.count() == 1 and "opened this job's JupyterLab" in notes.get().message
-    assert b'class="small notice staff-visit"' in login(alice).get(url(running)).content  # the student sees it
-
-
-def test_teaching_assistant_is_refused_with_a_reason(login, running, make_user, course):
+def test_instructor_and_ta_see_the_session_page_without_jupyterlab(login, running, instructor, make_user, course):
     ta = make_user("tara")
     Enrollment.objects.create(user=ta, course=course, role=Role.TA)
-    assert login(ta).get(url(running)).status_code == 403
+    for user in (instructor, ta):
+        response = login(user).get(url(running))
+        page = response.content.decode()
+        assert response.status_code == 200 and 'id="owner-only"' in page and 'data-telemetry="job"' in page
+        assert "notebook-frame" not in page and "open-jupyterlab" not in page and "/lab/" not in page
+        status = login(user).get(url(running) + "status/").content.decode()
+        assert "open-jupyterlab" not in status and "<strong>9 min</strong> left" in status
+
+
+def test_only_the_owner_may_open_jupyterlab_itself(running, alice, bob, instructor, admin_user):
+    assert access.get_job_notebook(alice, running.pk) == running
+    for user in (instructor, admin_user):
+        with pytest.raises(PermissionDenied, match="Only the student who launched"):
+            access.get_job_notebook(user, running.pk)
+    with pytest.raises(Http404):
+        access.get_job_notebook(bob, running.pk)
 
 
 def test_job_page_offers_jupyterlab_only_for_a_running_session(login, running, alice, make_job, sleep_template):
