@@ -179,3 +179,33 @@ def test_the_top_navigation_names_the_course_and_folds_into_a_menu_on_a_phone(li
     expect(laptop.locator("header.topbar .nav-course")).to_have_attribute("title", re.compile("GPU Summer School"))
     assert laptop.locator("header.topbar").bounding_box()["height"] < 60
     laptop.screenshot(path=f"{SHOTS}/nav-1280.png")
+
+
+@pytest.mark.timeout(120)
+def test_on_a_phone_a_long_cluster_name_sits_beside_its_label_and_the_live_gpus_students_fit(
+    live_server, browser, jobs, cluster, alice, instructor, course
+):
+    type(cluster).objects.filter(pk=cluster.pk).update(title="Local SLURM via slurmrestd (demo)")
+    page = signed_in(browser, live_server, "alice", 390)
+    page.goto(f"{live_server.url}/jobs/")
+    cell = page.locator("#job-rows td[data-label=Cluster]").first
+    expect(cell).to_contain_text("Local SLURM via slurmrestd (demo)")
+    label_top, value_top = cell.evaluate(
+        """cell => {
+          const range = document.createRange();
+          range.selectNodeContents(cell);
+          return [cell.getBoundingClientRect().top, range.getClientRects()[0].top];
+        }"""
+    )
+    assert abs(value_top - label_top) < 8, "the cluster's name dropped below its label"
+    no_sideways_scroll(page)
+    page.screenshot(path=f"{SHOTS}/my-jobs-long-cluster-390.png", full_page=True)
+
+    teacher = signed_in(browser, live_server, "ines", 390)
+    teacher.goto(f"{live_server.url}/courses/{course.slug}/dashboard/")
+    table = teacher.locator("#dashboard-students")
+    expect(table).to_contain_text("alice")
+    fits = table.evaluate("t => t.scrollWidth <= t.parentElement.clientWidth")
+    assert fits, "the students table is wider than its card"
+    no_sideways_scroll(teacher)
+    teacher.screenshot(path=f"{SHOTS}/live-gpus-390.png", full_page=True)
