@@ -372,6 +372,9 @@ def test_the_run_directory_card_says_when_it_appears_and_lists_it_once_the_job_s
     page.goto(f"{live_server.url}{job.get_absolute_url()}")
     card = page.locator("#artefacts")
     expect(card).to_contain_text("The run directory appears when the job starts", timeout=20_000)
+    expect(card.get_by_role("link", name="Open it in the file browser")).to_have_count(0)  # nothing to open yet
+    _no_horizontal_scroll(page)
+    card.screenshot(path=str(SHOTS / "job-artefacts-pending-phone.png"))
 
     run_dir = lab / "jobs" / str(job.pk)
     run_dir.mkdir(parents=True)
