@@ -17,8 +17,10 @@ function showLocalTimes(root) {
     const format = TIME_FORMATS[element.dataset.localTime];
     const instant = new Date(element.getAttribute("datetime"));
     if (!format || Number.isNaN(instant.getTime())) continue;
-    element.textContent = format.format(instant);
-    element.title = `Your time zone: ${ZONE}`;
+    // Only where the words change: another card's swap must not touch (and re-render) the state panel's times.
+    const text = format.format(instant);
+    if (element.textContent !== text) element.textContent = text;
+    if (element.title !== `Your time zone: ${ZONE}`) element.title = `Your time zone: ${ZONE}`;
   }
 }
 
@@ -34,6 +36,12 @@ function announceStateChange() {
     region.textContent = `The job is now ${badge.textContent.trim()}.${error ? ` ${error.textContent.trim()}` : ""}`;
     // Cards that depend on the state (the run directory appears when the job starts) load themselves again.
     if (window.htmx) htmx.trigger(document.body, "job-state-changed");
+    // Ended while open: what said "live" says what the page now holds (the charts: telemetry.js).
+    if (badge.dataset.ended === "1") {
+      const logMode = document.getElementById("log-mode");
+      if (logMode) logMode.textContent = "as it ended";
+      document.dispatchEvent(new CustomEvent("gpulab:job-ended"));
+    }
   }
   announcedState = badge.dataset.state;
 }
@@ -77,14 +85,15 @@ async function askStatus() {
       const response = await fetch(poller.dataset.url, { credentials: "same-origin", headers: { "HX-Request": "true" } });
       if (response.status === 200) {
         htmx.swap(poller, await response.text(), { swapStyle: "none", ignoreTitle: true }, { selectOOB: PANEL_PARTS });
+        for (const part of document.querySelectorAll(PANEL_PARTS)) showLocalTimes(part);
       }
     } catch (error) { /* offline for a moment: the next turn asks again */ }
   }
   setTimeout(askStatus, STATUS_EVERY_MS);
 }
 
-document.addEventListener("htmx:afterSettle", () => {
-  showLocalTimes(document);
+document.addEventListener("htmx:afterSettle", (event) => {
+  showLocalTimes(event.target instanceof Element ? event.target : document);
   announceStateChange();
 });
 

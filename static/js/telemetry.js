@@ -657,6 +657,23 @@ function jobPage(root) {
     },
     log: (message) => log && log.receive(message),
   });
+  // The job ended while its page was open (jobs.js): the headings and the charts that never got a sample say so.
+  document.addEventListener("gpulab:job-ended", () => {
+    recorded = true;
+    if (state) state.textContent = "recorded";
+    const heading = root.querySelector("h2");
+    if (heading && heading.firstChild && heading.firstChild.nodeType === Node.TEXT_NODE) {
+      heading.firstChild.textContent = "Telemetry ";
+    }
+    for (const box of root.querySelectorAll("[data-chart-box]")) {
+      const chart = grid.charts.get(box.dataset.chartBox);
+      if (chart && chart.drawn) continue;
+      const text = box.dataset.recordedEmpty || "Nothing was recorded for this chart.";
+      const empty = box.querySelector("[data-chart-empty]");
+      if (chart) chart.showEmpty(text);
+      else if (empty) empty.textContent = text;
+    }
+  });
 }
 
 function nodePage(root) {

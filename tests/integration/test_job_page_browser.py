@@ -268,6 +268,10 @@ def test_open_job_page_swaps_nothing_until_the_state_changes_then_shows_it_witho
     expect(page.locator("#job-timeline")).to_contain_text("Completed")
     expect(page.locator("#elapsed")).to_have_text("5 min")  # "Ran for", as it ended
     expect(page.locator("#exit-code")).to_have_text("0")
+    # Nothing on the page still claims to be live: the telemetry and log headings say what they now hold.
+    expect(page.locator("[data-socket-state]")).to_have_text("recorded")
+    expect(page.locator("[data-telemetry='job'] h2")).not_to_contain_text("Live")
+    expect(page.locator("#log-mode")).to_have_text("as it ended")
     assert page.evaluate("window.panelChanges")  # the card and the timeline came in
     asked = len(polls)
     page.wait_for_timeout(4000)
