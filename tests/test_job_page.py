@@ -180,10 +180,10 @@ class TestAfterACancel:
 def test_a_finished_jobs_log_and_charts_do_not_call_themselves_live(login, make_job, alice):
     job = _running(make_job, alice, minutes_ago=30)
     running = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
-    assert "output.log, live" in running and "Loading the recorded run" not in running
+    assert 'output.log, <span id="log-mode">live</span>' in running and "Loading the recorded run" not in running
     transition(job, JobState.COMPLETED, exit_code=0)
     ended = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
-    assert "output.log, as it ended" in ended and "output.log, live" not in ended
+    assert 'output.log, <span id="log-mode">as it ended</span>' in ended and ">live</span>" not in ended
     assert "Loading the recorded run…" in ended and "Waiting for the first sample" not in ended
 
 
