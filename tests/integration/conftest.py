@@ -7,6 +7,7 @@ runs against the test database. Tests wait for real state changes.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -191,6 +192,17 @@ def _quiesce(request, transactional_db):
             subprocess.run(["scancel", f"--user={user}"], capture_output=True, check=False)
     if ended or "worker" in request.fixturenames:
         time.sleep(2)  # a task already past its state check finishes within this
+    _drop_lab_reservations()
+
+
+def _drop_lab_reservations() -> None:
+    """A lab session booked by a test (its worker may make the real reservation after the test has moved on) must not
+    hold the one node for the tests after it: every reservation the portal named is deleted, as root."""
+    shown = subprocess.run(
+        ["scontrol", "show", "reservation", "--oneliner"], capture_output=True, text=True, check=False
+    ).stdout
+    for name in re.findall(r"ReservationName=(gpulab-\S+)", shown):
+        subprocess.run(["scontrol", "delete", f"reservation={name}"], capture_output=True, check=False)
 
 
 @pytest.fixture
