@@ -3,6 +3,7 @@ template in the lab's Python (scripts/lab_venv.sh), wait for its server through 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -70,10 +71,12 @@ class Browserless:
                 f"{self.job.state} {self.job.error!r}"
             ) from None
 
-    def socket(self, path: str, *, base: str | None = None, headers: dict | None = None):
+    def socket(self, path: str, *, base: str | None = None, headers: dict | None = None, subprotocols=None):
         url = (base or self.base).replace("http://", "ws://") + path
         cookie = {"Cookie": f"sessionid={self.http.cookies['sessionid']}", "Origin": self.web.url}
-        return connect(url, additional_headers=headers or cookie, open_timeout=15, max_size=2**24)
+        return connect(
+            url, additional_headers=headers or cookie, open_timeout=15, max_size=2**24, subprotocols=subprotocols
+        )
 
 
 def execute_request(code: str) -> tuple[str, str]:
@@ -96,6 +99,48 @@ def execute_request(code: str) -> tuple[str, str]:
         "buffers": [],
     }
     return msg_id, json.dumps(message)
+
+
+V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"  # JupyterLab 4's binary kernel wire protocol
+
+
+def to_v1(channel: str, message: dict) -> bytes:
+    """A kernel message in the v1 framing: offsets (little-endian uint64), channel, header, parent, metadata,
+    content, buffers; what JupyterLab sends once the server chose the v1 subprotocol."""
+    parts = [channel.encode()] + [json.dumps(message[k]).encode() for k in ("header", "parent_header", "metadata")]
+    parts.append(json.dumps(message["content"]).encode())
+    offsets = [8 * (1 + len(parts) + 1)]
+    for part in parts:
+        offsets.append(offsets[-1] + len(part))
+    head = len(offsets).to_bytes(8, "little") + b"".join(o.to_bytes(8, "little") for o in offsets)
+    return head + b"".join(parts)
+
+
+def from_v1(frame: bytes) -> tuple[str, dict]:
+    """The channel and header/parent_header/content of a v1 frame (the server's side of to_v1)."""
+    count = int.from_bytes(frame[:8], "little")
+    offsets = [int.from_bytes(frame[8 * (i + 1) : 8 * (i + 2)], "little") for i in range(count)]
+    parts = [frame[a:b] for a, b in itertools.pairwise(offsets)]
+    names = ("header", "parent_header", "metadata", "content")
+    return parts[0].decode(), {name: json.loads(part) for name, part in zip(names, parts[1:5], strict=False)}
+
+
+def kernel_info_v1(socket, *, timeout: float = 30) -> dict:
+    """Ask the kernel behind a v1 socket for its info, in binary frames as JupyterLab does; the reply's content."""
+    msg_id, text = execute_request("")
+    message = json.loads(text)
+    message["header"]["msg_type"] = "kernel_info_request"
+    message["content"] = {}
+    socket.send(to_v1("shell", message))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        frame = socket.recv(timeout=max(0.1, deadline - time.monotonic()))
+        assert isinstance(frame, bytes), f"a text frame on a v1 socket: {frame[:200]!r}"
+        channel, reply = from_v1(frame)
+        if channel == "shell" and reply["parent_header"].get("msg_id") == msg_id:
+            assert reply["header"]["msg_type"] == "kernel_info_reply", reply["header"]
+            return reply["content"]
+    raise AssertionError(f"no kernel_info_reply within {timeout:.0f}s")
 
 
 def run_code(socket, code: str, *, timeout: float = 60) -> str:

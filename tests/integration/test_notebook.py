@@ -10,7 +10,7 @@ from websockets.exceptions import InvalidStatus
 from clusters.choices import RunAs
 from core.choices import JobState
 
-from .notebooks import Browserless, launch_notebook, run_code
+from .notebooks import V1_PROTOCOL, Browserless, kernel_info_v1, launch_notebook, run_code
 from .test_cluster_identity import run_dir, students, with_identities  # noqa: F401  (the students' UNIX users)
 
 
@@ -36,6 +36,20 @@ def test_owner_runs_torch_in_a_kernel_through_the_portal(notebook_job, web, alic
     with lab.socket(f"api/kernels/{kernel.json()['id']}/channels") as socket:
         out = run_code(socket, "import torch; print(torch.__version__)")
     assert out.strip().startswith("2.") and "+cpu" in out, out
+
+
+@pytest.mark.timeout(300)
+def test_a_socket_offering_jupyterlabs_binary_protocol_gets_it_and_kernel_replies(notebook_job, web, alice):
+    """JupyterLab 4 offers the v1 subprotocol and frames by what the server chose: the browser's socket must be
+    answered with the server's choice, and binary frames must pass as binary both ways."""
+    lab = Browserless(web, alice, notebook_job)
+    kernel = lab.post("api/kernels", {"name": "python3"})
+    assert kernel.status_code == 201, kernel.text
+    path = f"api/kernels/{kernel.json()['id']}/channels"
+    with lab.socket(path, subprotocols=[V1_PROTOCOL]) as socket:
+        assert socket.subprotocol == V1_PROTOCOL
+        assert kernel_info_v1(socket)["implementation"] == "ipython"
+        assert kernel_info_v1(socket)["status"] == "ok"  # and again on the same socket
 
 
 @pytest.mark.timeout(300)

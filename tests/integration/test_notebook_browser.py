@@ -54,19 +54,26 @@ def test_student_makes_a_notebook_and_runs_torch_in_it_through_the_portal(
         page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-failed.png", full_page=True)
         raise
     expect(lab.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=60_000)
-    editor.click()
-    page.keyboard.type("import torch; print(torch.__version__)")
-    page.keyboard.press("Shift+Enter")
+    # Typed into the cell itself (focused by the locator) and checked there: keys sent before the editor holds the
+    # focus land nowhere, and an empty cell's Shift+Enter only moves on without asking the kernel anything.
+    editor.press_sequentially("import torch; print(torch.__version__)")
+    expect(editor).to_contain_text("print(torch.__version__)")
     output = lab.locator(".jp-OutputArea-output").first
-    try:
-        expect(output).to_contain_text("+cpu", timeout=90_000)
-    except AssertionError:
-        page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-failed.png", full_page=True)
-        job.refresh_from_db()
-        server = (run_dir(students[0], job) / "output.log").read_text(errors="replace")[-2500:]
-        raise AssertionError(
-            f"no output; the job is {job.state}; the page said {console[-15:]}; JupyterLab: {server}"
-        ) from None
+    for attempt in range(3):  # a cell run before the notebook holds its kernel only moves on: run it again
+        editor.click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            expect(output).to_contain_text("+cpu", timeout=40_000)
+            break
+        except AssertionError:
+            page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-failed.png", full_page=True)
+            if attempt < 2:
+                continue
+            job.refresh_from_db()
+            server = (run_dir(students[0], job) / "output.log").read_text(errors="replace")[-2500:]
+            raise AssertionError(
+                f"no output; the job is {job.state}; the page said {console[-15:]}; JupyterLab: {server}"
+            ) from None
     assert output.inner_text().strip().startswith("2.")
     page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-laptop.png", full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
