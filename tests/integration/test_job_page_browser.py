@@ -13,6 +13,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect, sync_playwright
 
+from core import measurements
 from core.choices import JobState
 from jobs.models import Job, JobTemplate
 from jobs.states import transition
@@ -252,6 +253,8 @@ def test_open_job_page_swaps_nothing_until_the_state_changes_then_shows_it_witho
     transition(job, JobState.RUNNING, scheduler_id="77003")
     # Five minutes and ten seconds in: the "Running for 5 min" the page shows holds for the next 50 s.
     Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(minutes=5, seconds=10))
+    # No earlier run's "last heard" for this cluster: a silent cluster's notice counts its seconds, a real change.
+    measurements.client().hdel(f"{measurements.PREFIX}heard", job.cluster.name)
     page = _page(chromium, "laptop")
     log_in(page, live_server, "alice")
     polls = []
