@@ -8,7 +8,6 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html_join
-from django.utils.safestring import mark_safe
 from django.utils.text import capfirst
 
 from . import kinds, services
@@ -152,7 +151,7 @@ class ClusterAdmin(admin.ModelAdmin):
     @admin.display(description="partition limits")
     def partition_limits_summary(self, obj):
         lines = [obj.limits_of(name).describe() for name in sorted(obj.partition_limits or {})]
-        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines)) or (
+        return format_html_join("", "{}<br>", ((line,) for line in lines)) or (
             "Not learnt yet: run “Test connection” (they are refreshed on a schedule after that)."
         )
 
