@@ -15,6 +15,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from core import measurements
 from core.choices import JobState
+from jobs import enqueue
 from jobs.models import Job, JobTemplate
 from jobs.states import transition
 
@@ -55,6 +56,14 @@ def _page(chromium, size: str, **options):
 
 def _no_horizontal_scroll(page) -> None:
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), "the page scrolls sideways"
+
+
+@pytest.fixture
+def unsent_job(make_job, monkeypatch):
+    """Jobs the test moves by hand to a made-up scheduler id: their submit message is never sent, so a worker an
+    earlier test left running never submits them for real (a real submission would move them under the test)."""
+    monkeypatch.setattr(enqueue, "submit", lambda job_id: None)
+    return make_job
 
 
 @pytest.fixture
@@ -123,8 +132,8 @@ def test_quota_refusal_is_shown_once_at_the_top_and_the_fields_stay_in_place(
 
 
 @pytest.mark.timeout(120)
-def test_state_changes_are_announced_once_in_a_live_region(chromium, live_server, alice, make_job):
-    job = make_job(alice)
+def test_state_changes_are_announced_once_in_a_live_region(chromium, live_server, alice, unsent_job):
+    job = unsent_job(alice)
     transition(job, JobState.SUBMITTING)
     transition(job, JobState.RUNNING, scheduler_id="77001")
     page = _page(chromium, "laptop")
@@ -191,8 +200,8 @@ def test_training_job_page_shows_progress_asks_before_cancel_and_says_who_cancel
 
 
 @pytest.mark.timeout(120)
-def test_without_javascript_cancel_leads_to_a_confirm_page(chromium, live_server, alice, make_job):
-    job = make_job(alice)
+def test_without_javascript_cancel_leads_to_a_confirm_page(chromium, live_server, alice, unsent_job):
+    job = unsent_job(alice)
     transition(job, JobState.SUBMITTING)
     transition(job, JobState.RUNNING, scheduler_id="77002")
     page = _page(chromium, "phone", java_script_enabled=False)
@@ -246,9 +255,9 @@ WATCH_PANEL = """() => {
 
 @pytest.mark.timeout(120)
 def test_open_job_page_swaps_nothing_until_the_state_changes_then_shows_it_without_reload(
-    chromium, live_server, alice, make_job
+    chromium, live_server, alice, unsent_job
 ):
-    job = make_job(alice)
+    job = unsent_job(alice)
     transition(job, JobState.SUBMITTING)
     transition(job, JobState.RUNNING, scheduler_id="77003")
     # Five minutes and ten seconds in: the "Running for 5 min" the page shows holds for the next 50 s.
