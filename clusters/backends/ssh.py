@@ -15,10 +15,12 @@ import os
 import posixpath
 import shlex
 import socket
+import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import paramiko
 from django.conf import settings
@@ -304,6 +306,26 @@ def read_log_chunk(sftp, path: str, offset: int, limit: int) -> LogChunk:
 # The staged lab files (trainer, examples) are code every student's job runs: readable by all where a lab directory
 # is shared by students' own users.
 STAGED_DIR_MODE = 0o755
+# Virtual environments, caches, tests and training output stay on the portal's side, as do hidden files.
+SKIP_STAGING = {"__pycache__", "runs", "tests"}
+
+
+def put_lab_files(sftp, source: Path, remote: Callable[..., str]) -> int:
+    """Copy the lab files under `source` to `remote(*relative parts)`, keeping the executable bit; how many copied."""
+    makedirs(sftp, remote(), mode=STAGED_DIR_MODE)
+    copied = 0
+    for local in sorted(source.rglob("*")):
+        relative = local.relative_to(source)
+        if any(part.startswith(".") or part in SKIP_STAGING for part in relative.parts):
+            continue
+        target = remote(*relative.parts)
+        if local.is_dir():
+            makedirs(sftp, target, mode=STAGED_DIR_MODE)
+        elif local.is_file() and local.suffix != ".pyc":
+            sftp.put(str(local), target)
+            sftp.chmod(target, 0o755 if local.stat().st_mode & stat.S_IXUSR else 0o644)
+            copied += 1
+    return copied
 
 
 def makedirs(sftp, path: str, *, mode: int = 0o750) -> None:

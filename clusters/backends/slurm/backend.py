@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-import stat
 import uuid
 from pathlib import Path
 
@@ -44,7 +43,6 @@ COMMENT_PREFIX = "gpulab:"
 SCRIPT_NAME = "job.sh"
 LOG_NAME = "output.log"
 SCHEDULER_ID = re.compile(r"^\d+$")
-SKIP_STAGING = {"__pycache__", "runs", "tests"}
 # What a job's own account runs; with run_as "sudo" these go through the sudo rule as the student.
 STUDENT_COMMANDS = {"sbatch", "scancel", "squeue"}
 
@@ -465,18 +463,5 @@ class SlurmBackend(ClusterBackend):
         )
 
     def stage_lab_files(self, source: Path) -> int:
-        copied = 0
         with ssh.sftp(self.cluster, self.login) as sftp:
-            ssh.makedirs(sftp, self.lab_path(), mode=ssh.STAGED_DIR_MODE)
-            for local in sorted(source.rglob("*")):
-                relative = local.relative_to(source)
-                if any(part.startswith(".") or part in SKIP_STAGING for part in relative.parts):
-                    continue  # virtual environments, caches, tests and training output stay here
-                remote = self.lab_path(*relative.parts)
-                if local.is_dir():
-                    ssh.makedirs(sftp, remote, mode=ssh.STAGED_DIR_MODE)
-                elif local.is_file() and local.suffix != ".pyc":
-                    sftp.put(str(local), remote)
-                    sftp.chmod(remote, 0o755 if local.stat().st_mode & stat.S_IXUSR else 0o644)
-                    copied += 1
-        return copied
+            return ssh.put_lab_files(sftp, source, self.lab_path)

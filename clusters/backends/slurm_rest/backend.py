@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import posixpath
-import stat
 import threading
 import time
 import uuid
@@ -43,7 +42,6 @@ logger = logging.getLogger(__name__)
 LOG_NAME = "output.log"
 VERSION_TTL = 600.0  # seconds a discovered API version is trusted before the OpenAPI document is read again
 UPDATE_MARGIN = 5  # seconds subtracted from update_time: a controller clock slightly behind ours misses nothing
-SKIP_STAGING = {"__pycache__", "runs", "tests"}
 
 _lock = threading.Lock()
 _versions: dict[str, tuple[float, versions.ApiVersion]] = {}  # base URL → (when read, version)
@@ -311,22 +309,9 @@ class SlurmRestBackend(ClusterBackend):
     def stage_lab_files(self, source: Path) -> int:
         if not self.has_ssh:
             raise LogsUnavailable(f"Staging copies files over SSH, and “{self.cluster.display_name}” has no SSH login.")
-        copied = 0
         with ssh.sftp(self.cluster, self.account) as sftp:
             home = sftp.normalize(".")
-            ssh.makedirs(sftp, self._lab_path(home), mode=ssh.STAGED_DIR_MODE)
-            for local in sorted(source.rglob("*")):
-                relative = local.relative_to(source)
-                if any(part.startswith(".") or part in SKIP_STAGING for part in relative.parts):
-                    continue
-                remote = self._lab_path(home, *relative.parts)
-                if local.is_dir():
-                    ssh.makedirs(sftp, remote, mode=ssh.STAGED_DIR_MODE)
-                elif local.is_file() and local.suffix != ".pyc":
-                    sftp.put(str(local), remote)
-                    sftp.chmod(remote, 0o755 if local.stat().st_mode & stat.S_IXUSR else 0o644)
-                    copied += 1
-        return copied
+            return ssh.put_lab_files(sftp, source, lambda *parts: self._lab_path(home, *parts))
 
     # -- telemetry --------------------------------------------------------------------------------------------------
     def nodes(self) -> list[NodeInfo]:
