@@ -31,8 +31,10 @@ class StaleNotice:
     seconds: int  # since it last answered
 
     @property
-    def ago(self) -> str:
-        if self.seconds < 120:
+    def silence(self) -> str:
+        # Whole minutes after the first: the state panel is sent again only when its words change, so a notice
+        # that counted seconds made every poll of a silent cluster send every open page its panel again.
+        if self.seconds < 60:
             return f"{self.seconds} s"
         if self.seconds < 7200:
             return f"{self.seconds // 60} min"
@@ -40,7 +42,7 @@ class StaleNotice:
 
     @property
     def text(self) -> str:
-        return f"Last heard from {self.cluster} {self.ago} ago; states may be out of date."
+        return f"No answer from {self.cluster} for {self.silence}; states may be out of date."
 
 
 def silence_allowed() -> float:
