@@ -1,4 +1,4 @@
-"""What the portal accepts from a SLURM job's jupyter-server.json (clusters/backends/slurm/notebook.py): the job runs
+"""What the portal accepts from a SLURM job's jupyter-server.json (clusters/backends/batch_notebook.py): the job runs
 the student's code, so only an unprivileged port on one of the job's own nodes is ever proxied to."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from clusters.backends import batch_notebook as notebook
 from clusters.backends.base import LogChunk
 from clusters.backends.kind import ActionRefused, NotebookNotReady
-from clusters.backends.slurm import notebook
 from jobs.builtin import builtin_definitions
 from sessions.notebook import PREFIX
 

@@ -177,6 +177,15 @@ class ClusterBackend(ABC):
     def stage_lab_files(self, source: Path) -> int:
         """Copy the bundled workloads into the cluster's lab directory; return the number of files copied."""
 
+    # A running job's own files and nodes (batch kinds: where its JupyterLab listens, backends/batch_notebook.py).
+    def read_job_file(self, job_id: uuid.UUID, name: str, offset: int, limit: int) -> LogChunk:
+        """Part of a file the job wrote in its run directory (a fixed name of the portal's), as the job's identity."""
+        raise NotSupported(f"The portal cannot read the files of jobs on {self.cluster.display_name}.")
+
+    def job_nodes(self, scheduler_id: str) -> list[str]:
+        """The nodes a running job holds; empty when it holds none."""
+        raise NotSupported(f"{self.cluster.display_name} does not say which nodes its jobs hold.")
+
     # Services (Kubernetes). Backends without them keep these refusals.
     def scale(self, scheduler_id: str, replicas: int) -> str:
         raise NotSupported(f"Jobs on {self.cluster.display_name} cannot be scaled.")

@@ -24,8 +24,8 @@ from core.templating.rendering import (
 )
 from core.templating.script_safety import PLACEHOLDER
 
-from . import terminal
-from .kind import ActionRefused, Kind, Preview, Rendered, RenderRefused, RenderRequest
+from . import batch_notebook, terminal
+from .kind import ActionRefused, Kind, NotebookAddress, Preview, Rendered, RenderRefused, RenderRequest
 
 PREVIEW_JOB_ID = uuid.UUID(int=0)
 
@@ -63,6 +63,12 @@ class BatchKind(Kind):
             )
         account = job.account or job.cluster.service_account()
         return terminal.srun_in_job(job.cluster, account, job.scheduler_id, cols=cols, rows=rows)
+
+    def notebook_address(self, job) -> NotebookAddress:
+        """The node and port the job's JupyterLab wrote, checked against the nodes SLURM gave the job."""
+        if not SLURM_JOB_NUMBER.match(job.scheduler_id or ""):
+            raise ActionRefused("This job has no SLURM job number yet; open JupyterLab once it runs.")
+        return batch_notebook.address(self.backend(job.cluster, job.account), job)
 
     def render(self, request: RenderRequest) -> Rendered:
         template, cluster = request.template, request.cluster

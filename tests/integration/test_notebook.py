@@ -1,6 +1,7 @@
 """JupyterLab on the local SLURM through the portal's proxy (sessions/notebook_proxy.py): the built-in template
 starts it in the lab's Python, the owner reaches it over HTTP and kernel WebSockets and runs PyTorch in it; every
-other student gets 404 on its URLs and sockets; the server's token never reaches the browser."""
+other student gets 404 on its URLs and sockets; the server's token never reaches the browser. The same template on
+the slurm-rest kind: submitted through slurmrestd as the student, reached the same way."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from websockets.exceptions import InvalidStatus
 
 from clusters.choices import RunAs
 from core.choices import JobState
+from courses.access import launchable_clusters
 
+from .conftest import slurm
 from .notebooks import V1_PROTOCOL, Browserless, kernel_info_v1, launch_notebook, run_code
-from .test_cluster_identity import run_dir, students, with_identities  # noqa: F401  (the students' UNIX users)
+from .test_cluster_identity import run_dir, students, to_slurm_rest, with_identities  # noqa: F401  (UNIX users)
 
 
 @pytest.fixture
@@ -67,6 +70,41 @@ def test_other_students_get_404_on_every_notebook_url_and_socket(notebook_job, w
     anonymous = Browserless(web, alice, notebook_job)
     anonymous.http.cookies.clear()
     assert anonymous.get("api/status").status_code == 404
+
+
+@pytest.mark.timeout(300)
+def test_jupyterlab_on_a_slurmrest_cluster_answers_its_owner_through_the_portal(
+    worker,
+    web,
+    alice,
+    bob,
+    carol,
+    cluster,
+    students,  # noqa: F811
+    api_for,
+    job_state,
+    services,
+):
+    """slurmrestd submits the session as the student (X-SLURM-USER-NAME); the portal reads where it listens over the
+    login node as her, checks the node against slurmrestd's record of the job, and proxies it like the SSH kind's."""
+    to_slurm_rest(cluster, services)
+    with_identities(cluster, RunAs.REST_USER, alice, bob, students)
+    job = job_state(launch_notebook(api_for, alice, cluster), JobState.RUNNING, timeout=120)
+    assert list(launchable_clusters(alice, job.course, job.template)) == [cluster]  # offered on slurm-rest
+    assert job.cluster.kind == "slurm-rest"
+    assert slurm("squeue", "--noheader", f"--jobs={job.scheduler_id}", "--format=%u|%k").strip() == (
+        f"{students[0]}|gpulab:{job.pk}"  # submitted through slurmrestd, as labalice
+    )
+    lab = Browserless(web, alice, job)
+    lab.wait_ready()
+    status = lab.get("api/status")
+    assert status.status_code == 200 and "kernels" in status.json()
+    page = lab.get("lab")
+    assert page.status_code == 200 and "JupyterLab" in page.text
+    assert _server_token(job, students[0]) not in page.text
+    for user in (bob, carol):
+        other = Browserless(web, user, job)
+        assert other.get("api/status").status_code == 404 and other.get("lab").status_code == 404
 
 
 def _server_token(job, student: str) -> str:

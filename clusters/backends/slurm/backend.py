@@ -33,9 +33,10 @@ from ..base import (
     SubmitRejected,
     SubmitRequest,
 )
+from ..hostlist import expand_hostlist
 from ..slurm_states import STATE_MAP, TERMINAL_RAW, never_starts, reason_text, shell_exit_code
 from . import queue as slurm_queue
-from .text import _GPU_COUNT, _parse_time, expand_hostlist, parse_minutes
+from .text import _GPU_COUNT, _parse_time, parse_minutes
 
 logger = logging.getLogger(__name__)
 

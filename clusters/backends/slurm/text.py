@@ -1,4 +1,5 @@
-"""SLURM's text formats shared by the SSH kind's readers (backend.py, queue.py): host lists, durations, times, GRES."""
+"""SLURM's text formats shared by the SSH kind's readers (backend.py, queue.py): durations, times, GRES (host lists:
+clusters/backends/hostlist.py, which both SLURM kinds read)."""
 
 from __future__ import annotations
 
@@ -8,21 +9,6 @@ from datetime import datetime
 from django.utils import timezone
 
 _GPU_COUNT = re.compile(r"gpu(?::[^:(,\s]+)?:(\d+)")  # "gpu:a100:4(S:0-1)" → 4; "gpu:2,gpu:v100:2" → 2, 2
-
-
-def expand_hostlist(text: str) -> list[str]:
-    """SLURM host lists: "gpu[01-03,07],login" → gpu01 gpu02 gpu03 gpu07 login (zero padding kept)."""
-    hosts: list[str] = []
-    for prefix, ranges, plain in re.findall(r"([^,\[]+)\[([^\]]+)\]|([^,\[\]]+)", text):
-        if plain:
-            hosts.append(plain)
-            continue
-        for part in ranges.split(","):
-            first, _, last = part.partition("-")
-            width = len(first)
-            for n in range(int(first), int(last or first) + 1):
-                hosts.append(f"{prefix}{n:0{width}d}")
-    return hosts
 
 
 def parse_minutes(text: str) -> int | None:

@@ -33,6 +33,7 @@ from ..base import (
     SchedulerStatus,
     SubmitRequest,
 )
+from ..hostlist import expand_hostlist
 from . import directives, parsing, versions
 from .client import IMPERSONATION_REFUSED, INVALID_JOB_ID, RestClient, error_messages
 from .errors import ImpersonationRefused, LogsUnavailable, RestRejected, TokenRejected, UnsupportedApi
@@ -245,19 +246,37 @@ class SlurmRestBackend(ClusterBackend):
     def read_log(
         self, job_id: uuid.UUID, offset: int, limit: int, *, scheduler_id: str = "", stream: str = ""
     ) -> LogChunk:
+        return self.read_job_file(job_id, LOG_NAME, offset, limit)
+
+    def read_job_file(self, job_id: uuid.UUID, name: str, offset: int, limit: int) -> LogChunk:
+        """Part of a file the job wrote in its directory (its output, JupyterLab's address), over SSH as the job's
+        account; without an SSH login the job ran in the account's home, which the portal cannot read."""
         if not self.has_ssh:
             raise LogsUnavailable(
-                f"The output of jobs on “{self.cluster.display_name}” is read over SSH, and the account this job ran "
-                f"as ({self.account.username}) has no SSH login in the portal. The output is in "
-                f"gpulab-{job_id}.log in that account's home directory on the cluster."
+                f"The files jobs write on “{self.cluster.display_name}” (their output, JupyterLab's address) are read "
+                f"over SSH, and the account this job runs as ({self.account.username}) has no SSH login in the "
+                f"portal. The output is in gpulab-{job_id}.log in that account's home directory on the cluster; an "
+                "admin can add the login node on the cluster's page."
             )
         if self.student:
-            return self.student.read(
-                self.student.path(self.cluster.lab_dir, "jobs", str(job_id), LOG_NAME), offset, limit
-            )
+            return self.student.read(self.student.path(self.cluster.lab_dir, "jobs", str(job_id), name), offset, limit)
         with ssh.sftp(self.cluster, self.account) as sftp:
-            path = self._lab_path(sftp.normalize("."), "jobs", str(job_id), LOG_NAME)
+            path = self._lab_path(sftp.normalize("."), "jobs", str(job_id), name)
             return ssh.read_log_chunk(sftp, path, offset, limit)
+
+    def job_nodes(self, scheduler_id: str) -> list[str]:
+        """The nodes a running job holds, from slurmrestd's record of the job (one GET …/job/<id>)."""
+        if not scheduler_id.isdigit():
+            raise BackendError(f"{scheduler_id!r} is not a SLURM job id.")
+        try:
+            answer = self._reader().call("GET", self.version().path(f"job/{scheduler_id}"))
+        except RestRejected as exc:
+            if INVALID_JOB_ID in getattr(exc, "numbers", []):
+                return []
+            raise
+        jobs = [j for j in answer.get("jobs") or [] if isinstance(j, dict)]
+        nodes = str(jobs[0].get("nodes") or "") if jobs else ""
+        return expand_hostlist(nodes) if nodes and nodes not in {"(null)", "None assigned"} else []
 
     # -- admin actions ----------------------------------------------------------------------------------------------
     def test_connection(self) -> ConnectionReport:

@@ -1,11 +1,13 @@
-"""Where a SLURM job's JupyterLab listens: the file its template writes in the job's directory, checked.
+"""Where a SLURM job's JupyterLab listens, for both SLURM kinds (over SSH and through slurmrestd): the file its
+template writes in the job's directory, checked against the nodes SLURM gave the job.
 
 The JupyterLab template (jobs/builtin_templates/jupyterlab.yaml) writes `jupyter-server.json` (mode 0600, as the
 job's identity) with the node's hostname, the port it chose and the server's random token. The portal reads it
-over the login node as the same identity and reaches the node directly, as Open OnDemand does: compute nodes must
-accept connections from the portal on unprivileged ports. The job runs the student's code, so the file is not
-trusted: the host must be one of the nodes SLURM gave this job and the port an unprivileged one, or the portal
-would proxy requests wherever a student pointed it.
+over the login node as the same identity (the backend's read_job_file) and reaches the node directly, as Open
+OnDemand does: compute nodes must accept connections from the portal on unprivileged ports. The job's nodes come
+from the backend too (job_nodes: scontrol over SSH, or slurmrestd's job record). The job runs the student's code,
+so the file is not trusted: the host must be one of the nodes SLURM gave this job and the port an unprivileged one,
+or the portal would proxy requests wherever a student pointed it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..kind import ActionRefused, NotebookAddress, NotebookNotReady
+from .kind import ActionRefused, NotebookAddress, NotebookNotReady
 
 CONNECTION_FILE = "jupyter-server.json"
 MAX_FILE_BYTES = 4096
