@@ -8,7 +8,8 @@ shell two ways, each running `cat > /dev/null` so every key is echoed by the PTY
 - portal: the browser's WebSocket on uvicorn (portal.asgi) -> sessions/terminal.py -> the exec stream
   (clusters/backends/kubernetes/shell.py, the official client's stream());
 - direct: the official client's stream() to the API server, as `kubectl exec -it` would.
-Each key is sent once the previous one's echo has arrived. Prints p50/p95/max per way and the ratio (target <= 1.5).
+Each key is sent once the previous one's echo has arrived, the two ways taking turns key by key (bench/terminal.py's
+measure). Prints the load average, p50/p95/max per way and the ratio (target <= 1.5).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import make_lab, setup_database, stop
-from terminal import READY, measure, report, through_portal
+from terminal import measure, open_portal, ready, report
 
 NAMESPACE = "bench-terminal"
 
@@ -90,15 +91,16 @@ def main() -> None:
                     "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}}}  # fmt: skip
         emulator.start_pod(workload, "bench-pod", phase="Running", ready=True)
 
-        web, portal_samples = through_portal(student, job, args.keys, "bench-k8s-terminal-web.log")
+        web, portal = open_portal(student, job, "bench-k8s-terminal-web.log")
 
         direct = DirectExec(configuration(cluster, account), "bench-pod", SHELL)
-        direct.send(f"echo {READY}\n")
-        direct.read_until(lambda out: READY in out.split("echo", 1)[-1])
-        direct_samples = measure(direct.send, direct.read_until, args.keys)
+        ready(direct)
+        ways = {"portal": (portal.send, portal.read_until), "direct": (direct.send, direct.read_until)}
+        samples = measure(ways, args.keys)
+        portal.close()
         direct.close()
 
-        report("in pod bench-pod of an emulated API server (TLS, loopback)", args.keys, portal_samples, direct_samples)
+        report("in pod bench-pod of an emulated API server (TLS, loopback)", args.keys, samples)
     finally:
         if web is not None:
             stop(web)

@@ -5,12 +5,16 @@
 One job (`sleep`, 1 core) is submitted with sbatch as the service account and left running; both ways open
 `srun --jobid=<id> --overlap --pty bash -l` in it as that account and start `cat > /dev/null`, so every key is
 echoed by the PTY's line discipline on the compute node, nothing else answers:
-- portal: an asyncio WebSocket client (websockets, logged in with a session cookie) on uvicorn (portal.asgi), which
+- portal: a WebSocket client (logged in with a session cookie) on uvicorn (portal.asgi), which
   relays to the SSH channel (sessions/terminal.py -> clusters/backends/terminal.py), as xterm.js does;
 - direct: OpenSSH's `ssh -tt` to the login node, driven through a local PTY, as a student's terminal would.
-Each key is sent once the previous one's echo has arrived; the time from send to echo is one sample. Prints
-p50/p95/max per way and the portal/direct ratio at p50 and p95 (target <= 1.5). Uses its own database
-(test_<name>) and Redis database BENCH_REDIS_DB (default 2).
+Both clients do the same work per key (write, select, read): the portal's is websockets' sans-I/O protocol on a plain
+socket, not an event loop. Each key is sent once the previous one's echo has arrived; the time from send to echo is
+one sample. The two ways take turns key by key (who goes first alternates), so both see the same load on a shared
+machine; the first WARMUP keys of each are not counted. Prints the load average, p50/p95/max per way and the
+portal/direct ratio at p50 and p95 (target <= 1.5). Uses its own database (test_<name>) and Redis database
+BENCH_REDIS_DB (default 2); uvicorn runs as `make demo` runs it (scripts/demo.sh: uvloop, httptools,
+websockets-sansio).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from common import ROOT, percentile, setup_database, start, stop, wait_for
 
 KEYS = "abcdefghijklmnopqrstuvwxyz"
 READY = "bench-ready-42"
+WARMUP = 20  # keys per way not counted: the first ones pay for cold caches and paths
 
 
 def free_port() -> int:
@@ -52,64 +57,95 @@ def submit_job(cluster, account) -> str:
     return job_id
 
 
-def measure(send, read_until, keys: int) -> list[float]:
-    """Send `keys` keys one at a time; each sample is send -> its echo. A newline every 40 keys (not timed)."""
-    send("cat > /dev/null\n")
+def measure(ways: dict, keys: int) -> dict[str, list[float]]:
+    """Time `keys` keys per way, the ways taking turns key by key; `ways` maps a name to (send, read_until). Each
+    sample is send -> its echo. A newline every 40 keys (not timed) keeps cat's line short."""
+    for send, _ in ways.values():
+        send("cat > /dev/null\n")
     time.sleep(1.0)
-    read_until(lambda out: True, timeout=0.5)
-    samples = []
-    for i in range(keys):
+    for _, read_until in ways.values():
+        read_until(lambda out: True, timeout=0.5)
+    samples: dict[str, list[float]] = {name: [] for name in ways}
+    order = list(ways)
+    for i in range(WARMUP + keys):
         key = KEYS[i % len(KEYS)]
-        t0 = time.perf_counter()
-        send(key)
-        read_until(lambda out, key=key: key in out)
-        samples.append(time.perf_counter() - t0)
-        if i % 40 == 39:
-            send("\n")
-            read_until(lambda out: "\n" in out)
-    send("\x04")  # end cat
-    return samples
+        for name in order if i % 2 else reversed(order):
+            send, read_until = ways[name]
+            t0 = time.perf_counter()
+            send(key)
+            read_until(lambda out, key=key: key in out)
+            samples[name].append(time.perf_counter() - t0)
+            if i % 40 == 39:
+                send("\n")
+                read_until(lambda out: "\n" in out)
+    for send, _ in ways.values():
+        send("\x04")  # end cat
+    return {name: taken[WARMUP:] for name, taken in samples.items()}
 
 
 class PortalTerminal:
-    """The browser's side of the socket, on an asyncio client (no reader thread between the socket and the test)."""
+    """The browser's side of the socket: websockets' sans-I/O protocol on a plain socket, read with select() in this
+    thread, so the client does what DirectTerminal does with its PTY (write, select, read) and adds no event loop."""
 
     def __init__(self, url: str, cookie: str, origin: str):
-        import asyncio
+        from websockets.client import ClientProtocol
+        from websockets.protocol import State
+        from websockets.uri import parse_uri
 
-        from websockets.asyncio.client import connect
+        uri = parse_uri(url)
+        self.sock = socket.create_connection((uri.host, uri.port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as browsers do for WebSockets
+        self.protocol = ClientProtocol(uri, origin=origin)
+        request = self.protocol.connect()
+        request.headers["Cookie"] = f"sessionid={cookie}"
+        self.protocol.send_request(request)
+        self._flush()
+        deadline = time.monotonic() + 30
+        while self.protocol.state is State.CONNECTING and time.monotonic() < deadline:
+            self._receive(deadline)
+        if self.protocol.state is not State.OPEN:
+            raise SystemExit(f"the portal refused the terminal's socket: {self.protocol.handshake_exc}")
 
-        self.loop = asyncio.new_event_loop()
-        headers = {"Cookie": f"sessionid={cookie}", "Origin": origin}
-        self.ws = self.loop.run_until_complete(connect(url, additional_headers=headers))
+    def _flush(self) -> None:
+        self.sock.sendall(b"".join(self.protocol.data_to_send()))
+
+    def _receive(self, deadline: float) -> list:
+        ready, _, _ = select.select([self.sock], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return []
+        data = self.sock.recv(65536)
+        if data:
+            self.protocol.receive_data(data)
+        else:
+            self.protocol.receive_eof()
+        self._flush()  # pongs and close frames the protocol owes the server
+        return self.protocol.events_received()
 
     def send(self, text: str) -> None:
-        self.loop.run_until_complete(self.ws.send(json.dumps({"input": text})))
+        self.protocol.send_text(json.dumps({"input": text}).encode())
+        self._flush()
 
     def read_until(self, predicate, timeout: float = 30) -> str:
-        return self.loop.run_until_complete(self._read_until(predicate, timeout))
-
-    async def _read_until(self, predicate, timeout: float) -> str:
-        import asyncio
+        from websockets.frames import Opcode
 
         out = ""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            try:
-                frame = await asyncio.wait_for(self.ws.recv(), max(0.01, deadline - time.monotonic()))
-            except TimeoutError:
-                break
-            if isinstance(frame, bytes):
-                out += frame.decode(errors="replace")
-            elif "closed" in json.loads(frame):
-                raise SystemExit(f"the portal closed the terminal: {frame}")
+            for frame in self._receive(deadline):
+                if frame.opcode is Opcode.BINARY:
+                    out += frame.data.decode(errors="replace")
+                elif frame.opcode is Opcode.TEXT and "closed" in json.loads(frame.data):
+                    raise SystemExit(f"the portal closed the terminal: {frame.data.decode()}")
+                elif frame.opcode is Opcode.CLOSE:
+                    raise SystemExit("the portal closed the terminal's socket")
             if predicate(out):
                 return out
         return out
 
     def close(self) -> None:
-        self.loop.run_until_complete(self.ws.close())
-        self.loop.close()
+        self.protocol.send_close()
+        self._flush()
+        self.sock.close()
 
 
 class DirectTerminal:
@@ -138,8 +174,8 @@ class DirectTerminal:
         os.waitpid(self.pid, 0)
 
 
-def through_portal(student, job, keys: int, log_name: str, prompt: str = "") -> tuple[subprocess.Popen, list[float]]:
-    """Start uvicorn, open the job's terminal socket as `student` and time `keys` keys; returns (web, samples)."""
+def open_portal(student, job, log_name: str, prompt: str = "") -> tuple[subprocess.Popen, PortalTerminal]:
+    """Start uvicorn as `make demo` does and open the job's terminal socket as `student`, at its prompt."""
     from django.test import Client
 
     client = Client()
@@ -148,27 +184,32 @@ def through_portal(student, job, keys: int, log_name: str, prompt: str = "") -> 
     port = free_port()
     log = Path(tempfile.gettempdir()) / log_name
     argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
-    web = start(argv, log)
+    web = start([*argv, "--ws", "websockets-sansio"], log)
     wait_for(lambda: "Application startup complete" in log.read_text(), 60, "uvicorn to start")
     origin = f"http://127.0.0.1:{port}"
     portal = PortalTerminal(f"ws://127.0.0.1:{port}/ws/jobs/{job.pk}/terminal/?cols=120&rows=40", cookie, origin)
     if prompt:
         portal.read_until(lambda out: prompt in out)
-    portal.send(f"echo {READY}\n")
-    portal.read_until(lambda out: READY in out.split("echo", 1)[-1])
-    samples = measure(portal.send, portal.read_until, keys)
-    portal.close()
-    return web, samples
+    ready(portal)
+    return web, portal
 
 
-def report(where: str, keys: int, portal_samples: list[float], direct_samples: list[float]) -> None:
-    print(f"keystroke -> echo, {keys} keys each, {where} (`cat > /dev/null` under a PTY)")
+def ready(terminal) -> None:
+    """The shell answers: what it printed before is read and dropped."""
+    terminal.send(f"echo {READY}\n")
+    terminal.read_until(lambda out: READY in out.split("echo", 1)[-1])
+
+
+def report(where: str, keys: int, samples: dict[str, list[float]]) -> None:
+    print(f"keystroke -> echo, {keys} keys each, {where} (`cat > /dev/null` under a PTY), taking turns")
+    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     print(f"{'':8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
-    for name, samples in (("portal", portal_samples), ("direct", direct_samples)):
-        p50, p95 = percentile(samples, 50) * 1000, percentile(samples, 95) * 1000
-        print(f"{name:8} {p50:8.2f} {p95:8.2f} {max(samples) * 1000:8.2f}")
-    ratio50 = percentile(portal_samples, 50) / percentile(direct_samples, 50)
-    ratio95 = percentile(portal_samples, 95) / percentile(direct_samples, 95)
+    for name, taken in samples.items():
+        p50, p95 = percentile(taken, 50) * 1000, percentile(taken, 95) * 1000
+        print(f"{name:8} {p50:8.2f} {p95:8.2f} {max(taken) * 1000:8.2f}")
+    portal, direct = samples["portal"], samples["direct"]
+    ratio50 = percentile(portal, 50) / percentile(direct, 50)
+    ratio95 = percentile(portal, 95) / percentile(direct, 95)
     print(f"portal/direct: p50 {ratio50:.2f}x, p95 {ratio95:.2f}x (target <= 1.5x)")
 
 
@@ -192,7 +233,7 @@ def main() -> None:
             owner=student, course=course, template=template, cluster=cluster, account=account,
             script="sleep 590", state=JobState.RUNNING, scheduler_id=job_id,
         )  # fmt: skip
-        web, portal_samples = through_portal(student, job, args.keys, "bench-terminal-web.log", prompt="$")
+        web, portal = open_portal(student, job, "bench-terminal-web.log", prompt="$")
 
         with tempfile.TemporaryDirectory() as tmp:
             key = Path(tmp) / "key"
@@ -211,13 +252,14 @@ def main() -> None:
             ssh_argv += ["srun", f"--jobid={job_id}", "--overlap", "--pty", "bash", "-l"]
             direct = DirectTerminal(ssh_argv)
             direct.read_until(lambda out: "$" in out)
-            direct.send(f"echo {READY}\n")
-            direct.read_until(lambda out: READY in out.split("echo", 1)[-1])
-            direct_samples = measure(direct.send, direct.read_until, args.keys)
+            ready(direct)
+            ways = {"portal": (portal.send, portal.read_until), "direct": (direct.send, direct.read_until)}
+            samples = measure(ways, args.keys)
+            portal.close()
             direct.send("exit\n")
             direct.close()
 
-        report(f"inside SLURM job {job_id}", args.keys, portal_samples, direct_samples)
+        report(f"inside SLURM job {job_id}", args.keys, samples)
     finally:
         if job_id:
             subprocess.run(["scancel", job_id], capture_output=True, check=False)

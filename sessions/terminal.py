@@ -97,6 +97,14 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         asyncio.get_running_loop().add_reader(self.term.fileno(), self._output_ready)
         self.tasks = [asyncio.create_task(self._pump()), asyncio.create_task(self._watch())]
 
+    async def dispatch(self, message):
+        # A keystroke touches no database, so it skips Channels' close_old_connections (a hop to a worker thread and
+        # back, about 0.2 ms on every key); connect, close and group messages still go through it.
+        if message["type"] == "websocket.receive":
+            await self.websocket_receive(message)
+        else:
+            await super().dispatch(message)
+
     def _output_ready(self) -> None:
         """The PTY has output or ended: queue it for _pump, which sends in order."""
         data = self.term.read()

@@ -1,0 +1,130 @@
+"""The terminal socket's data path, with a PTY stand-in at the kind's interface (open_terminal): keys reach the PTY and
+its echo comes back as binary frames, and no key takes a hop to a database thread (Channels' close_old_connections
+on every message costs about 0.2 ms of the echo's time); the access check still runs at connect."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+
+import channels.db
+import pytest
+from asgiref.testing import ApplicationCommunicator
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from django.db import connections
+
+from clusters import kinds
+from core.choices import JobState
+from sessions.routing import websocket_urlpatterns
+
+
+class EchoPty:
+    """The kind's Terminal interface (fileno, read, ended, write, resize, close) over a pipe: what is written comes
+    back as output, as a PTY's echo does."""
+
+    def __init__(self):
+        self._out, self._in = os.pipe()
+        os.set_blocking(self._out, False)
+        self.written, self.ended = b"", False
+
+    def fileno(self) -> int:
+        return self._out
+
+    def read(self) -> bytes:
+        try:
+            return os.read(self._out, 65536)
+        except BlockingIOError:
+            return b""
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+        os.write(self._in, data)
+
+    def resize(self, cols: int, rows: int) -> None:
+        pass
+
+    def close(self) -> None:
+        for fd in (self._out, self._in):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+@pytest.fixture
+def counted_closes(monkeypatch):
+    """How often Channels ran close_old_connections (in its worker thread) for this consumer's messages."""
+    calls = []
+    real = channels.db.close_old_connections
+    monkeypatch.setattr(channels.db, "close_old_connections", lambda: (calls.append(1), real())[1])
+    return calls
+
+
+def as_user(user):
+    """The portal's socket routes, with `user` as the one the session cookie would name."""
+    router = URLRouter(websocket_urlpatterns)
+
+    async def app(scope, receive, send):
+        return await router({**scope, "user": user}, receive, send)
+
+    return app
+
+
+async def _connect(user, job) -> tuple[ApplicationCommunicator, dict]:
+    """The browser's handshake (ASGI messages, as uvicorn sends them); the portal's first answer."""
+    scope = {"type": "websocket", "path": f"/ws/jobs/{job.pk}/terminal/", "query_string": b"cols=80&rows=24"}
+    communicator = ApplicationCommunicator(as_user(user), {**scope, "headers": [], "subprotocols": []})
+    await communicator.send_input({"type": "websocket.connect"})
+    return communicator, await communicator.receive_output(timeout=10)
+
+
+async def _type_and_read(user, job, keys: str, closes: list) -> tuple[str, str, int]:
+    """Type `keys` one at a time, each once the last one's echo came: (the handshake's answer, the echo, how many
+    close_old_connections ran for the keys after the first, whose echo says the connect's own work is done)."""
+    communicator, answer = await _connect(user, job)
+    echoed, before = "", None
+    if answer["type"] == "websocket.accept":
+        for key in keys:
+            await communicator.send_input({"type": "websocket.receive", "text": f'{{"input": "{key}"}}'})
+            echoed += (await communicator.receive_output(timeout=5))["bytes"].decode()
+            before = len(closes) if before is None else before
+    while_typing = len(closes) - (before or 0)
+    await communicator.send_input({"type": "websocket.disconnect", "code": 1000})
+    await communicator.wait(timeout=5)
+    await database_sync_to_async(connections.close_all)()  # the worker thread's connection, before the test db goes
+    return answer["type"], echoed, while_typing
+
+
+@pytest.mark.django_db(transaction=True)
+def test_keys_echo_back_without_a_database_hop_per_key(monkeypatch, counted_closes, make_job, alice):
+    job = make_job(alice, seconds=60)
+    job.state, job.scheduler_id = JobState.RUNNING, "4242"
+    job.save()
+    pty = EchoPty()
+    monkeypatch.setattr(type(kinds.kind_of(job.cluster.kind)), "open_terminal", lambda self, job, **size: pty)
+
+    answer, echoed, closes_while_typing = asyncio.run(_type_and_read(alice, job, "hostname", counted_closes))
+
+    assert answer == "websocket.accept" and pty.written == b"hostname" and echoed == "hostname"
+    assert closes_while_typing == 0, "keys' messages went through close_old_connections"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_another_students_job_is_refused_before_any_pty_opens(monkeypatch, make_job, alice, bob):
+    job = make_job(alice, seconds=60)
+    job.state, job.scheduler_id = JobState.RUNNING, "4242"
+    job.save()
+    opened = []
+    monkeypatch.setattr(
+        type(kinds.kind_of(job.cluster.kind)), "open_terminal", lambda self, job, **size: opened.append(1)
+    )
+
+    answer = asyncio.run(_refused(bob, job))
+
+    assert (answer, opened) == ({"type": "websocket.close", "code": 4404}, [])
+
+
+async def _refused(user, job) -> dict:
+    _, answer = await _connect(user, job)
+    await database_sync_to_async(connections.close_all)()
+    return answer
