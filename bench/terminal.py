@@ -122,7 +122,7 @@ class PortalTerminal:
         return self.protocol.events_received()
 
     def send(self, text: str) -> None:
-        self.protocol.send_text(json.dumps({"input": text}).encode())
+        self.protocol.send_binary(text.encode())  # keys go as binary frames, as static/js/terminal.js sends them
         self._flush()
 
     def read_until(self, predicate, timeout: float = 30) -> str:

@@ -9,8 +9,10 @@ timeline before it opens, and told to the student's open terminals (the job's gr
 The socket's query names the screen's size (cols, rows) and, where the kind offers a choice (a pod's containers),
 the target; the kind checks that the target is the job's own.
 
-Wire: the browser sends text frames {"input": "<keys>"} or {"resize": [cols, rows]}; the portal sends the PTY's
-output as binary frames and {"closed": "<why>"} (or {"notice": "<text>"}) as text frames.
+Wire: the browser sends keys as binary frames (UTF-8, as typed or pasted) and {"resize": [cols, rows]} as a text
+frame; the portal sends the PTY's output as binary frames and {"closed": "<why>"} (or {"notice": "<text>"}) as text
+frames. Keys cost no JSON, no database and no channel layer: the access helper answered at connect, and _watch
+checks the job on its own clock.
 """
 
 from __future__ import annotations
@@ -140,20 +142,21 @@ class TerminalConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data=None, bytes_data=None):
         if self.term is None:
             return
+        if bytes_data is not None:  # keys, as typed or pasted: written as they came, no parsing on the echo's path
+            self.last_input = time.monotonic()
+            if len(bytes_data) <= SMALL_WRITE:
+                self.term.write(bytes_data)  # a keystroke fits the channel's window: no thread hop on the echo's path
+            else:
+                await asyncio.to_thread(self.term.write, bytes_data)  # a paste may wait for the window to open
+            return
         try:
             message = json.loads(text_data or "{}")
         except ValueError:
             return
-        if isinstance(message.get("input"), str):
-            self.last_input = time.monotonic()
-            data = message["input"].encode()
-            if len(data) <= SMALL_WRITE:
-                self.term.write(data)  # a keystroke fits the channel's window: no thread hop on the echo's path
-            else:
-                await asyncio.to_thread(self.term.write, data)  # a paste may wait for the window to open
-        elif isinstance(message.get("resize"), list) and len(message["resize"]) == 2:
+        resize = message.get("resize") if isinstance(message, dict) else None
+        if isinstance(resize, list) and len(resize) == 2:
             with contextlib.suppress(TypeError, ValueError):
-                self.term.resize(int(message["resize"][0]), int(message["resize"][1]))
+                self.term.resize(int(resize[0]), int(resize[1]))
 
     async def staff_opened(self, event) -> None:
         """An instructor opened a terminal in this job: the student's own terminal says so."""

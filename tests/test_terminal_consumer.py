@@ -85,7 +85,7 @@ async def _type_and_read(user, job, keys: str, closes: list) -> tuple[str, str, 
     echoed, before = "", None
     if answer["type"] == "websocket.accept":
         for key in keys:
-            await communicator.send_input({"type": "websocket.receive", "text": f'{{"input": "{key}"}}'})
+            await communicator.send_input({"type": "websocket.receive", "bytes": key.encode()})
             echoed += (await communicator.receive_output(timeout=5))["bytes"].decode()
             before = len(closes) if before is None else before
     while_typing = len(closes) - (before or 0)

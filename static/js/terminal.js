@@ -45,7 +45,8 @@
     term.options.cursorBlink = false;
   };
 
-  term.onData((data) => send({ input: data }));
+  const keys = new TextEncoder();
+  term.onData((data) => { if (socket.readyState === WebSocket.OPEN) socket.send(keys.encode(data)); }); // binary frame
   term.onResize(({ cols, rows }) => send({ resize: [cols, rows] }));
   new ResizeObserver(() => fit.fit()).observe(box);
 

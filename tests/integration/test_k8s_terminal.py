@@ -41,12 +41,12 @@ def test_student_opens_a_shell_in_the_pod_resizes_it_and_reads_the_answers(
 ):
     job, _ = running_training(api_for, alice, kube, job_state, "shell-1")
     with open_socket(web, alice, job, cols=100, rows=30) as socket:
-        socket.send(json.dumps({"input": "hostname; echo pod=$HOSTNAME; stty size\n"}))
+        socket.send(b"hostname; echo pod=$HOSTNAME; stty size\n")
         output, closed = read_until(socket, lambda out: re.search(r"\n30 100\r?\n", plain(out)))
         lines = [line.strip() for line in plain(output).splitlines()]
         assert closed is None and HOST in lines and "pod=shell-1" in lines, output  # a real process, in that pod
         socket.send(json.dumps({"resize": [120, 40]}))  # channel 4 of the exec stream
-        socket.send(json.dumps({"input": "stty size\n"}))
+        socket.send(b"stty size\n")
         output, _ = read_until(socket, lambda out: "40 120" in out)
         assert "40 120" in output
     assert any("/pods/shell-1/exec?" in line for line in kube.requests())
@@ -62,7 +62,7 @@ def test_a_pod_with_two_containers_offers_a_picker_and_the_shell_opens_in_the_on
     picked = login(alice).get(f"/jobs/{job.pk}/terminal/?target=pick-1/watcher").content.decode()
     assert 'data-target="pick-1/watcher"' in picked
     with open_socket(web, alice, job, target="pick-1/watcher") as socket:
-        socket.send(json.dumps({"input": "echo in=$(basename $PWD)\n"}))
+        socket.send(b"echo in=$(basename $PWD)\n")
         output, _ = read_until(socket, lambda out: "in=watcher" in out)
         assert "in=watcher" in output  # the kubelet runs each container in its own directory
 
@@ -92,7 +92,7 @@ def test_instructor_shell_is_told_to_the_student_and_the_terminal_closes_when_th
     with open_socket(web, alice, job) as students, open_socket(web, instructor, job) as socket:
         told = json.loads(wait_text(students))
         assert "(instructor) opened a terminal in this job" in told["notice"]
-        socket.send(json.dumps({"input": "echo seen-$((6*7))\n"}))
+        socket.send(b"echo seen-$((6*7))\n")
         output, _ = read_until(socket, lambda out: "seen-42" in out)
         assert "seen-42" in output
         kube.set_pod(NS, "end-1", phase="Succeeded")

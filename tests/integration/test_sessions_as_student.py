@@ -7,7 +7,6 @@ student gets 404 on every file and terminal URL and a refused terminal socket, i
 from __future__ import annotations
 
 import io
-import json
 import os
 import pwd
 import re
@@ -123,7 +122,7 @@ def test_the_terminal_opens_a_shell_as_the_student_s_own_user_inside_the_job(
 ):
     job = job_state(launch(api_for, alice, seconds=240, time_minutes=5), "running")
     with open_socket(web, alice, job) as socket:
-        socket.send(json.dumps({"input": "echo who=$(id -un) job=$SLURM_JOB_ID\n"}))
+        socket.send(b"echo who=$(id -un) job=$SLURM_JOB_ID\n")
         answer = re.compile(rf"who={as_students[0]} job={job.scheduler_id}\r?\n")
         output, closed = read_until(socket, lambda out: answer.search(plain(out)))
     assert answer.search(plain(output)) and closed is None, (output, closed)

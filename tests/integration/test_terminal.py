@@ -188,7 +188,7 @@ def test_terminal_closes_with_a_message_when_the_job_ends(
 ):
     job = running_job(api_for, alice, job_state)
     with open_socket(web, alice, job) as socket:
-        socket.send(json.dumps({"input": "echo ready-$((6*7))\n"}))
+        socket.send(b"echo ready-$((6*7))\n")
         output, closed = read_until(socket, lambda out: "ready-42" in out)
         assert "ready-42" in output and closed is None
         subprocess.run(["scancel", job.scheduler_id], check=True)
@@ -203,7 +203,7 @@ def test_instructor_opens_a_terminal_and_the_students_terminal_and_timeline_say_
     with open_socket(web, alice, job) as students, open_socket(web, instructor, job) as socket:
         told = json.loads(wait_text(students))
         assert "(instructor) opened a terminal in this job" in told["notice"]
-        socket.send(json.dumps({"input": "whoami\n"}))
+        socket.send(b"whoami\n")
         as_user = re.compile(rf"^\r?{os.environ['GPULAB_SERVICE_USER']}\r?$", re.MULTILINE)  # the job's identity
         output, _ = read_until(socket, lambda out: as_user.search(plain(out)))
         assert as_user.search(plain(output)), output
@@ -221,7 +221,7 @@ def test_terminal_left_without_typing_closes_with_a_message(
     web = start_web(env, tmp_path / "web.log")
     try:
         with open_socket(web, alice, job) as socket:
-            socket.send(json.dumps({"input": "echo typed-$((6*7))\n"}))
+            socket.send(b"echo typed-$((6*7))\n")
             output, closed = read_until(socket, lambda out: "typed-42" in out)
             assert "typed-42" in output and closed is None
             _, closed = read_until(socket, lambda out: False, timeout=60)
