@@ -375,6 +375,12 @@ class LabSession(models.Model):
     removed_at = models.DateTimeField(
         "reservation removed", null=True, blank=True, help_text="Empty for a cancelled session: still to remove."
     )
+    pending_moved_at = models.DateTimeField(
+        "pending jobs moved in",
+        null=True,
+        blank=True,
+        help_text="When the course's jobs already waiting as the session began were moved into its reservation.",
+    )
     booked_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -15,12 +15,14 @@ from clusters import services as cluster_services
 from clusters.backends import BackendError
 from clusters.models import Cluster
 from core import measurements
+from core.enqueue import send_on_commit
 from courses import lab_reservations, lab_sessions
 from jobs import (
     budget_pass,
     cancellation,
     enqueue,
     kept_logs,
+    lab_session_jobs,
     never_starts,
     polling,
     submission,
@@ -141,11 +143,26 @@ def remove_lab_reservation(session_id: int) -> str:
     return lab_reservations.remove(session_id)
 
 
+@shared_task(name=lab_session_jobs.MOVE_PENDING, autoretry_for=(BackendError,), retry_backoff=5, max_retries=6)
+def move_pending_into_lab_session(session_id: int) -> int:
+    """The course's jobs already waiting as its lab session began go into the session's reservation."""
+    return len(lab_session_jobs.move_pending(session_id))
+
+
 @shared_task
 def sweep_lab_sessions() -> dict:
-    """The beat task: ended sessions closed and their reservations removed, lost bookings asked for again."""
+    """The beat task: ended sessions closed and their reservations removed, lost bookings asked for again, and the
+    jobs waiting as a session began moved into it."""
     report = lab_reservations.sweep()
-    return {"ended": len(report.ended), "removing": len(report.removing), "asked_again": len(report.asked_again)}
+    starting = lab_session_jobs.due()
+    for session_id in starting:
+        send_on_commit(lab_session_jobs.MOVE_PENDING, session_id)
+    return {
+        "ended": len(report.ended),
+        "removing": len(report.removing),
+        "asked_again": len(report.asked_again),
+        "moving_pending": len(starting),
+    }
 
 
 @shared_task

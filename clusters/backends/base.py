@@ -229,6 +229,11 @@ class ClusterBackend(ABC):
         """Remove it; one already gone (ended, or removed by hand) is not an error."""
         raise NotSupported(f"{self.cluster.display_name} cannot hold GPUs for a lab session.")
 
+    def move_into_reservation(self, name: str, scheduler_ids: list[str]) -> list[str]:
+        """Move these pending jobs into the reservation; the ids now waiting in it (a job that started or ended
+        meanwhile is left as it is)."""
+        raise NotSupported(f"{self.cluster.display_name} cannot hold GPUs for a lab session.")
+
     # The queue: why pending jobs wait, read once per poll cycle for every job (clusters/backends/queue.py).
     def queue(self) -> QueueView:
         """Every pending and running job the scheduler shows, with start estimates and priority factors where it has

@@ -138,6 +138,12 @@ def pending_argv(name: str) -> list[str]:
     return ["squeue", "--noheader", "--states=PENDING", f"--reservation={checked_name(name)}", "--format=%i"]
 
 
+def join_argv(job_ids: list[str], name: str) -> list[str]:
+    """Those waiting jobs into the reservation (an operator may move any user's job). SLURM moves every job it can and
+    fails the call for the rest, so what moved is read back with pending_argv."""
+    return ["scontrol", "update", f"JobId={','.join(job_ids)}", f"Reservation={checked_name(name)}"]
+
+
 def leave_argv(job_ids: list[str]) -> list[str]:
     """Those jobs out of the reservation: they wait for the cluster's GPUs like any other job."""
     return ["scontrol", "update", f"JobId={','.join(job_ids)}", "Reservation="]

@@ -5,6 +5,7 @@ reaches the instructor in words, and Test connection says whether the service ac
 
 import re
 import subprocess
+import time
 from datetime import datetime, timedelta
 
 import pytest
@@ -172,3 +173,43 @@ def test_where_jobs_run_as_each_student_the_reservation_is_theirs_and_their_job_
     assert job.account.username == students[0]
     assert f"Reservation={session.reservation_name}" in slurm("scontrol", "show", "job", "--oneliner", job.scheduler_id)
     assert f"owner={students[0]}" in read_whole_log(api_for, alice, job_state(job, "completed", timeout=150))
+
+
+def waiting_job(owner, course, cluster, template) -> Job:
+    """A job of the course that was already waiting when the session began: submitted for real as the service account,
+    held back ten minutes by --begin so it stays pending through the test."""
+    scheduler_id = subprocess.run(
+        ["runuser", "-u", "labsvc", "--", "sbatch", "--parsable", "--begin=now+600", "--time=1",
+         "--output=/dev/null", "--wrap=true"],
+        capture_output=True, text=True, check=True, cwd="/tmp",
+    ).stdout.strip()  # fmt: skip
+    return Job.objects.create(
+        owner=owner, course=course, cluster=cluster, template=template, state="pending", scheduler_id=scheduler_id
+    )
+
+
+def test_jobs_already_waiting_when_the_session_begins_are_moved_into_it_and_other_courses_jobs_are_not(
+    worker, api_for, instructor, alice, make_user, course, other_course, lab_cluster, sleep_template
+):
+    other_course.clusters.add(lab_cluster)
+    mine = waiting_job(alice, course, lab_cluster, sleep_template)
+    theirs = waiting_job(make_user("olga"), other_course, lab_cluster, sleep_template)
+
+    session = state_of(book_now(api_for, instructor, course, lab_cluster), LabSessionState.HELD)
+    reservation_of = lambda job: slurm("squeue", "-h", "-j", job.scheduler_id, "-o", "%v").strip()  # noqa: E731
+    # The beat's sweep finds the held session on now and the workers move the course's waiting job in.
+    wait_for(lambda: reservation_of(mine) == session.reservation_name, timeout=60, what="the waiting job to move in")
+    wait_for(
+        lambda: LabSession.objects.filter(pk=session.pk).exclude(pending_moved_at=None).exists(),
+        what="the session to record that its waiting jobs moved in",
+    )
+    assert reservation_of(theirs) == "(null)"  # another course's job waits for the cluster as before
+    note = mine.events.get(kind="note")
+    assert note.message == (
+        "The class's lab session began: this job now waits for the GPUs held for the class "
+        f"(reservation {session.reservation_name})."
+    )
+    assert not theirs.events.exists()
+    # Once moved, the sweep leaves the session alone: the job's note is not written again.
+    time.sleep(5)  # more than two sweeps (LAB_SESSION_SWEEP_SECONDS=2)
+    assert mine.events.filter(kind="note").count() == 1

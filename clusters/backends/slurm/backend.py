@@ -423,6 +423,18 @@ class SlurmBackend(ClusterBackend):
         held = self._run(reservations.HELD_ARGV)
         self._free_jobs(name, reservations.release_argv, reservations.held_for(held.stdout, name) if held.ok else [])
 
+    def move_into_reservation(self, name: str, scheduler_ids: list[str]) -> list[str]:
+        ids = [i for i in scheduler_ids if SCHEDULER_ID.match(i)]
+        if not ids:
+            return []
+        moved = self._run(reservations.join_argv(ids, name))
+        if not moved.ok:  # some had started or ended: the rest moved all the same
+            logger.info("jobs %s into reservation %s: %s", ids, name, moved.message())
+        waiting = self._run(reservations.pending_argv(name))
+        if not waiting.ok:
+            raise BackendError(f"squeue did not list the jobs of reservation {name}: {waiting.message()}")
+        return sorted(set(ids) & set(waiting.stdout.split()))
+
     def _free_jobs(self, name: str, argv_for, job_ids: list[str]) -> None:
         ids = [i for i in job_ids if SCHEDULER_ID.match(i)]
         result = self._run(argv_for(ids)) if ids else None
