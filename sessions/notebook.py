@@ -31,6 +31,7 @@ from jobs.models import Job
 ADDRESS_SECONDS = 300  # a server keeps its port for its life; a restart is found when this runs out or fails
 PREFIX = "/jobs/{job_id}/lab/"  # the server's --ServerApp.base_url: the portal proxies this path unchanged
 KERNELS_TIMEOUT = 10
+ANSWER_TIMEOUT = 3  # the session page asks every few seconds whether the server answers yet
 WARN_MINUTES = 10  # the session page warns this long before the allocation ends
 
 
@@ -86,18 +87,36 @@ def unrewritten(text: bytes, found: NotebookAddress) -> bytes:
     return text
 
 
-def last_kernel_activity(job: Job) -> tuple[bool, datetime | None]:
-    """(whether a kernel is busy, the newest kernel activity) from Jupyter's /api/kernels, as the portal."""
+def _get(job: Job, path: str, timeout: float) -> requests.Response:
+    """GET a path of the job's server under its prefix, as the proxy reaches it (token, headers, CA); a server that
+    does not answer is forgotten, so the next request asks the kind where it is again."""
     found = address(job)
     query = upstream_query(found)
     try:
         with _verify(found) as verify:
-            response = requests.get(
-                f"{found.url}{prefix(job.pk)}api/kernels" + (f"?{query}" if query else ""),
+            return requests.get(
+                f"{found.url}{prefix(job.pk)}{path}" + (f"?{query}" if query else ""),
                 headers=upstream_headers(found),
-                timeout=KERNELS_TIMEOUT,
+                timeout=timeout,
                 verify=verify,
             )
+    except requests.RequestException:
+        forget(job.pk)
+        raise
+
+
+def answers(job: Job) -> bool:
+    """Whether the job's server answers its status API now (the session page loads JupyterLab once it does)."""
+    try:
+        return _get(job, "api/status", ANSWER_TIMEOUT).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def last_kernel_activity(job: Job) -> tuple[bool, datetime | None]:
+    """(whether a kernel is busy, the newest kernel activity) from Jupyter's /api/kernels, as the portal."""
+    response = _get(job, "api/kernels", KERNELS_TIMEOUT)
+    try:
         response.raise_for_status()
         kernels = response.json()
     except (requests.RequestException, ValueError):

@@ -6,14 +6,14 @@ itself (jobs/access.get_job_notebook)."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.shortcuts import render
 
 from clusters import kinds
 from core.choices import JobState
 from jobs import access
 
-from . import notebook
+from . import notebook, notebook_ready
 
 
 def _context(request, job_id) -> dict:
@@ -40,3 +40,12 @@ def job_notebook(request, job_id):
 def job_notebook_status(request, job_id):
     """The session's state and clock, refreshed by htmx while the page is open."""
     return render(request, "sessions/_notebook_status.html", _context(request, job_id))
+
+
+@login_required
+def job_notebook_ready(request, job_id):
+    """Whether the owner's JupyterLab answers yet, and what to say until it does (sessions/notebook_ready.py)."""
+    job = access.get_job_notebook(request.user, job_id)
+    if not notebook.is_notebook(job):
+        raise Http404("This job has no JupyterLab.")
+    return JsonResponse(notebook_ready.readiness(job).as_dict(), headers={"Cache-Control": "no-store"})

@@ -14,4 +14,5 @@ urlpatterns = [
     path("jobs/<uuid:job_id>/terminal/", terminal_views.job_terminal, name="job_terminal"),
     path("jobs/<uuid:job_id>/jupyter/", notebook_views.job_notebook, name="job_notebook"),
     path("jobs/<uuid:job_id>/jupyter/status/", notebook_views.job_notebook_status, name="job_notebook_status"),
+    path("jobs/<uuid:job_id>/jupyter/ready/", notebook_views.job_notebook_ready, name="job_notebook_ready"),
 ]

@@ -21,6 +21,8 @@ class FakeBackend(ClusterBackend):
     submitted: dict[str, uuid.UUID] = {}  # scheduler id → portal job id
     statuses: dict[str, SchedulerStatus] = {}
     logs: dict[uuid.UUID, str] = {}
+    job_files: dict[tuple[uuid.UUID, str], str] = {}  # (portal job id, name) → what the job wrote in its directory
+    nodes_of: dict[str, list[str]] = {}  # scheduler id → the nodes it holds
     poll_calls: list[list[str]] = []
     usages: dict = {}  # scheduler id → AccountedUsage, what accounting answers for it
     usage_calls: list[list[str]] = []
@@ -37,7 +39,7 @@ class FakeBackend(ClusterBackend):
         cls.submitted, cls.statuses, cls.logs, cls.poll_calls, cls.cancelled = {}, {}, {}, [], []
         cls.usages, cls.usage_calls, cls.requests = {}, [], []
         cls.reservations, cls.reservation_calls, cls.refuse_reservations = {}, [], ""
-        cls.down = False
+        cls.down, cls.job_files, cls.nodes_of = False, {}, {}
 
     def _check(self) -> None:
         if FakeBackend.down:
@@ -67,6 +69,17 @@ class FakeBackend(ClusterBackend):
     def cancel(self, scheduler_id):
         self._check()
         FakeBackend.cancelled.append(scheduler_id)
+
+    def read_job_file(self, job_id, name, offset, limit):
+        self._check()
+        text = FakeBackend.job_files.get((job_id, name))
+        if text is None:
+            return LogChunk(offset=0, data="", eof=True, exists=False)
+        return LogChunk(offset=len(text), data=text[offset : offset + limit], eof=True)
+
+    def job_nodes(self, scheduler_id):
+        self._check()
+        return FakeBackend.nodes_of.get(scheduler_id, [])
 
     def read_log(self, job_id, offset, limit, *, scheduler_id="", stream=""):
         data = FakeBackend.logs.get(job_id, "").encode()

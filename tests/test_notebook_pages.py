@@ -44,7 +44,8 @@ def test_another_student_gets_404_on_the_page_and_its_status(login, running, bob
 
 def test_owner_sees_jupyterlab_the_time_left_and_the_charts(login, running, alice):
     page = login(alice).get(url(running)).content.decode()
-    assert f'src="/jobs/{running.pk}/lab/lab"' in page and 'id="open-jupyterlab"' in page
+    assert 'id="notebook-frame"' in page and 'id="open-jupyterlab"' in page  # the frame loads once the server answers
+    assert f'data-ready-url="/jobs/{running.pk}/jupyter/ready/"' in page
     assert "<strong>9 min</strong> left" in page
     assert 'data-telemetry="job"' in page and "owner-only" not in page
 
