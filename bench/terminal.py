@@ -164,7 +164,10 @@ class DirectTerminal:
             ready, _, _ = select.select([self.fd], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
                 break
-            out += os.read(self.fd, 65536).decode(errors="replace")
+            try:
+                out += os.read(self.fd, 65536).decode(errors="replace")
+            except OSError:  # the PTY's other end closed: ssh ended (srun refused, or the job was cancelled)
+                raise SystemExit(f"the direct ssh ended; it said: {out[-500:]!r}") from None
             if predicate(out):
                 return out
         return out
