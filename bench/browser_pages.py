@@ -19,7 +19,9 @@ Printed per page:
   callbacks that ran before the next frame), measured while frames arrive at 1 Hz for --minutes with every page open;
 - JS heap used (after a forced GC) when opened, every 5 minutes, and after --minutes open.
 --profile prints where the script time went (CPU profiles on open and live); --screenshots DIR saves each page
-at 1280 and 390 px wide, once opened and at the end.
+at 1280 and 390 px wide, once opened and at the end. --heap-diff takes a heap snapshot of each page at the first
+5-minute heap figure and at the end, and prints what grew between them and what was made since and is still held
+(bench/heap_snapshot.py; the snapshots are saved to bench/results/*.heapsnapshot).
 Uses its own database (test_<DATABASE_URL name>_bench) and the Redis database of REDIS_URL (default 2).
 """
 
@@ -38,6 +40,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, load_env, percentile, start, stop, wait_for
 from cpu_profile import CpuProfile, summarize
+from heap_snapshot import compare
+from heap_snapshot import take as take_snapshot
 
 GPUS_PER_NODE, STUDENTS = 8, 60
 HISTORY_MINUTES, FINISHED_FROM, FINISHED_TO = 60, 75, 62  # minutes before now
@@ -71,9 +75,9 @@ PROBE = """
       desc.set.call(this, (event) => {
         const t0 = performance.now();
         try { fn.call(this, event); } finally {
-          let type = "other";
-          try { type = JSON.parse(event.data).type; } catch (e) {}
-          probe.events.push([type === "frame" ? "frame" : "message", t0, performance.now() - t0]);
+          const spent = performance.now() - t0; // the probe's own look at the message is not the page's time
+          const frame = typeof event.data === "string" && event.data.startsWith('{"type":"frame"');
+          probe.events.push([frame ? "frame" : "message", t0, spent]);
         }
       });
     },
@@ -360,6 +364,8 @@ def main() -> None:
     parser.add_argument("--screenshots", help="a folder: each page at 1280 px and 390 px once opened, and at the end")
     parser.add_argument("--profile", action="store_true", help="print where script time goes (CPU profiles, saved "
                         "to bench/results/*.cpuprofile) on open and live")  # fmt: skip
+    parser.add_argument("--heap-diff", action="store_true", help="heap snapshots at 5 minutes and at the end, "
+                        "compared: what the pages keep (bench/heap_snapshot.py)")  # fmt: skip
     args = parser.parse_args()
     if args.role == "producer":
         return produce(json.loads(Path(args.plan).read_text()))
@@ -427,6 +433,7 @@ def main() -> None:
             events: dict[str, list] = {name: [] for name in opened}
             ends = time.monotonic() + args.minutes * 60
             next_heap = time.monotonic() + HEAP_EVERY
+            snapshots: dict = {}
             while (left := ends - time.monotonic()) > 0:
                 time.sleep(min(left, PROBE_EVERY))
                 for name, page in opened.items():
@@ -437,11 +444,16 @@ def main() -> None:
                 next_heap += HEAP_EVERY
                 for name, page in opened.items():
                     heaps[name].append(heap_mib(page))
+                    if args.heap_diff and name not in snapshots:
+                        snapshots[name] = take_snapshot(page, results / f"{name}-5min.heapsnapshot")
                 print(
                     "heap (MiB, after a GC) since open: "
                     + "; ".join(f"{name} {' '.join(f'{h:.1f}' for h in values)}" for name, values in heaps.items()),
                     flush=True,
                 )
+            for name, first in snapshots.items():
+                last = take_snapshot(opened[name], results / f"{name}-end.heapsnapshot")
+                print(f"{name}: heap kept from 5 minutes to the end\n{compare(first, last)}", flush=True)
             for name, profiler in profilers.items():
                 print(f"live-{name}:\n{summarize(profiler.stop(results / f'live-{name}.cpuprofile'))}", flush=True)
             for name, page in opened.items():

@@ -2,7 +2,8 @@
 // downsampled on the server and columnar, drawn once per chart (one uPlot canvas each: a redraw costs about a
 // millisecond where an SVG chart cost tens). Live frames are queued, appended to each chart's columns and drawn
 // when they move its line by about a pixel, a few charts per animation frame; charts off-screen or in a hidden
-// tab keep their queue and catch up when shown. The frames' keys: docs/telemetry-wire.md. Which number of a frame feeds which chart comes with the series message
+// tab are not drawn and catch up when shown, their queued points folded into their columns now and then (thinned
+// like the others), so a page left open for hours holds the same memory as one just opened. The frames' keys: docs/telemetry-wire.md. Which number of a frame feeds which chart comes with the series message
 // (static/js/telemetry-charts.json, read by telemetry/series.py too). The server numbers frames per group (seq);
 // a jump means frames were lost, and the page asks for the ring from the time of the last frame it holds.
 // Stale samples arrive as null and show as gaps, never as zeros.
@@ -13,7 +14,8 @@ const GAP_MS = 30000; // the server's series.GAP_MS: frames further apart than t
 // After this many new x values (10 minutes of frames) every trace is thinned back to HISTORY_POINTS: memory goes
 // up and down by that much, never further, however long the page stays open.
 const COMPACT_EVERY = 600;
-const QUEUE_LIMIT = 20000; // points a hidden chart holds before dropping its oldest
+const QUEUE_LIMIT = 20000; // points a chart not yet drawn holds before dropping its oldest
+const FOLD_AT = 120; // queued points a drawn chart out of view moves into its columns, undrawn (fold)
 const REDRAW_MS = [1000, 10000]; // a live chart redraws when new points move its line by about a pixel, within these
 const REDRAWS_PER_FRAME = 2; // charts redrawn in one animation frame; the others wait for the next
 const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
@@ -194,6 +196,7 @@ class Chart {
     this.drawnAt = 0;
     this.compactAt = COMPACT_EVERY;
     Object.defineProperty(this.el, "data", { configurable: true, get: () => this.traces() });
+    this.el.telemetryChart = this; // its queue and columns, for tests
     const table = box.querySelector("details[data-chart-table]");
     if (table) table.addEventListener("toggle", () => { if (table.open) this.fillTable(table); });
   }
@@ -273,7 +276,8 @@ class Chart {
 
   push(point) {
     this.queue.push(point);
-    if (this.queue.length > QUEUE_LIMIT) this.queue.splice(0, this.queue.length - QUEUE_LIMIT);
+    if (this.drawn && !this.waiting && this.queue.length >= FOLD_AT) this.fold();
+    else if (this.queue.length > QUEUE_LIMIT) this.queue.splice(0, this.queue.length - QUEUE_LIMIT);
   }
 
   // Milliseconds between live redraws: an hour on 300 px moves 12 s a pixel, so redrawing every second shows
@@ -286,7 +290,7 @@ class Chart {
 
   // When this chart wants a redraw: never (0), or a performance.now() time.
   due() {
-    if (!this.queue.length || this.waiting || document.hidden) return 0;
+    if (!(this.queue.length || this.unshown) || this.waiting || document.hidden) return 0;
     if (!this.drawn) return this.drawnAt + REDRAW_MS[0]; // a first drawing, shown or not: the page has its charts
     if (!this.visible) return 0;
     return this.drawnAt + this.redrawEvery();
@@ -294,11 +298,11 @@ class Chart {
 
   // Live: the queued points appended to the columns, then one setData.
   flush() {
-    if (!this.queue.length || this.waiting || document.hidden || (this.drawn && !this.visible)) return;
+    if (!(this.queue.length || this.unshown) || this.waiting || document.hidden || (this.drawn && !this.visible)) return;
     this.drawnAt = performance.now();
-    const points = this.queue;
-    this.queue = [];
     if (!this.drawn) {
+      const points = this.queue;
+      this.queue = [];
       const grouped = new Map();
       for (const p of points) {
         if (this.byStep && p.y === null) continue;
@@ -309,14 +313,28 @@ class Chart {
       if (grouped.size) this.draw([...grouped.values()]);
       return;
     }
-    const fresh = this.append(points);
-    this.el.dataset.points = String(Number(this.el.dataset.points || 0) + points.length);
-    if (fresh || this.xs.length > this.compactAt) {
-      this.compact(fresh);
-      return;
-    }
+    if (this.queue.length && this.fold()) return;
+    this.unshown = false;
     this.plot.setData([this.xs, ...this.ys]);
     this.label(false);
+  }
+
+  // The queue into the columns, thinned when they grew past compactAt, without drawing: flush draws them, or the
+  // chart is out of view and they wait there (unshown) instead of in a queue that grows as long as the page is open.
+  // True when the chart was built anew (its lines changed): it is drawn then.
+  fold() {
+    const points = this.queue;
+    this.queue = [];
+    const fresh = this.append(points);
+    this.el.dataset.points = String(Number(this.el.dataset.points || 0) + points.length);
+    if (fresh) {
+      this.compact(true);
+      this.unshown = false;
+      return true;
+    }
+    if (this.xs.length > this.compactAt) this.compact(false);
+    this.unshown = true;
+    return false;
   }
 
   // Points into the columns: one x per distinct x (a frame's time, or a step). True when the series changed
@@ -352,13 +370,12 @@ class Chart {
   }
 
   // Thinned back to HISTORY_POINTS x values: memory stays flat. The chart is built anew only when its lines
-  // changed or came out of x order (rebuild: each trace sorted and thinned), else given the thinned columns.
+  // changed or came out of x order (rebuild: each trace sorted and thinned), else its columns are thinned and
+  // drawn by the next flush.
   compact(rebuild) {
     if (!rebuild && !this.byStep) { // the routine case: the columns are in x order, thinned as they are
       [this.xs, this.ys] = thinColumns(this.xs, this.ys, HISTORY_POINTS);
       this.compactAt = this.xs.length + COMPACT_EVERY;
-      this.plot.setData([this.xs, ...this.ys]);
-      this.label(false);
       return;
     }
     const traces = this.traces().map((t) => {
@@ -375,8 +392,6 @@ class Chart {
     if (!rebuild) {
       [this.xs, this.ys] = align(traces);
       this.compactAt = this.xs.length + COMPACT_EVERY;
-      this.plot.setData([this.xs, ...this.ys]);
-      this.label(false);
       return;
     }
     const points = this.el.dataset.points;

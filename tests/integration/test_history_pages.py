@@ -166,6 +166,39 @@ def test_job_and_node_pages_open_on_an_hour_of_history_drawn_once_and_answer_cli
     expect(page.locator("[data-socket-state]")).to_have_text("live")
     page.screenshot(path=f"{SHOTS}/gpulab-job-hour.png", full_page=True)
 
+    # A chart out of view is not drawn, and what arrives for it is folded into its columns rather than queued for as
+    # long as the page stays open: of 1,500 points fewer than 120 are left waiting, the rest are in the columns.
+    page.evaluate("window.scrollTo(0, 0)")
+    name = page.evaluate(
+        "[...document.querySelectorAll('[data-chart]')].map((el) => el.telemetryChart)"
+        ".filter((c) => c && c.drawn && !c.byStep).at(-1).box.dataset.chartBox"
+    )  # the last chart by time
+    box = page.locator(f"[data-chart-box={name}]")
+    assert box.bounding_box()["y"] > 900, f"{name} starts below the fold"
+    kept = page.evaluate(
+        """(name) => {
+          const chart = document.querySelector(`[data-chart="${name}"]`).telemetryChart;
+          const [key, label, waiting] = [chart.keys[0], chart.names[0], chart.queue.length];
+          const last = Math.max(chart.xs.at(-1), ...chart.queue.map((p) => p.x)); // live frames queue meanwhile
+          const step = 1000;
+          const drawnAt = chart.drawnAt;
+          for (let i = 1; i <= 1500; i++) chart.push({ chart: name, key, name: label, x: last + i * step, y: i % 7 });
+          const folded = 1500 - ((1500 + waiting) % 120); // the points in the columns by now
+          return { waiting, queued: chart.queue.length, newest: chart.xs.at(-1),
+                   expected: last + folded * step, columns: chart.xs.length,
+                   redrawn: chart.drawnAt !== drawnAt, shows: chart.plot.data[0] === chart.xs };
+        }""",
+        name,
+    )
+    assert kept["waiting"] < 120 and kept["queued"] < 120 and kept["newest"] == kept["expected"], kept
+    assert kept["columns"] <= 1200 and not kept["redrawn"] and not kept["shows"], kept  # thinned, not drawn yet
+    box.scroll_into_view_if_needed()
+    page.wait_for_function(
+        f"(() => {{ const c = document.querySelector('[data-chart=\"{name}\"]').telemetryChart;"
+        " return c.plot.data[0] === c.xs && !c.unshown; })()",
+        timeout=15_000,
+    )
+
     page = browser()
     log_in(page, web, "ada")
     page.goto(f"{web.url}/nodes/{node.pk}/")
