@@ -3,8 +3,8 @@
 The page asks every few seconds (static/js/notebook.js); each answer is one phase: `waiting` (the job waits for a
 node), `starting` (the job runs, its server does not answer yet), `ready` (it answers: the page loads JupyterLab),
 `unreachable` (the portal cannot reach the cluster now; the page keeps asking), `refused` (the server's address is
-one the portal will not open; asking again will not help) or `ended`. Only the owner asks (jobs/access.
-get_job_notebook), the same check as every proxied request.
+one the portal will not open, or the cluster cannot tell it; asking again will not help) or `ended`. Only the owner
+asks (jobs/access.get_job_notebook), the same check as every proxied request.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from clusters.backends.base import BackendError
+from clusters.backends.base import BackendError, NotSupported
 from clusters.backends.kind import ActionRefused, NotebookNotReady
 from core.choices import JobState
 from jobs.models import Job
@@ -54,7 +54,7 @@ def readiness(job: Job) -> Readiness:
             return Readiness("ready", READY, started, notebook.prefix(job.pk) + "lab")
     except NotebookNotReady:
         pass
-    except ActionRefused as exc:
+    except (ActionRefused, NotSupported) as exc:  # asking again will not change the answer
         return Readiness("refused", str(exc), started)
     except BackendError as exc:
         return Readiness("unreachable", f"Starting JupyterLab… The portal cannot ask the cluster now: {exc}", started)

@@ -10,6 +10,7 @@ from clusters.backends.base import (
     ClusterUnreachable,
     ConnectionReport,
     LogChunk,
+    NotSupported,
     SchedulerStatus,
     SubmitRequest,
 )
@@ -23,6 +24,9 @@ class FakeBackend(ClusterBackend):
     logs: dict[uuid.UUID, str] = {}
     job_files: dict[tuple[uuid.UUID, str], str] = {}  # (portal job id, name) → what the job wrote in its directory
     nodes_of: dict[str, list[str]] = {}  # scheduler id → the nodes it holds
+    files_unreadable = (
+        ""  # set: read_job_file refuses with these words (a cluster whose job files the portal cannot read)
+    )
     poll_calls: list[list[str]] = []
     usages: dict = {}  # scheduler id → AccountedUsage, what accounting answers for it
     usage_calls: list[list[str]] = []
@@ -39,7 +43,7 @@ class FakeBackend(ClusterBackend):
         cls.submitted, cls.statuses, cls.logs, cls.poll_calls, cls.cancelled = {}, {}, {}, [], []
         cls.usages, cls.usage_calls, cls.requests = {}, [], []
         cls.reservations, cls.reservation_calls, cls.refuse_reservations = {}, [], ""
-        cls.down, cls.job_files, cls.nodes_of = False, {}, {}
+        cls.down, cls.job_files, cls.nodes_of, cls.files_unreadable = False, {}, {}, ""
 
     def _check(self) -> None:
         if FakeBackend.down:
@@ -72,6 +76,8 @@ class FakeBackend(ClusterBackend):
 
     def read_job_file(self, job_id, name, offset, limit):
         self._check()
+        if FakeBackend.files_unreadable:
+            raise NotSupported(FakeBackend.files_unreadable)
         text = FakeBackend.job_files.get((job_id, name))
         if text is None:
             return LogChunk(offset=0, data="", eof=True, exists=False)

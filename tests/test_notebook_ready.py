@@ -138,6 +138,15 @@ def test_an_address_off_the_jobs_nodes_is_refused_in_words(login, session, alice
     assert answer["phase"] == "refused" and "not a node of this job" in answer["message"]
 
 
+def test_a_cluster_whose_job_files_the_portal_cannot_read_stops_the_asking_with_the_reason(
+    login, session, alice, fake_backend
+):
+    start(session)
+    fake_backend.files_unreadable = "The files jobs write here are read over SSH; an admin can add the login node."
+    answer = ready(login(alice), session)
+    assert answer["phase"] == "refused" and "add the login node" in answer["message"]
+
+
 def test_a_cluster_the_portal_cannot_reach_keeps_the_page_asking(login, session, alice, fake_backend):
     start(session)
     fake_backend.down = True
