@@ -12,6 +12,15 @@
   const KEEP_ASKING = new Set(["waiting", "starting", "unreachable"]);
   let elapsed = null; // seconds since the phase began, as the server counted them, ticked here between answers
   let tick = null;
+  let ended = false;
+
+  // The status card above says how the session ended; this line then has nothing left to say.
+  function end() {
+    ended = true;
+    clearInterval(tick);
+    line.dataset.phase = "ended";
+    line.hidden = true;
+  }
 
   function clock(seconds) {
     const m = Math.floor(seconds / 60), s = seconds % 60;
@@ -38,6 +47,7 @@
   }
 
   async function ask() {
+    if (ended) return;
     let answer;
     try {
       const response = await fetch(box.dataset.readyUrl, { headers: { Accept: "application/json" }, cache: "no-store" });
@@ -49,10 +59,15 @@
       return;
     }
     if (answer.phase === "ready") { attach(answer); return; }
+    if (answer.phase === "ended") { end(); return; }
     show(answer);
     if (KEEP_ASKING.has(answer.phase)) setTimeout(ask, ASK_EVERY_MS);
     else { clearInterval(tick); line.querySelector(".spinner")?.remove(); }
   }
+
+  document.body.addEventListener("htmx:afterSwap", () => {
+    if (document.getElementById("session-ended")) end(); // the card's own words for an ended session
+  });
 
   tick = setInterval(() => {
     if (elapsed === null) return;

@@ -10,6 +10,7 @@ import time
 import uuid
 
 import requests
+from playwright.sync_api import expect
 from websockets.sync.client import connect
 
 from jobs.builtin import load_builtin_templates
@@ -37,6 +38,30 @@ def launch_notebook(api_for, user, cluster, **params) -> Job:
     )
     assert response.status_code == 201, response.content
     return Job.objects.get(pk=response.json()["id"])
+
+
+def new_notebook_cell(lab):
+    """A new notebook from the launcher in JupyterLab's frame (`lab`, a FrameLocator), once it holds its kernel: the
+    editor of its first cell. The cell's editor knows its language once the kernel answered kernel_info; before that
+    the notebook is still connecting, and what is typed or run then is lost: the typed code never shows in the cell,
+    or Shift+Enter only moves on to a new cell without asking any kernel."""
+    lab.locator('.jp-LauncherCard[data-category="Notebook"]').first.click(timeout=60_000)
+    editor = lab.locator(".jp-Notebook .jp-Cell .cm-content").first
+    expect(editor).to_be_visible(timeout=60_000)
+    expect(lab.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=60_000)
+    expect(lab.locator(".jp-Notebook .jp-Cell .cm-content[data-language='python']")).to_have_count(1, timeout=60_000)
+    return editor
+
+
+def type_and_run(page, lab, editor, code: str):
+    """Type `code` into the cell (focused by the locator, and checked there: keys sent before the editor holds the
+    focus land nowhere) and run it once with Shift+Enter; the cell's first output, to read."""
+    editor.click()
+    editor.press_sequentially(code)
+    expect(editor).to_contain_text(code)
+    editor.click()
+    page.keyboard.press("Shift+Enter")  # once: the notebook holds its kernel (new_notebook_cell), so it must answer
+    return lab.locator(".jp-OutputArea-output").first
 
 
 class Browserless:

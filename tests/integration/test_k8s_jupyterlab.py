@@ -17,7 +17,7 @@ from websockets.exceptions import InvalidStatus
 from clusters.backends.kubernetes import notebook
 
 from .conftest import wait_for
-from .notebooks import Browserless, run_code
+from .notebooks import Browserless, new_notebook_cell, run_code, type_and_run
 from .test_browser import log_in, page  # noqa: F401  (the Chromium page fixture)
 from .test_k8s_jobs import NS, launch, owned
 from .test_terminal import SHOTS
@@ -183,23 +183,13 @@ def test_student_opens_jupyterlab_on_kubernetes_from_the_job_page_and_runs_torch
     page.click("#open-notebook")
     expect(page.locator("#time-left")).to_contain_text("min")  # the template's time limit, from the kind
     lab = page.frame_locator("#notebook-frame")
-    lab.locator('.jp-LauncherCard[data-category="Notebook"]').first.click(timeout=60_000)
-    editor = lab.locator(".jp-Notebook .jp-Cell .cm-content").first
-    expect(editor).to_be_visible(timeout=60_000)
-    expect(lab.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=60_000)
-    editor.click()
-    page.keyboard.type("import torch; print(torch.__version__)")
-    output = lab.locator(".jp-OutputArea-output").first
-    for attempt in range(3):  # a cell run before the notebook holds its kernel only moves on: run it again
-        editor.click()
-        page.keyboard.press("Shift+Enter")
-        try:
-            expect(output).to_contain_text("2.", timeout=40_000)  # through the portal, the API server, the kernel
-            break
-        except AssertionError:
-            page.screenshot(path=f"{SHOTS}/gpulab-k8s-jupyterlab-failed.png", full_page=True)
-            if attempt == 2:
-                raise
+    editor = new_notebook_cell(lab)
+    output = type_and_run(page, lab, editor, "import torch; print(torch.__version__)")
+    try:
+        expect(output).to_contain_text("2.", timeout=60_000)  # through the portal, the API server, the kernel
+    except AssertionError:
+        page.screenshot(path=f"{SHOTS}/gpulab-k8s-jupyterlab-failed.png", full_page=True)
+        raise
     page.screenshot(path=f"{SHOTS}/gpulab-k8s-jupyterlab-laptop.png", full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
     page.reload()

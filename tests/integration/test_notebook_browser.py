@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from clusters.choices import RunAs
 from core.choices import JobState
 
-from .notebooks import Browserless, jupyter_template, launch_notebook
+from .notebooks import Browserless, jupyter_template, launch_notebook, new_notebook_cell, type_and_run
 from .test_browser import log_in, page  # noqa: F401  (the Chromium page fixture)
 from .test_cluster_identity import run_dir, students, with_identities  # noqa: F401  (the students' UNIX users)
 
@@ -50,26 +50,12 @@ def test_student_makes_a_notebook_and_runs_torch_in_it_through_the_portal(
     page.click("#open-notebook")
     expect(page.locator("#time-left")).to_contain_text("min")
     lab = page.frame_locator("#notebook-frame")
-    lab.locator('.jp-LauncherCard[data-category="Notebook"]').first.click(timeout=60_000)
-    editor = lab.locator(".jp-Notebook .jp-Cell .cm-content").first
     try:
-        expect(editor).to_be_visible(timeout=60_000)
+        editor = new_notebook_cell(lab)  # waits until the notebook holds its kernel (each loss seen 1 in 5 runs before)
     except AssertionError:
         page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-failed.png", full_page=True)
         raise
-    expect(lab.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=60_000)
-    # The cell's editor knows its language once the kernel answered kernel_info. Before that the new notebook is still
-    # connecting to its kernel, and what is typed or run then is lost: the typed code never shows in the cell, or
-    # Shift+Enter only moves on to a new cell without asking any kernel (each seen once in 5 runs without this wait).
-    expect(lab.locator(".jp-Notebook .jp-Cell .cm-content[data-language='python']")).to_have_count(1, timeout=60_000)
-    # Typed into the cell itself (focused by the locator) and checked there: keys sent before the editor holds the
-    # focus land nowhere, and an empty cell's Shift+Enter only moves on without asking the kernel anything.
-    editor.click()
-    editor.press_sequentially("import torch; print(torch.__version__)")
-    expect(editor).to_contain_text("print(torch.__version__)")
-    output = lab.locator(".jp-OutputArea-output").first
-    editor.click()
-    page.keyboard.press("Shift+Enter")  # once: the notebook holds its kernel now, so the first run must answer
+    output = type_and_run(page, lab, editor, "import torch; print(torch.__version__)")
     try:
         expect(output).to_contain_text("+cpu", timeout=60_000)
     except AssertionError:
@@ -149,6 +135,7 @@ def test_the_session_ends_at_its_time_limit_and_the_page_says_so(
     expect(page.locator("#ending-soon")).to_contain_text("Save your notebooks")  # under ten minutes: warned at once
     page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-ending-laptop.png", full_page=True)
     expect(page.locator("#session-ended")).to_contain_text("reached its time limit", timeout=240_000)
+    expect(page.locator("#notebook-waiting")).to_be_hidden()  # no "ready" left standing under the end
     job.refresh_from_db()
     assert job.state == JobState.TIMED_OUT
     assert Browserless(web, alice, job).get("api/status").status_code == 410  # nothing left to proxy to
