@@ -2,14 +2,17 @@
 // their GPUs averaged every 5 s, the least busy first; a student's row opens into one row per GPU. It reads the
 // course group's frames ({gpus: [{key, job, student, util, idle_s, stale}]}) through TelemetrySocket
 // (static/js/telemetry.js, loaded before this file; the keys: docs/telemetry-wire.md), and draws at most once a
-// second, never per frame, in an animation frame (none while the tab is hidden or the heatmap is off-screen).
+// second, never per frame, from a one-second timer (nothing while the tab is hidden or the heatmap is off-screen).
 // A draw does only what changed: the cells are painted when their colours changed (from a one-pixel-per-cell image),
 // labels are kept per row and moved or retitled rather than built again, the time axis and the idle list are
-// rewritten only when their text changes, and every size is read before anything is written.
+// rewritten only when their text changes, and every size is read before anything is written. Within a 5-second
+// column the rows keep their order unless a student's idle minutes change, so most draws touch only the newest
+// column: its means, its pixels and its strip of the canvas (bench/browser_pages.py measures a draw per frame).
 "use strict";
 
 const BUCKET_MS = 5000;
 const COLUMNS = 60; // five minutes
+const NEWEST = COLUMNS - 1;
 const LIVE_MS = 15000; // a GPU absent from frames this long is no longer in use (frames carry every GPU each second)
 const ROW_PX = 22; // a row's height: its label and its cells
 const NO_SAMPLE = [0xe4, 0xe7, 0xee];
@@ -24,8 +27,9 @@ const COLOURS = Array.from({ length: 101 }, (_, percent) => {
   return a.map((v, i) => Math.round(v + (b[i] - v) * f));
 });
 const band = (mean) => (mean < 0 ? -1 : Math.round(mean / 5)); // a mean of -1: no numbers yet
-const sameBytes = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]);
 const colour = (value) => (value === null ? NO_SAMPLE : COLOURS[Math.round(Math.min(100, Math.max(0, value)))]);
+const CSS_COLOURS = new Map([...COLOURS, NO_SAMPLE].map(([r, g, b]) => [[r, g, b], `rgb(${r}, ${g}, ${b})`]));
+const cssColour = (value) => CSS_COLOURS.get(colour(value));
 // Made once: toLocaleTimeString(…, options) builds a formatter on every call, a fraction of a millisecond each.
 const CLOCK = {
   seconds: new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit", second: "2-digit" }),
@@ -51,7 +55,7 @@ class ClassHeatmap {
     const labels = JSON.parse(document.getElementById("heatmap-labels").textContent);
     this.names = labels.names; // username → name
     this.jobLabels = labels.jobs; // job id → "tiny-lm-single 3f2a1b9c"
-    this.gpus = new Map(); // key → {key, job, student, gpu, idle, seen, values: Map(bucket → util)}
+    this.gpus = new Map(); // key → {key, job, student, gpu, idle, seen, util and at: its buckets (gpuRing)}
     this.expanded = new Set(); // students shown one row per GPU
     this.rows = []; // what each heatmap row is, top to bottom: {student} or {gpu}
     this.dirty = false;
@@ -59,8 +63,10 @@ class ClassHeatmap {
     this.openedAt = Date.now();
     this.el.heatmap = this; // its rows and cellText(row, column), for tests
     this.labelFor = new Map(); // row id (a student, or a GPU's key) → its label element, kept between draws
-    this.painted = new Uint8ClampedArray(0); // the cells' colours as last painted (paint)
+    this.pixels = new Uint8ClampedArray(0); // the cells' colours as last painted, one pixel per cell (paint)
     this.paintedGeometry = "";
+    this.layout = ""; // the rows as last drawn: their ids, GPUs and open state, and the column and width
+    this.frames = 0;
     this.onScreen = true;
     this.bindControls();
     if ("IntersectionObserver" in window) {
@@ -99,19 +105,21 @@ class ClassHeatmap {
   receive(frame) {
     this.offset = Math.min(this.offset, Date.now() - frame.t);
     const bucket = Math.floor(frame.t / BUCKET_MS) * BUCKET_MS;
+    const slot = (bucket / BUCKET_MS) % COLUMNS;
     for (const g of frame.gpus || []) {
       let gpu = this.gpus.get(g.key);
       if (!gpu) {
         // key: student/job8/node/index
-        gpu = { key: g.key, job: g.job, student: g.student, gpu: g.key.split("/").slice(2).join("/"), values: new Map() };
+        gpu = { key: g.key, job: g.job, student: g.student, gpu: g.key.split("/").slice(2).join("/"), ...gpuRing() };
         this.gpus.set(g.key, gpu);
       }
-      gpu.values.set(bucket, g.util);
+      gpu.util[slot] = g.util ?? NaN; // a bucket holds its newest sample
+      gpu.at[slot] = bucket;
       gpu.idle = g.idle_s || 0;
       gpu.seen = frame.t;
     }
     this.dirty = true;
-    this.el.dataset.frames = String(Number(this.el.dataset.frames || 0) + 1);
+    this.el.dataset.frames = String(++this.frames);
   }
 
   // The GPUs in use now, by student; the idlest student first, then the least busy over the last minute.
@@ -128,7 +136,16 @@ class ClassHeatmap {
     const recent = (gpus) => {
       let sum = 0, count = 0;
       for (const gpu of gpus) {
-        for (const [t, v] of gpu.values) if (v !== null && t >= bucket - 60000 && t < bucket) { sum += v; count++; }
+        if (gpu.recentAt !== bucket) { // the last minute's completed columns: once per column, not per draw
+          gpu.recentAt = bucket;
+          gpu.recentSum = gpu.recentCount = 0;
+          for (let t = bucket - 60000; t < bucket; t += BUCKET_MS) {
+            const v = valueAt(gpu, t);
+            if (v !== null) { gpu.recentSum += v; gpu.recentCount++; }
+          }
+        }
+        sum += gpu.recentSum;
+        count += gpu.recentCount;
       }
       return count ? sum / count : -1; // no numbers: first
     };
@@ -151,10 +168,7 @@ class ClassHeatmap {
     const now = Math.floor(wall / BUCKET_MS) * BUCKET_MS;
     if (now !== this.prunedAt) {
       this.prunedAt = now;
-      for (const [key, gpu] of this.gpus) {
-        for (const t of gpu.values.keys()) if (t < now - COLUMNS * BUCKET_MS) gpu.values.delete(t);
-        if (wall - gpu.seen > COLUMNS * BUCKET_MS) this.gpus.delete(key);
-      }
+      for (const [key, gpu] of this.gpus) if (wall - gpu.seen > COLUMNS * BUCKET_MS) this.gpus.delete(key);
     }
     const students = this.students(wall);
     const width = this.el.hidden ? this.el.parentElement.clientWidth : this.el.clientWidth;
@@ -168,36 +182,36 @@ class ClassHeatmap {
       this.dirty = true; // painted when scrolled back into view
       return;
     }
-    if (now !== this.times?.[COLUMNS - 1]) this.times = Array.from({ length: COLUMNS }, (_, i) => now - (COLUMNS - 1 - i) * BUCKET_MS);
+    if (now !== this.times?.[NEWEST]) this.times = Array.from({ length: COLUMNS }, (_, i) => now - (NEWEST - i) * BUCKET_MS);
+    const narrow = width < 600; // a phone: shorter labels, three times under the cells
+    let layout = `${now}:${width}:${window.devicePixelRatio}:${this.el.hidden}`;
+    for (const s of students) {
+      const open = this.expanded.has(s.student);
+      layout += `,${s.student}${open ? "+" : ""}`;
+      for (const g of s.gpus) layout += `|${g.key}`;
+    }
+    if (layout === this.layout) { // the same rows in the same column: only the newest column moved
+      for (const row of this.rows) row.values[NEWEST] = row.gpu ? valueAt(row.gpu, now) : mean(row.gpus, now);
+      this.paintNewest();
+      return;
+    }
+    this.layout = layout;
     this.rows = [];
     for (const s of students) {
-      this.rows.push({ id: s.student, student: s.student, gpus: s.gpus, values: this.means(s.gpus) });
+      this.rows.push({ id: s.student, student: s.student, gpus: s.gpus, values: this.times.map((t) => mean(s.gpus, t)) });
       if (!this.expanded.has(s.student)) continue;
       for (const g of s.gpus) {
-        this.rows.push({ id: g.key, student: s.student, gpu: g, values: this.times.map((t) => g.values.get(t) ?? null) });
+        this.rows.push({ id: g.key, student: s.student, gpu: g, values: this.times.map((t) => valueAt(g, t)) });
       }
     }
     const wasHidden = this.el.hidden;
     this.empty.hidden = true;
     this.el.hidden = false;
     this.tools.hidden = false;
-    const narrow = width < 600; // a phone: shorter labels, three times under the cells
     this.showLabels(narrow);
     this.paint(narrow, wasHidden || !cellsWidth ? this.canvas.clientWidth : cellsWidth);
     this.showTimes(narrow);
     if (this.el.dataset.rows !== String(students.length)) this.el.dataset.rows = String(students.length);
-  }
-
-  // A student's row: the mean of their GPUs in each column (null where none has a sample).
-  means(gpus) {
-    return this.times.map((t) => {
-      let sum = 0, count = 0;
-      for (const g of gpus) {
-        const v = g.values.get(t);
-        if (v !== undefined && v !== null) { sum += v; count++; }
-      }
-      return count ? sum / count : null;
-    });
   }
 
   // A row's label: "▸ Ada Lovelace · 2 GPUs" (a button), or under an open student "GPU node/0 · job" (a link).
@@ -265,19 +279,20 @@ class ClassHeatmap {
   // column at a time without smoothing: 60 drawImage calls where a fillRect per cell made 3,600. Nothing is drawn
   // when neither the cells nor the size changed.
   paint(narrow, width) {
-    const pixels = new Uint8ClampedArray(COLUMNS * this.rows.length * 4);
-    this.rows.forEach((row, r) => {
-      row.values.forEach((v, c) => {
-        const at = (r * COLUMNS + c) * 4;
-        pixels.set(colour(v), at);
-        pixels[at + 3] = 255;
-      });
-    });
+    const rows = this.rows.length;
+    const old = this.pixels;
+    const pixels = old.length === COLUMNS * rows * 4 ? old : new Uint8ClampedArray(COLUMNS * rows * 4);
+    let changed = pixels !== old;
+    for (let r = 0; r < rows; r++) {
+      const values = this.rows[r].values;
+      for (let c = 0; c < COLUMNS; c++) changed = setPixel(pixels, (r * COLUMNS + c) * 4, values[c]) || changed;
+    }
     const ratio = window.devicePixelRatio || 1;
-    const height = this.rows.length * ROW_PX;
+    const height = rows * ROW_PX;
     const geometry = `${width}x${height}@${ratio}:${narrow}`;
-    if (geometry === this.paintedGeometry && sameBytes(pixels, this.painted)) return;
-    this.painted = pixels;
+    if (geometry === this.paintedGeometry && !changed) return;
+    this.pixels = pixels;
+    this.image = rows ? new ImageData(pixels, COLUMNS) : null; // a view of the same bytes
     const context = this.canvas.getContext("2d");
     if (geometry !== this.paintedGeometry) {
       this.paintedGeometry = geometry;
@@ -285,20 +300,46 @@ class ClassHeatmap {
       this.canvas.height = Math.round(height * ratio);
     }
     this.cells ||= document.createElement("canvas");
-    if (this.cells.height !== this.rows.length || this.cells.width !== COLUMNS) {
-      [this.cells.width, this.cells.height] = [COLUMNS, Math.max(1, this.rows.length)];
+    if (this.cells.height !== rows || this.cells.width !== COLUMNS) {
+      [this.cells.width, this.cells.height] = [COLUMNS, Math.max(1, rows)];
     }
-    if (this.rows.length) this.cells.getContext("2d").putImageData(new ImageData(pixels, COLUMNS), 0, 0);
+    if (rows) this.cells.getContext("2d").putImageData(this.image, 0, 0);
     context.setTransform(ratio, 0, 0, ratio, 0, 0);
     context.imageSmoothingEnabled = false;
     context.clearRect(0, 0, width, height);
-    // Cells on whole pixels (no seams between them), a pixel apart where there is room.
-    const gap = narrow ? 0 : 1;
-    for (let c = 0; c < COLUMNS; c++) {
-      const left = Math.round((c * width) / COLUMNS), right = Math.round(((c + 1) * width) / COLUMNS);
-      context.drawImage(this.cells, c, 0, 1, this.rows.length, left, 0, right - left - gap, height);
+    this.cellWidth = width;
+    this.gap = narrow ? 0 : 1;
+    for (let c = 0; c < COLUMNS; c++) this.paintColumn(context, c);
+    this.clearBetweenRows(context, 0, width);
+  }
+
+  // Cells on whole pixels (no seams between them), a pixel apart where there is room.
+  paintColumn(context, c) {
+    const width = this.cellWidth, rows = this.rows.length;
+    const left = Math.round((c * width) / COLUMNS), right = Math.round(((c + 1) * width) / COLUMNS);
+    context.drawImage(this.cells, c, 0, 1, rows, left, 0, right - left - this.gap, rows * ROW_PX);
+  }
+
+  // A pixel's line between rows, across the given span.
+  clearBetweenRows(context, left, width) {
+    for (let r = 1; r <= this.rows.length; r++) context.clearRect(left, r * ROW_PX - 1, width, 1);
+  }
+
+  // The newest column only, when its colours changed: its pixels into the image, its strip onto the canvas.
+  // The newest column only: a rectangle per cell whose colour changed, and its pixel into the image the next whole
+  // paint draws from (drawing a column of that image after changing it cost more than the rectangles).
+  paintNewest() {
+    if (!this.image) return;
+    const width = this.cellWidth;
+    const left = Math.round((NEWEST * width) / COLUMNS), right = Math.round(((NEWEST + 1) * width) / COLUMNS);
+    let context = null;
+    for (let r = 0; r < this.rows.length; r++) {
+      const value = this.rows[r].values[NEWEST];
+      if (!setPixel(this.pixels, (r * COLUMNS + NEWEST) * 4, value)) continue;
+      context ||= this.canvas.getContext("2d");
+      context.fillStyle = cssColour(value);
+      context.fillRect(left, r * ROW_PX, right - left - this.gap, ROW_PX - 1);
     }
-    for (let r = 1; r <= this.rows.length; r++) context.clearRect(0, r * ROW_PX - 1, width, 1);
   }
 
   showTimes(narrow) {
@@ -307,8 +348,15 @@ class ClassHeatmap {
     if (this.timeAxis.dataset.key === key) return;
     this.timeAxis.dataset.key = key;
     const format = narrow ? CLOCK.minutes : CLOCK.seconds;
-    this.timeAxis.replaceChildren(...picks.map((i) => element("span", "", format.format(this.times[i]))));
+    if (this.timeAxis.children.length !== picks.length) {
+      this.timeAxis.replaceChildren(...picks.map(() => element("span")));
+    }
+    picks.forEach((column, i) => { // the same spans retitled: a phone's minutes change once in twelve columns
+      const text = format.format(this.times[column]);
+      if (this.timeAxis.children[i].textContent !== text) this.timeAxis.children[i].textContent = text;
+    });
   }
+
   // What a cell says on hover: the student, their jobs, the value with its unit, and when.
   cellText(r, c) {
     const row = this.rows[r];
@@ -364,12 +412,13 @@ class ClassHeatmap {
     this.el.hidden = true;
     this.tools.hidden = true;
     this.el.dataset.rows = "0";
-    this.paintedGeometry = ""; // shown again: painted whole
+    this.paintedGeometry = this.layout = ""; // shown again: painted whole
   }
 
   showIdle(students) {
     const idle = students.filter((s) => s.idle >= this.idleLimit);
     const signature = idle.map((s) => `${s.student}:${Math.round(s.idle / 60)}`).join(",");
+    if (this.idleList.dataset.signature === signature && this.idleCells) return; // the cells say the same
     if (this.idleList.dataset.signature !== signature) {
       this.idleList.dataset.signature = signature;
       this.idleList.replaceChildren(...this.idleItems(idle));
@@ -406,16 +455,49 @@ class ClassHeatmap {
   }
 }
 
+// Each GPU's last COLUMNS buckets in a ring: util (NaN: no sample) and the bucket each slot holds now.
+const gpuRing = () => ({ util: new Float32Array(COLUMNS).fill(NaN), at: new Float64Array(COLUMNS).fill(-1) });
+
+// A GPU's value in bucket t, or null where it has no sample.
+function valueAt(gpu, t) {
+  const slot = (t / BUCKET_MS) % COLUMNS;
+  const v = gpu.at[slot] === t ? gpu.util[slot] : NaN;
+  return Number.isNaN(v) ? null : v;
+}
+
+// A student's cell: the mean of their GPUs in bucket t (null where none has a sample).
+function mean(gpus, t) {
+  let sum = 0, count = 0;
+  for (const g of gpus) {
+    const v = valueAt(g, t);
+    if (v !== null) { sum += v; count++; }
+  }
+  return count ? sum / count : null;
+}
+
+// One cell's colour into the image's bytes; true when it changed.
+function setPixel(pixels, at, value) {
+  const [r, g, b] = colour(value);
+  if (pixels[at] === r && pixels[at + 1] === g && pixels[at + 2] === b && pixels[at + 3] === 255) return false;
+  pixels[at] = r;
+  pixels[at + 1] = g;
+  pixels[at + 2] = b;
+  pixels[at + 3] = 255;
+  return true;
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   const root = document.querySelector("[data-class-dashboard]");
   if (!root) return;
   const heatmap = new ClassHeatmap(root);
   new TelemetrySocket(root.dataset.socket, { frame: (frame) => heatmap.receive(frame) });
-  // Redraw once a second when frames came, and every 5 s regardless, so GPUs that stopped reporting leave; in an
-  // animation frame, so a hidden tab does no drawing at all and catches up when shown.
+  // Redraw once a second when frames came, and every 5 s regardless, so GPUs that stopped reporting leave. A hidden
+  // tab does no drawing at all and catches up when shown. Drawn in the timer itself: asking for an animation frame
+  // each second cost more than a draw of the newest column.
   let ticks = 0;
   setInterval(() => {
     ticks += 1;
-    if (heatmap.dirty || ticks % 5 === 0) requestAnimationFrame(() => heatmap.draw());
+    if (!document.hidden && (heatmap.dirty || ticks % 5 === 0)) heatmap.draw();
   }, 1000);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) heatmap.draw(); });
 });

@@ -56,13 +56,13 @@ def full_class(course, cluster, sleep_template):
     return list(zip(users, jobs, strict=True))
 
 
-def course_frame(students, t_ms: int, idle_students=IDLE) -> dict:
+def course_frame(students, t_ms: int, idle_students=IDLE, shift: float = 0.0) -> dict:
     rows = []
     for i, (user, job) in enumerate(students):
         for gpu in (0, 1):
             idle = i in idle_students
             rows.append({"key": f"{user.username}/{str(job.pk)[:8]}/node{i % 8}/{gpu}", "job": str(job.pk),
-                         "student": user.username, "util": 0.0 if idle else 40.0 + (i * 7 + gpu * 13) % 60,
+                         "student": user.username, "util": 0.0 if idle else 40.0 + (i * 7 + gpu * 13) % 60 - shift,
                          "mem": 30.0, "stale": False, "idle_s": 400 if idle else 0})  # fmt: skip
     return {"kind": "course", "gpus": rows, "st": t_ms}
 
@@ -74,6 +74,7 @@ class Feed:
         self.group = course_group(course.pk)
         self.students = students
         self.idle = set(IDLE)  # a test may send another student idle while the page is open
+        self.shift = 0.0  # or lower every busy GPU's utilization by this much
         self.stop = threading.Event()
         client = redis.Redis.from_url(os.environ["REDIS_URL"])
         for key in client.scan_iter(f"{KEY_PREFIX}:*{self.group}"):
@@ -87,7 +88,7 @@ class Feed:
                 await publisher.publish({self.group: course_frame(self.students, t)}, now_ms=t)
             while not self.stop.is_set():
                 t = int(time.time() * 1000)
-                await publisher.publish({self.group: course_frame(self.students, t, self.idle)}, now_ms=t)
+                await publisher.publish({self.group: course_frame(self.students, t, self.idle, self.shift)}, now_ms=t)
                 await asyncio.sleep(1)
             await publisher.close()
 
@@ -227,3 +228,35 @@ def test_redraws_touch_only_the_rows_that_changed(web, browser, instructor, cour
         marks = page.evaluate("[...document.querySelectorAll('.heat-labels > *')].map((l) => l.mark)")
         assert sorted(marks) == list(range(STUDENTS))  # every label is the element it was, none made anew
         page.screenshot(path=f"{SHOTS}/dashboard-one-row-moved-1280.png", full_page=True)
+
+        # Most draws paint only the newest column: when every busy GPU's utilization drops, each cell on the canvas
+        # shows its row's value, the newest column's included. Dropped early in a column, so the check comes before
+        # the next one (whose draw paints every column).
+        page.wait_for_function(
+            "(() => { const into = document.querySelector('[data-chart=heatmap]').heatmap.serverNow() % 5000;"
+            " return into > 200 && into < 1000; })()",
+            polling=50,
+        )
+        feed.shift = 30.0
+        page.wait_for_timeout(2800)
+        wrong = page.evaluate(PAINTED_WRONG)
+        assert wrong == [], wrong[:5]
+
+
+# Cells whose colour on the canvas is not their value's: the middle pixel of every row's cell in a few columns.
+PAINTED_WRONG = """() => {
+  const heatmap = document.querySelector('[data-chart=heatmap]').heatmap;
+  const canvas = heatmap.canvas, ratio = canvas.width / canvas.clientWidth;
+  const pixels = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+  const wrong = [];
+  heatmap.rows.forEach((row, r) => {
+    for (const c of [0, 30, 58, 59]) {
+      const left = Math.round((c * heatmap.cellWidth) / 60), right = Math.round(((c + 1) * heatmap.cellWidth) / 60);
+      const x = Math.floor(((left + right - 1) / 2) * ratio), y = Math.floor((r * 22 + 10) * ratio);
+      const at = (y * canvas.width + x) * 4;
+      const shown = [pixels[at], pixels[at + 1], pixels[at + 2]], expected = colour(row.values[c]);
+      if (shown.join() !== expected.join()) wrong.push({ row: row.id, column: c, shown, expected });
+    }
+  });
+  return wrong;
+}"""
