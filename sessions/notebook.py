@@ -3,7 +3,9 @@ and the path under which the portal proxies it.
 
 Invariant: the kind says where the server listens and how to reach it (Kind.notebook_address); everything else here
 and in sessions/notebook_proxy.py is the same for every kind. The server's token never leaves the portal: it is
-kept encrypted in the cache and added to each proxied request; the browser never sees it.
+kept encrypted in the cache and added to each proxied request; the browser never sees it. A client certificate the
+portal presents on the way (Kubernetes) stays in the files its client holds: the address names them, nothing copies
+them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import contextlib
 import functools
 import json
 import math
+import os
 import ssl
 import tempfile
 from dataclasses import dataclass
@@ -51,7 +54,10 @@ def address(job: Job) -> NotebookAddress:
     """The kind's answer for this job, from the cache when it was asked within ADDRESS_SECONDS."""
     kept = cache.get(_key(job.pk))
     if kept:
-        return NotebookAddress(**json.loads(crypto.decrypt(kept)))
+        found = NotebookAddress(**json.loads(crypto.decrypt(kept)))
+        if all(os.path.isfile(path) for path in (found.cert_file, found.key_file) if path):
+            return found
+        # The certificate's files belong to the process that asked the kind (gone, or another one's): ask again here.
     found = kinds.kind_of(job.cluster.kind).notebook_address(job)
     cache.set(_key(job.pk), crypto.encrypt(json.dumps(found.__dict__)), ADDRESS_SECONDS)
     return found
@@ -63,8 +69,11 @@ def forget(job_id) -> None:
 
 
 def upstream_headers(found: NotebookAddress) -> dict[str, str]:
-    """What authenticates the portal on the way: the server's token, or the headers of a proxy in between."""
-    return dict(found.headers) if found.headers else {"Authorization": f"token {found.token}"}
+    """What authenticates the portal on the way: the server's token, or the headers of a proxy in between (none
+    where it signs in with a client certificate: the token then travels in the query alone)."""
+    if found.token_in_query:
+        return dict(found.headers)
+    return {"Authorization": f"token {found.token}"}
 
 
 def upstream_query(found: NotebookAddress) -> str:
@@ -72,10 +81,24 @@ def upstream_query(found: NotebookAddress) -> str:
     return urlencode({"token": found.token}) if found.token_in_query else ""
 
 
+def upstream_cert(found: NotebookAddress) -> tuple[str, str] | None:
+    """requests' `cert`: the client certificate and key files the portal presents on the way, if any."""
+    return (found.cert_file, found.key_file or found.cert_file) if found.cert_file else None
+
+
+def tls_context(found: NotebookAddress) -> ssl.SSLContext | None:
+    """aiohttp's TLS for the server: checked against its CA, presenting the client certificate; None: the default."""
+    return _tls_context(found.ca_pem, *(upstream_cert(found) or ("", "")))
+
+
 @functools.lru_cache(maxsize=32)
-def tls_context(ca_pem: str) -> ssl.SSLContext | None:
-    """The TLS check for a server behind HTTPS (a cluster's API server), by its CA; None for plain HTTP."""
-    return ssl.create_default_context(cadata=ca_pem) if ca_pem else None
+def _tls_context(ca_pem: str, cert_file: str, key_file: str) -> ssl.SSLContext | None:
+    if not ca_pem and not cert_file:
+        return None
+    context = ssl.create_default_context(cadata=ca_pem or None)
+    if cert_file:
+        context.load_cert_chain(cert_file, key_file)
+    return context
 
 
 def unrewritten(text: bytes, found: NotebookAddress) -> bytes:
@@ -99,6 +122,7 @@ def _get(job: Job, path: str, timeout: float) -> requests.Response:
                 headers=upstream_headers(found),
                 timeout=timeout,
                 verify=verify,
+                cert=upstream_cert(found),
             )
     except requests.RequestException:
         forget(job.pk)

@@ -83,11 +83,11 @@ class ToNotebook(ProxyConfig):
 
     def get_upstream_http_options(self, *, scope, client_request, data) -> dict:
         options = super().get_upstream_http_options(scope=scope, client_request=client_request, data=data)
-        return {**options, "ssl": notebook.tls_context(scope["gpulab.notebook"].ca_pem) or True}
+        return {**options, "ssl": notebook.tls_context(scope["gpulab.notebook"]) or True}
 
     def get_upstream_websocket_options(self, *, scope, client_ws) -> dict:
         options = super().get_upstream_websocket_options(scope=scope, client_ws=client_ws)
-        return {**options, "ssl": notebook.tls_context(scope["gpulab.notebook"].ca_pem) or True}
+        return {**options, "ssl": notebook.tls_context(scope["gpulab.notebook"]) or True}
 
     def process_client_headers(self, *, scope, headers):
         found = scope["gpulab.notebook"]

@@ -13,11 +13,17 @@ what the portal uses and kmock 0.8 does not serve, each as the real API server b
     - creationTimestamp and uid on created objects, and a Secret's stringData stored as data.
 There are no controllers: tests create pods and set statuses themselves, as a kubelet would.
 
+Authentication, with --client-ca (as kube-apiserver's --client-ca-file): a request is authenticated by a client
+certificate that CA signed (TLS checks it; a certificate another CA signed fails the handshake) or by a bearer
+token (any: tokens are not what the tests check); one with neither gets 401 Unauthorized, the service proxy and
+exec included. Without --client-ca every request is taken, as before.
+
 Control endpoints (loopback only, used by tests): POST /_emulator/config {"deny": ["create deployments"]},
 POST /_emulator/logs/<ns>/<pod>/<container> (appends the body), POST /_emulator/upstreams/<ns>/<service>
 {"url": …}, GET /_emulator/requests (and DELETE to clear).
 
-Run: python -m tests.k8s_emulator --port 0 [--tls-cert c.pem --tls-key k.pem] [--mpi]; it prints "listening URL".
+Run: python -m tests.k8s_emulator --port 0 [--tls-cert c.pem --tls-key k.pem [--client-ca ca.pem]] [--mpi]; it
+prints "listening URL".
 """
 
 from __future__ import annotations
@@ -105,8 +111,9 @@ def selector_matches(selector: str, labels: dict) -> bool:
 
 
 class Front:
-    def __init__(self, emulator: kmock.KubernetesEmulator):
+    def __init__(self, emulator: kmock.KubernetesEmulator, *, authenticate: bool = False):
         self.emulator = emulator
+        self.authenticate = authenticate
         self.namespaces: dict[str, dict] = {}
         self.deny: set[str] = set()
         self.logs: dict[tuple[str, str, str], bytearray] = defaultdict(bytearray)
@@ -137,6 +144,8 @@ class Front:
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         if request.path.startswith("/_emulator/"):
             return await self.control(request)
+        if self.authenticate and not self.user(request):
+            return status(401, "Unauthorized", "Unauthorized")
         self.requests.append(f"{request.method} {request.path_qs}")
         if request.path.rstrip("/") == "/version":
             return web.json_response(VERSION)
@@ -178,6 +187,18 @@ class Front:
         if request.method == "POST" and name is None and response.status in (200, 201):
             self.stamp(match, response)
         return response
+
+    @staticmethod
+    def user(request: web.Request) -> str:
+        """Who the request signs in as: the client certificate's CN (TLS verified it against --client-ca), or the
+        bearer token's holder; "" for nobody."""
+        peer = request.transport.get_extra_info("peercert") if request.transport else None
+        for rdn in (peer or {}).get("subject", ()):
+            for key, value in rdn:
+                if key == "commonName":
+                    return value
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        return "token" if scheme.lower() == "bearer" and token.strip() else ""
 
     @staticmethod
     def verb(request: web.Request, name: str | None, sub: str | None) -> str:
@@ -327,11 +348,11 @@ class Front:
         return None if obj.deleted else obj
 
 
-async def serve(port: int, tls: ssl.SSLContext | None, mpi: bool) -> None:
+async def serve(port: int, tls: ssl.SSLContext | None, mpi: bool, authenticate: bool = False) -> None:
     emulator = kmock.KubernetesEmulator()
     for resource in [*SERVED, *([MPI] if mpi else [])]:
         emulator.resources[resource] = {}
-    front = Front(emulator)
+    front = Front(emulator, authenticate=authenticate)
     app = web.Application(client_max_size=16 * 2**20)
     app.router.add_route("*", "/{tail:.*}", front.dispatch)
     async with emulator, aiohttp.ClientSession() as session:
@@ -350,13 +371,17 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--tls-cert")
     parser.add_argument("--tls-key")
+    parser.add_argument("--client-ca", help="authenticate requests: client certificates this CA signed, or a token")
     parser.add_argument("--mpi", action="store_true", help="serve the MPI Operator's MPIJob resource")
     args = parser.parse_args()
     tls = None
     if args.tls_cert:
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         tls.load_cert_chain(args.tls_cert, args.tls_key)
-    asyncio.run(serve(args.port, tls, args.mpi))
+        if args.client_ca:
+            tls.verify_mode = ssl.CERT_OPTIONAL  # a certificate is checked when given; a token may sign in instead
+            tls.load_verify_locations(args.client_ca)
+    asyncio.run(serve(args.port, tls, args.mpi, authenticate=bool(args.client_ca)))
 
 
 if __name__ == "__main__":

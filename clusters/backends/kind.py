@@ -85,13 +85,17 @@ class NotebookAddress:
     A server reached through another proxy (Kubernetes: the API server's service proxy) says how: `url` then ends
     with that proxy's path, `headers` authenticate the portal to it (instead of the token's Authorization header),
     the token travels as the `token` query parameter, `ca_pem` is the CA its TLS certificate is checked against,
-    and `rewritten_prefix` is the path that proxy puts before absolute links in pages (taken out again)."""
+    `cert_file`/`key_file` name the client certificate the portal presents to it (files its client already holds,
+    never the key itself), and `rewritten_prefix` is the path that proxy puts before absolute links in pages (taken
+    out again)."""
 
     url: str
     token: str
     headers: dict[str, str] = field(default_factory=dict)
     token_in_query: bool = False
     ca_pem: str = ""
+    cert_file: str = ""
+    key_file: str = ""
     rewritten_prefix: str = ""
 
 

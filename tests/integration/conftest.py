@@ -233,14 +233,20 @@ def kube(tmp_path_factory):
 
 
 @pytest.fixture
-def k8s_cluster(transactional_db, course, kube):
+def k8s_sign_in():
+    """How the k8s_cluster's kubeconfig signs in: "token", or "client-certificate" (parametrize a test to change)."""
+    return "token"
+
+
+@pytest.fixture
+def k8s_cluster(transactional_db, course, kube, k8s_sign_in):
     """A Kubernetes cluster reached through a kubeconfig, as an admin would upload it; GPUs time-sliced 4 ways."""
     kube.deny()
     cluster = Cluster.objects.create(
         name="k8s", title="Lab Kubernetes", kind="kubernetes", gpu_sharing_factor=4, has_mpi_operator=True
     )
     account = ClusterAccount(cluster=cluster, username="gpulab-portal", auth_method=AuthMethod.KUBECONFIG)
-    account.set_secret(kube.kubeconfig(K8S_TOKEN))
+    account.set_secret(kube.kubeconfig(K8S_TOKEN if k8s_sign_in == "token" else None))
     account.save()
     course.clusters.add(cluster)
     return cluster

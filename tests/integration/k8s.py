@@ -11,6 +11,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
@@ -21,36 +22,84 @@ from cryptography.x509.oid import NameOID
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def make_tls(directory: Path) -> tuple[Path, Path, str]:
-    """A self-signed certificate for 127.0.0.1: the API server's certificate and, as PEM, the CA to pin."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")])
+def _pem_key(key) -> bytes:
+    pkcs8 = serialization.PrivateFormat.PKCS8
+    return key.private_bytes(serialization.Encoding.PEM, pkcs8, serialization.NoEncryption())
+
+
+def _certificate(subject: x509.Name, key, *, issuer: tuple[x509.Name, object] | None = None, ca: bool, san=None):
+    """A certificate for `key`'s public half, signed by `issuer` (its name and key), or by itself."""
+    issuer_name, issuer_key = issuer or (subject, key)
     now = datetime.datetime.now(datetime.UTC)
-    cert = (
+    builder = (
         x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
+        .subject_name(subject)
+        .issuer_name(issuer_name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-        .sign(key, hashes.SHA256())
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), True)
     )
+    if san is not None:
+        builder = builder.add_extension(san, False)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def make_tls(directory: Path) -> tuple[Path, Path, str]:
+    """A self-signed certificate for 127.0.0.1: the API server's certificate and, as PEM, the CA to pin."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")])
+    san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    cert = _certificate(name, key, ca=True, san=san)
     cert_path, key_path = directory / "apiserver.crt", directory / "apiserver.key"
     pem = cert.public_bytes(serialization.Encoding.PEM)
     cert_path.write_bytes(pem)
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
+    key_path.write_bytes(_pem_key(key))
     return cert_path, key_path, pem.decode()
+
+
+@dataclass(frozen=True)
+class ClientCertificate:
+    """A client certificate and its key, as PEM, and the files they are in (what kubectl or a test presents)."""
+
+    cert_pem: bytes
+    key_pem: bytes
+    cert_file: Path
+    key_file: Path
+
+
+def make_client_ca(directory: Path, name: str) -> tuple[Path, object, x509.Name]:
+    """A CA that signs client certificates (kubeadm's ca.crt as --client-ca-file): its PEM file, key and name."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    path = directory / f"{name}.crt"
+    path.write_bytes(_certificate(subject, key, ca=True).public_bytes(serialization.Encoding.PEM))
+    return path, key, subject
+
+
+def make_client_certificate(directory: Path, ca: tuple[object, x509.Name], user: str) -> ClientCertificate:
+    """A certificate for `user` (CN), in group system:masters (O), as kubeadm's admin.conf holds, signed by `ca`."""
+    ca_key, ca_name = ca
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name(
+        [x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"), x509.NameAttribute(NameOID.COMMON_NAME, user)]
+    )
+    cert_pem = _certificate(subject, key, issuer=(ca_name, ca_key), ca=False).public_bytes(serialization.Encoding.PEM)
+    cert_file, key_file = directory / f"{user}.crt", directory / f"{user}.key"
+    cert_file.write_bytes(cert_pem)
+    key_file.write_bytes(_pem_key(key))
+    key_file.chmod(0o600)
+    return ClientCertificate(cert_pem, _pem_key(key), cert_file, key_file)
 
 
 class Emulator:
     def __init__(self, directory: Path, *, mpi: bool = True):
         self.directory = directory
         cert, key, self.ca_pem = make_tls(directory)
+        client_ca, ca_key, ca_name = make_client_ca(directory, "kubernetes-client-ca")
+        self.portal_certificate = make_client_certificate(directory, (ca_key, ca_name), "gpulab-portal")
+        self.admin_certificate = make_client_certificate(directory, (ca_key, ca_name), "kubernetes-admin")
         argv = [
             sys.executable,
             "-m",
@@ -61,6 +110,8 @@ class Emulator:
             str(cert),
             "--tls-key",
             str(key),
+            "--client-ca",
+            str(client_ca),
         ]
         self.log = (directory / "emulator.log").open("w+")
         self.proc = subprocess.Popen(
@@ -71,15 +122,26 @@ class Emulator:
             self.log.seek(0)
             raise RuntimeError(f"the Kubernetes emulator did not start: {line} {self.log.read()[-2000:]}")
         self.url = line.split()[1]
-        self.tls = ssl.create_default_context(cadata=self.ca_pem)
+        self.tls = ssl.create_default_context(cadata=self.ca_pem)  # the tests' own calls sign in as the cluster's admin
+        self.tls.load_cert_chain(self.admin_certificate.cert_file, self.admin_certificate.key_file)
 
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=10)
 
-    def kubeconfig(self, token: str, *, context: str = "lab") -> str:
+    def kubeconfig(self, token: str | None, *, context: str = "lab") -> str:
+        """A kubeconfig for the portal that signs in with `token`, or with None, with a client certificate the
+        API server's client CA signed, embedded as kubeadm, kind and minikube write it."""
         import base64
 
+        def b64(data: bytes) -> str:
+            return base64.b64encode(data).decode()
+
+        if token is None:
+            cert = self.portal_certificate
+            user = {"client-certificate-data": b64(cert.cert_pem), "client-key-data": b64(cert.key_pem)}
+        else:
+            user = {"token": token}
         return json.dumps(
             {
                 "apiVersion": "v1",
@@ -89,11 +151,11 @@ class Emulator:
                         "name": "lab-cluster",
                         "cluster": {
                             "server": self.url,
-                            "certificate-authority-data": base64.b64encode(self.ca_pem.encode()).decode(),
+                            "certificate-authority-data": b64(self.ca_pem.encode()),
                         },
                     }
                 ],
-                "users": [{"name": "portal", "user": {"token": token}}],
+                "users": [{"name": "portal", "user": user}],
                 "contexts": [{"name": context, "context": {"cluster": "lab-cluster", "user": "portal"}}],
                 "current-context": context,
             }

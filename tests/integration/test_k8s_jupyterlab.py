@@ -1,6 +1,8 @@
 """JupyterLab on Kubernetes: the built-in template's Deployment and Service, the token Secret the portal makes at
 submit, and the API server's service proxy to a real JupyterLab (the lab's Python, scripts/lab_venv.sh) that the test
-starts where the kubelet would start the pod's container, registered as the Service's endpoint."""
+starts where the kubelet would start the pod's container, registered as the Service's endpoint. The portal signs in
+to the API server with a bearer token or a client certificate (kubeadm's admin.conf, kind, minikube); the emulated
+API server checks the certificate against its client CA, so a proxy that stopped presenting it would fail here."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import base64
 import os
 import socket
 import subprocess
+from pathlib import Path
 
 import pytest
 import requests
@@ -15,8 +18,10 @@ from playwright.sync_api import expect
 from websockets.exceptions import InvalidStatus
 
 from clusters.backends.kubernetes import notebook
+from sessions import notebook as portal_notebook
 
 from .conftest import wait_for
+from .k8s import make_client_ca, make_client_certificate
 from .notebooks import Browserless, new_notebook_cell, run_code, type_and_run
 from .test_browser import log_in, page  # noqa: F401  (the Chromium page fixture)
 from .test_k8s_jobs import NS, launch, owned
@@ -24,6 +29,7 @@ from .test_terminal import SHOTS
 
 LAB_VENV = os.environ.get("GPULAB_LAB_VENV", "/opt/gpulab-lab-venv")
 LAB = {"gpus": 0, "cpu": 1, "memory_gib": 2, "time_minutes": 30}
+BOTH_SIGN_INS = pytest.mark.parametrize("k8s_sign_in", ["token", "client-certificate"])
 
 
 def free_port() -> int:
@@ -77,18 +83,27 @@ def lab_pod(kube, tmp_path):
         proc.wait(timeout=20)
 
 
-def through_route(found: notebook.ServiceRoute, path: str, ca_file, **params) -> requests.Response:
-    """What the portal's proxy sends for `path` (the server's own path): the route's headers and token, TLS checked
-    against the route's CA."""
+def through_route(found: notebook.ServiceRoute, path: str, ca_file, cert=True, **params) -> requests.Response:
+    """What the portal's proxy sends for `path` (the server's own path): the route's headers, client certificate
+    (`cert`: the route's, or another pair of files, or None) and token, TLS checked against the route's CA."""
     ca_file.write_text(found.ca_pem)
     query = {"token": found.token, **params}
+    if cert is True:
+        cert = (found.cert_file, found.key_file) if found.cert_file else None
     return requests.get(
-        found.url + path, headers=found.headers, params=query, verify=str(ca_file), timeout=30, allow_redirects=False
+        found.url + path,
+        headers=found.headers,
+        params=query,
+        verify=str(ca_file),
+        cert=cert,
+        timeout=30,
+        allow_redirects=False,
     )
 
 
+@BOTH_SIGN_INS
 def test_the_template_makes_a_deployment_a_service_and_a_token_only_the_portal_holds(
-    worker, api_for, alice, k8s_cluster, k8s_templates, kube, job_state, lab_pod, tmp_path
+    worker, api_for, alice, k8s_cluster, k8s_templates, kube, job_state, lab_pod, tmp_path, k8s_sign_in
 ):
     ca_file = tmp_path / "apiserver-ca.pem"
     job = job_state(launch(api_for, alice, "k8s-jupyterlab", LAB), "pending")
@@ -104,17 +119,31 @@ def test_the_template_makes_a_deployment_a_service_and_a_token_only_the_portal_h
     with pytest.raises(notebook.NotReady):  # no pod yet: the page says it is starting
         notebook.route(job)
     lab_pod(job, deployment)
-    kube.start_pod(deployment, "lab-1", phase="Running", ready=True)
+    kube.start_pod(deployment, f"lab-{job.pk.hex[:8]}", phase="Running", ready=True)
     job = job_state(job, "running")
     found = notebook.route(job)
     assert found.url.startswith(kube.url + f"/api/v1/namespaces/{NS}/services/{service['metadata']['name']}:8888/")
-    assert found.token == token and found.headers["Authorization"].startswith("Bearer ")
+    assert found.token == token
+    if k8s_sign_in == "token":
+        assert found.headers["Authorization"].startswith("Bearer ") and not found.cert_file
+    else:  # the files the official client wrote from the kubeconfig; the route holds their names, not the key
+        assert found.headers == {} and found.cert_file and found.key_file
+        assert "PRIVATE KEY" in Path(found.key_file).read_text() and "PRIVATE KEY" not in repr(found)
 
     answer = through_route(found, f"/jobs/{job.pk}/lab/api/status", ca_file)
     assert answer.status_code == 200 and "started" in answer.json()
     lab_page = through_route(found, f"/jobs/{job.pk}/lab/lab", ca_file)
     assert lab_page.status_code == 200 and f"{found.rewritten_prefix}/jobs/{job.pk}/lab/static/" in lab_page.text
     assert through_route(found, f"/jobs/{job.pk}/lab/api/status", ca_file, token="").status_code == 403
+    if k8s_sign_in == "client-certificate":  # the API server checks the certificate: without it, nobody signs in
+        kube.clear_requests()
+        assert through_route(found, f"/jobs/{job.pk}/lab/api/status", ca_file, cert=None).status_code == 401
+        stranger_ca = make_client_ca(tmp_path, "another-ca")
+        stranger = make_client_certificate(tmp_path, stranger_ca[1:], "gpulab-portal")  # same name, wrong CA
+        with pytest.raises(requests.exceptions.ConnectionError):  # TLS refuses it (TLS 1.3: after the handshake)
+            other = (stranger.cert_file, stranger.key_file)
+            through_route(found, f"/jobs/{job.pk}/lab/api/status", ca_file, cert=other)
+        assert kube.requests() == []  # neither reached the service proxy
 
 
 def test_cancel_deletes_the_token_secret_with_the_session(
@@ -139,6 +168,7 @@ def k8s_lab(worker, web, api_for, alice, k8s_cluster, k8s_templates, kube, job_s
     return job
 
 
+@BOTH_SIGN_INS
 @pytest.mark.timeout(300)
 def test_owner_runs_torch_in_a_kernel_through_the_portal_and_the_api_servers_service_proxy(k8s_lab, web, alice, kube):
     lab = Browserless(web, alice, k8s_lab)
@@ -149,6 +179,11 @@ def test_owner_runs_torch_in_a_kernel_through_the_portal_and_the_api_servers_ser
     assert f'src="/jobs/{k8s_lab.pk}/lab/static/' in lab_page.text
     kernel = lab.post("api/kernels", {"name": "python3"})
     assert kernel.status_code == 201, kernel.text
+    # The portal's own GETs (requests, not the proxy) sign in the same way: the session page's readiness, and
+    # the idle reaper's look at the kernels.
+    ready = lab.http.get(f"{web.url}/jobs/{k8s_lab.pk}/jupyter/ready/", timeout=30).json()
+    assert ready["phase"] == "ready", ready
+    assert portal_notebook.last_kernel_activity(k8s_lab)[1] is not None
     with lab.socket(f"api/kernels/{kernel.json()['id']}/channels") as socket:  # relayed by the service proxy
         out = run_code(socket, "import torch; print(torch.__version__)")
     assert out.strip().startswith("2."), out
@@ -170,6 +205,7 @@ def test_other_students_get_404_on_the_kubernetes_notebooks_urls_and_sockets(k8s
     assert not any("/proxy/" in line for line in kube.requests())  # refused before anything reached the cluster
 
 
+@BOTH_SIGN_INS
 @pytest.mark.browser
 @pytest.mark.timeout(400)
 def test_student_opens_jupyterlab_on_kubernetes_from_the_job_page_and_runs_torch_in_a_notebook(

@@ -70,6 +70,8 @@ class KubernetesKind(Kind):
             headers=route.headers,
             token_in_query=True,
             ca_pem=route.ca_pem,
+            cert_file=route.cert_file,
+            key_file=route.key_file,
             rewritten_prefix=route.rewritten_prefix,
         )
 

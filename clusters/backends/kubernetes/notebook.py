@@ -4,7 +4,8 @@ The JupyterLab template (jobs/builtin_templates/k8s-jupyterlab.yaml) runs the se
 Service, with --ServerApp.base_url set to the portal's own path for it, and its token in the Secret the backend made
 at submit (`<job_name>-session`, never in the job's script). The portal reaches it as
 `<API server>/api/v1/namespaces/<ns>/services/<service>:<port>/proxy/jobs/<id>/lab/…` with the cluster's
-credentials, so no pod port has to be open to the portal. Two things differ from a server reached directly:
+credentials (a bearer token, or the kubeconfig's client certificate, presented from the files the official client
+wrote it to), so no pod port has to be open to the portal. Two things differ from a server reached directly:
 - the API server takes the Authorization header for itself (and drops it), so Jupyter's token travels as the
   `token` query parameter, which Jupyter accepts as well;
 - the API server rewrites absolute links in HTML pages and Location headers to go through its proxy path; the portal
@@ -37,13 +38,16 @@ class NotReady(ActionRefused):
 @dataclass(frozen=True)
 class ServiceRoute:
     """How the portal's proxy reaches the server: `url` + the request's own path, with `headers` added, the Jupyter
-    token as a query parameter, TLS checked against `ca_pem`, and `rewritten_prefix` taken out of pages."""
+    token as a query parameter, TLS checked against `ca_pem`, the client certificate in `cert_file`/`key_file`
+    presented (when the kubeconfig signs in with one), and `rewritten_prefix` taken out of pages."""
 
     url: str
     token: str
     headers: dict[str, str]
     ca_pem: str
     rewritten_prefix: str
+    cert_file: str = ""
+    key_file: str = ""
 
 
 def _ready(pod: dict) -> bool:
@@ -74,17 +78,29 @@ def _token(backend: KubernetesBackend, namespace: str, job_uuid: str) -> str:
     return token
 
 
-def _connection(backend: KubernetesBackend) -> tuple[str, dict[str, str], str]:
-    """The API server's URL, the headers that authenticate the portal to it, and the CA it is checked against."""
+@dataclass(frozen=True)
+class _Connection:
+    host: str
+    headers: dict[str, str]
+    ca_pem: str
+    cert_file: str
+    key_file: str
+
+
+def _connection(backend: KubernetesBackend) -> _Connection:
+    """The API server's URL and what authenticates the portal to it, as the official client has them: a bearer
+    token (header), a client certificate (the files the client wrote from the kubeconfig: paths, never their
+    contents), or both; and the CA the server is checked against."""
     config = backend.api.client.configuration
-    if config.cert_file or config.key_file:
-        raise ActionRefused(
-            "This cluster's kubeconfig signs in with a client certificate, which the JupyterLab proxy does not use; "
-            "an admin can give the portal a service-account token instead."
-        )
     auth = (config.auth_settings().get("BearerToken") or {}).get("value") or ""
-    ca_pem = Path(config.ssl_ca_cert).read_text() if config.ssl_ca_cert else ""
-    return config.host.rstrip("/"), ({"Authorization": auth} if auth else {}), ca_pem
+    ca_pem = config.ca_cert_data or (Path(config.ssl_ca_cert).read_text() if config.ssl_ca_cert else "")
+    return _Connection(
+        host=config.host.rstrip("/"),
+        headers={"Authorization": auth} if auth else {},
+        ca_pem=ca_pem if isinstance(ca_pem, str) else ca_pem.decode(),
+        cert_file=config.cert_file or "",
+        key_file=config.key_file or "",
+    )
 
 
 def route(job) -> ServiceRoute:
@@ -97,8 +113,16 @@ def route(job) -> ServiceRoute:
         raise NotReady("JupyterLab is starting in its pod (pulling the image can take a few minutes). Try again soon.")
     service, port = _service(backend, namespace, job_uuid)
     token = _token(backend, namespace, job_uuid)
-    host, headers, ca_pem = _connection(backend)
+    api = _connection(backend)
     path = f"{SERVICE.item(namespace, f'{service}:{port}')}/proxy"
-    if not host.startswith(("https://", "http://")):
-        raise BackendError(f"The API server address {host!r} is not a URL.")
-    return ServiceRoute(url=host + path, token=token, headers=headers, ca_pem=ca_pem, rewritten_prefix=path)
+    if not api.host.startswith(("https://", "http://")):
+        raise BackendError(f"The API server address {api.host!r} is not a URL.")
+    return ServiceRoute(
+        url=api.host + path,
+        token=token,
+        headers=api.headers,
+        ca_pem=api.ca_pem,
+        rewritten_prefix=path,
+        cert_file=api.cert_file,
+        key_file=api.key_file,
+    )
