@@ -234,7 +234,8 @@ def kube(tmp_path_factory):
 
 @pytest.fixture
 def k8s_sign_in():
-    """How the k8s_cluster's kubeconfig signs in: "token", or "client-certificate" (parametrize a test to change)."""
+    """How the k8s_cluster signs in: a kubeconfig with a "token" or a "client-certificate", or an "api-token" (the
+    API server's URL, CA and a bearer token, no kubeconfig). Parametrize a test to change it."""
     return "token"
 
 
@@ -247,6 +248,11 @@ def k8s_cluster(transactional_db, course, kube, k8s_sign_in):
     )
     account = ClusterAccount(cluster=cluster, username="gpulab-portal", auth_method=AuthMethod.KUBECONFIG)
     account.set_secret(kube.kubeconfig(K8S_TOKEN if k8s_sign_in == "token" else None))
+    if k8s_sign_in == "api-token":
+        cluster.api_url, cluster.ca_certificate = kube.url, kube.ca_pem
+        cluster.save()
+        account.auth_method = AuthMethod.TOKEN
+        account.set_secret(K8S_TOKEN)
     account.save()
     course.clusters.add(cluster)
     return cluster

@@ -168,7 +168,7 @@ def k8s_lab(worker, web, api_for, alice, k8s_cluster, k8s_templates, kube, job_s
     return job
 
 
-@BOTH_SIGN_INS
+@pytest.mark.parametrize("k8s_sign_in", ["token", "client-certificate", "api-token"])
 @pytest.mark.timeout(300)
 def test_owner_runs_torch_in_a_kernel_through_the_portal_and_the_api_servers_service_proxy(k8s_lab, web, alice, kube):
     lab = Browserless(web, alice, k8s_lab)
