@@ -67,3 +67,15 @@ def test_the_template_serves_under_the_path_the_portal_proxies():
     assert f'--ServerApp.base_url="{base_url}"' in definition["body"]
     assert definition["session"] == "jupyterlab"
     assert "JUPYTER_TOKEN" in definition["body"] and "--ServerApp.token" not in definition["body"]  # not in `ps`
+
+
+def test_a_slurm_rest_cluster_without_its_login_node_refuses_a_jupyterlab_launch_in_words():
+    """The server's address is read over SSH: a session launched there could never be opened."""
+    from clusters.backends.kind import RenderRefused, RenderRequest
+    from clusters.kinds import kind_of
+
+    cluster = SimpleNamespace(host="", display_name="REST only")
+    template = SimpleNamespace(session="jupyterlab")
+    request = RenderRequest(job_id=JOB.pk, values={}, template=template, course=None, user=None, cluster=cluster)
+    with pytest.raises(RenderRefused, match="add the login node"):
+        kind_of("slurm-rest").render(request)

@@ -253,7 +253,7 @@ class SlurmRestBackend(ClusterBackend):
         account; without an SSH login the job ran in the account's home, which the portal cannot read."""
         if not self.has_ssh:
             raise LogsUnavailable(
-                f"The files jobs write on “{self.cluster.display_name}” (their output, JupyterLab's address) are read "
+                f"The output of jobs on “{self.cluster.display_name}” (and where a JupyterLab session listens) is read "
                 f"over SSH, and the account this job runs as ({self.account.username}) has no SSH login in the "
                 f"portal. The output is in gpulab-{job_id}.log in that account's home directory on the cluster; an "
                 "admin can add the login node on the cluster's page."

@@ -1,6 +1,9 @@
 """The `slurm-rest` kind as the registry hands it out: the same batch templates as `slurm`, through slurmrestd."""
 
+from core.choices import SessionKind
+
 from ..batch import BatchKind
+from ..kind import Rendered, RenderRefused, RenderRequest
 from .backend import SlurmRestBackend
 
 
@@ -12,6 +15,16 @@ class SlurmRestKind(BatchKind):
 
     def missing_fields(self, cluster) -> dict[str, str]:
         return {} if cluster.api_url else {"api_url": "A SLURM REST cluster needs slurmrestd's URL."}
+
+    def render(self, request: RenderRequest) -> Rendered:
+        """As the SSH kind; a JupyterLab session only where the portal can learn where it listens (over SSH)."""
+        if request.template.session == SessionKind.JUPYTERLAB and not request.cluster.host:
+            raise RenderRefused(
+                f"JupyterLab cannot be opened on “{request.cluster.display_name}”: the portal learns where it listens "
+                "over the cluster's login node, and this cluster has none in the portal. Launch it on another cluster, "
+                "or ask an admin to add the login node on the cluster's page."
+            )
+        return super().render(request)
 
     def connection_verdict(self, cluster, ok: bool) -> str:
         return (
