@@ -48,7 +48,7 @@ def start(job, minutes_ago: float = 0.5) -> None:
 
 def wrote(fake_backend, job, port: int, host: str = "127.0.0.1") -> None:
     text = json.dumps({"host": host, "port": port, "token": TOKEN})
-    fake_backend.job_files[(job.pk, "jupyter-server.json")] = text
+    fake_backend.job_files[(job.pk, ".jupyter-server.json")] = text
 
 
 @pytest.fixture

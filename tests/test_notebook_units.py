@@ -1,4 +1,4 @@
-"""What the portal accepts from a SLURM job's jupyter-server.json (clusters/backends/batch_notebook.py): the job runs
+"""What the portal accepts from a SLURM job's .jupyter-server.json (clusters/backends/batch_notebook.py): the job runs
 the student's code, so only an unprivileged port on one of the job's own nodes is ever proxied to."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class Backend:
         self.text, self.nodes = text, list(nodes)
 
     def read_job_file(self, job_id, name, offset, limit):
-        assert name == "jupyter-server.json"
+        assert name == ".jupyter-server.json"
         if self.text is None:
             return LogChunk(offset=0, data="", eof=True, exists=False)
         return LogChunk(offset=len(self.text), data=self.text, eof=True)

@@ -1,7 +1,7 @@
 """Where a SLURM job's JupyterLab listens, for both SLURM kinds (over SSH and through slurmrestd): the file its
 template writes in the job's directory, checked against the nodes SLURM gave the job.
 
-The JupyterLab template (jobs/builtin_templates/jupyterlab.yaml) writes `jupyter-server.json` (mode 0600, as the
+The JupyterLab template (jobs/builtin_templates/jupyterlab.yaml) writes `.jupyter-server.json` (mode 0600, as the
 job's identity) with the node's hostname, the port it chose and the server's random token. The portal reads it
 over the login node as the same identity (the backend's read_job_file) and reaches the node directly, as Open
 OnDemand does: compute nodes must accept connections from the portal on unprivileged ports. The job's nodes come
@@ -17,7 +17,7 @@ import re
 
 from .kind import ActionRefused, NotebookAddress, NotebookNotReady
 
-CONNECTION_FILE = "jupyter-server.json"
+CONNECTION_FILE = ".jupyter-server.json"
 MAX_FILE_BYTES = 4096
 HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")
 TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,128}$")

@@ -2,6 +2,16 @@
 // load JupyterLab into the frame once its server answers (the phases: sessions/notebook_ready.py). No reload.
 (function () {
   "use strict";
+  // The status card (htmx, every 10 s) says when the session has ended: the charts then say "recorded" instead of
+  // "live" (telemetry.js), for whoever has the page open.
+  let endedSeen = false;
+  document.body.addEventListener("htmx:afterSwap", () => {
+    if (endedSeen || !document.getElementById("session-ended")) return;
+    endedSeen = true;
+    document.dispatchEvent(new CustomEvent("gpulab:job-ended"));
+    if (box) end();
+  });
+
   const box = document.getElementById("notebook-attach");
   if (!box) return;
   const line = document.getElementById("notebook-waiting");
@@ -14,12 +24,15 @@
   let tick = null;
   let ended = false;
 
-  // The status card above says how the session ended; this line then has nothing left to say.
+  // The status card above says how the session ended; this line then has nothing left to say, and the frame, whose
+  // server is gone with the allocation, would only show JupyterLab's connection errors.
   function end() {
     ended = true;
     clearInterval(tick);
     line.dataset.phase = "ended";
     line.hidden = true;
+    frame.hidden = true;
+    frame.removeAttribute("src");
   }
 
   function clock(seconds) {
@@ -64,10 +77,6 @@
     if (KEEP_ASKING.has(answer.phase)) setTimeout(ask, ASK_EVERY_MS);
     else { clearInterval(tick); line.querySelector(".spinner")?.remove(); }
   }
-
-  document.body.addEventListener("htmx:afterSwap", () => {
-    if (document.getElementById("session-ended")) end(); // the card's own words for an ended session
-  });
 
   tick = setInterval(() => {
     if (elapsed === null) return;

@@ -112,6 +112,6 @@ def _server_token(job, student: str) -> str:
     browser."""
     import json
 
-    path = run_dir(student, job) / "jupyter-server.json"
+    path = run_dir(student, job) / ".jupyter-server.json"
     assert oct(path.stat().st_mode & 0o777) == "0o600" and path.owner() == student
     return json.loads(path.read_text())["token"]
