@@ -28,7 +28,7 @@ const COLOURS = Array.from({ length: 101 }, (_, percent) => {
 });
 const band = (mean) => (mean < 0 ? -1 : Math.round(mean / 5)); // a mean of -1: no numbers yet
 const colour = (value) => (value === null ? NO_SAMPLE : COLOURS[Math.round(Math.min(100, Math.max(0, value)))]);
-const CSS_COLOURS = new Map([...COLOURS, NO_SAMPLE].map(([r, g, b]) => [[r, g, b], `rgb(${r}, ${g}, ${b})`]));
+const CSS_COLOURS = new Map([...COLOURS, NO_SAMPLE].map((rgb) => [rgb, `rgb(${rgb.join(", ")})`])); // by colour()
 const cssColour = (value) => CSS_COLOURS.get(colour(value));
 // Made once: toLocaleTimeString(…, options) builds a formatter on every call, a fraction of a millisecond each.
 const CLOCK = {
