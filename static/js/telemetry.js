@@ -11,9 +11,10 @@
 
 const HISTORY_POINTS = 600; // the server's series.MAX_POINTS
 const GAP_MS = 30000; // the server's series.GAP_MS: frames further apart than this are drawn with a break between
-// After this many new x values (10 minutes of frames) every trace is thinned back to HISTORY_POINTS: memory goes
-// up and down by that much, never further, however long the page stays open.
-const COMPACT_EVERY = 600;
+// After this many new x values (2 minutes of frames) every trace is thinned back to at most HISTORY_POINTS: a chart
+// holds 400 to 720 x values however long the page stays open, so its memory stays within that band. (600 let the
+// columns double between thinnings, and the page's heap followed them up for 10 minutes at a time.)
+const COMPACT_EVERY = 120;
 const QUEUE_LIMIT = 20000; // points a chart not yet drawn holds before dropping its oldest
 const FOLD_AT = 120; // queued points a drawn chart out of view moves into its columns, undrawn (fold)
 const REDRAW_MS = [1000, 10000]; // a live chart redraws when new points move its line by about a pixel, within these
