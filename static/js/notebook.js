@@ -24,13 +24,14 @@
   let tick = null;
   let ended = false;
 
-  // The status card above says how the session ended; this line then has nothing left to say, and the frame, whose
-  // server is gone with the allocation, would only show JupyterLab's connection errors.
+  // The status card above says how the session ended; this line and the sign-in note then have nothing left to
+  // say, and the frame, whose server is gone with the allocation, would only show JupyterLab's connection errors.
   function end() {
     ended = true;
     clearInterval(tick);
     line.dataset.phase = "ended";
     line.hidden = true;
+    document.getElementById("notebook-signin").hidden = true;
     frame.hidden = true;
     frame.removeAttribute("src");
   }

@@ -50,9 +50,27 @@ def session_token(kube, job) -> str:
     return base64.b64decode(secret["data"]["token"]).decode()
 
 
+def pod_environment(kube, job, deployment: dict, root: Path) -> dict[str, str]:
+    """What the kubelet gives the lab container besides its token: each ConfigMap volume's keys as files at its mount
+    path (under `root`, this machine's stand-in for the container's file system) and the literal env values, paths
+    moved under `root` too."""
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    maps = {m["metadata"]["name"]: m["data"] for m in owned(kube, f"/api/v1/namespaces/{NS}/configmaps", job)}
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    for mount in container.get("volumeMounts", []):
+        folder = root / mount["mountPath"].lstrip("/")
+        folder.mkdir(parents=True, exist_ok=True)
+        for key, text in maps[volumes[mount["name"]]["configMap"]["name"]].items():
+            (folder / key).write_text(text)
+    moved = lambda value: str(root / value.lstrip("/")) if value.startswith("/") else value  # noqa: E731
+    return {e["name"]: moved(e["value"]) for e in container["env"] if "value" in e}
+
+
 @pytest.fixture
 def lab_pod(kube, tmp_path):
-    """Start the job's JupyterLab as its pod would (same args, token from the Secret) and route its Service to it."""
+    """Start the job's JupyterLab as its pod would (same args, env and ConfigMap files, token from the Secret) and
+    route its Service to it."""
     started = []
 
     def start(job, deployment: dict) -> str:
@@ -65,7 +83,8 @@ def lab_pod(kube, tmp_path):
         (tmp_path / "work").mkdir(exist_ok=True)  # the pod's home, without the test's own files in it
         args += ["--ip=127.0.0.1", f"--port={port}", f"--ServerApp.root_dir={tmp_path / 'work'}"]
         args += ["--allow-root"] if os.geteuid() == 0 else []  # the image runs it as jovyan; this machine as root
-        env = {**os.environ, "JUPYTER_TOKEN": session_token(kube, job), "HOME": str(tmp_path)}
+        env = {**os.environ, **pod_environment(kube, job, deployment, tmp_path / "pod")}
+        env.update(JUPYTER_TOKEN=session_token(kube, job), HOME=str(tmp_path))
         log = (tmp_path / "jupyter.log").open("w")
         started.append(
             subprocess.Popen([python, "-m", "jupyterlab", *args], env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -132,6 +151,10 @@ def test_the_template_makes_a_deployment_a_service_and_a_token_only_the_portal_h
 
     answer = through_route(found, f"/jobs/{job.pk}/lab/api/status", ca_file)
     assert answer.status_code == 200 and "started" in answer.json()
+    # The ConfigMap's defaults reached the server: JupyterLab does not ask about its news feed.
+    settings = f"/jobs/{job.pk}/lab/lab/api/settings/@jupyterlab/apputils-extension:notification"
+    news = through_route(found, settings, ca_file)
+    assert news.json()["schema"]["properties"]["fetchNews"]["default"] == "false", news.text[:300]
     lab_page = through_route(found, f"/jobs/{job.pk}/lab/lab", ca_file)
     assert lab_page.status_code == 200 and f"{found.rewritten_prefix}/jobs/{job.pk}/lab/static/" in lab_page.text
     assert through_route(found, f"/jobs/{job.pk}/lab/api/status", ca_file, token="").status_code == 403

@@ -136,6 +136,7 @@ def test_the_session_ends_at_its_time_limit_and_the_page_says_so(
     page.screenshot(path=f"{SHOTS}/gpulab-jupyterlab-ending-laptop.png", full_page=True)
     expect(page.locator("#session-ended")).to_contain_text("reached its time limit", timeout=240_000)
     expect(page.locator("#notebook-waiting")).to_be_hidden()  # no "ready" left standing under the end
+    expect(page.locator("#notebook-signin")).to_be_hidden()  # nor "the portal signs you in" to a server gone
     expect(page.locator("#notebook-frame")).to_be_hidden()  # nor a JupyterLab whose server is gone
     expect(page.locator("[data-socket-state]")).to_have_text("recorded")  # the charts no longer say "live"
     job.refresh_from_db()
