@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import make_lab, setup_database, stop
-from terminal import measure, open_portal, ready, report
+from terminal import measure, open_echo, open_portal, ready, report
 
 NAMESPACE = "bench-terminal"
 
@@ -95,9 +95,13 @@ def main() -> None:
 
         direct = DirectExec(configuration(cluster, account), "bench-pod", SHELL)
         ready(direct)
-        ways = {"portal": (portal.send, portal.read_until), "direct": (direct.send, direct.read_until)}
+        echo, relay = open_echo()
+        ways = {"portal": (portal.send, portal.read_until), "direct": (direct.send, direct.read_until),
+                "relay": (relay.send, relay.read_until)}  # fmt: skip
         samples = measure(ways, args.keys)
         portal.close()
+        relay.close()
+        stop(echo)
         direct.close()
 
         report("in pod bench-pod of an emulated API server (TLS, loopback)", args.keys, samples)

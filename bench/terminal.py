@@ -197,6 +197,16 @@ def open_portal(student, job, log_name: str, prompt: str = "") -> tuple[subproce
     return web, portal
 
 
+def open_echo() -> tuple[subprocess.Popen, PortalTerminal]:
+    """The relay with nothing behind it: bench/ws_echo.py on uvicorn, run as the portal is, sends each key back."""
+    port = free_port()
+    log = Path(tempfile.gettempdir()) / "bench-ws-echo.log"
+    argv = [str(ROOT / ".venv/bin/uvicorn"), "ws_echo:app", "--app-dir", str(ROOT / "bench"), "--lifespan", "off"]
+    echo = start([*argv, "--host", "127.0.0.1", "--port", str(port), "--ws", "websockets-sansio"], log)
+    wait_for(lambda: "Uvicorn running" in log.read_text(), 60, "uvicorn (the echo) to start")
+    return echo, PortalTerminal(f"ws://127.0.0.1:{port}/", "", f"http://127.0.0.1:{port}")
+
+
 def ready(terminal) -> None:
     """The shell answers: what it printed before is read and dropped."""
     terminal.send(f"echo {READY}\n")
@@ -214,6 +224,13 @@ def report(where: str, keys: int, samples: dict[str, list[float]]) -> None:
     ratio50 = percentile(portal, 50) / percentile(direct, 50)
     ratio95 = percentile(portal, 95) / percentile(direct, 95)
     print(f"portal/direct: p50 {ratio50:.2f}x, p95 {ratio95:.2f}x (target <= 1.5x)")
+    if "relay" in samples:
+        # The portal's way is the relay's two loopback hops plus its own shell leg, so 1 + relay/direct is what it
+        # would take with a shell leg as fast as the direct way's whole round trip.
+        floor = percentile(samples["relay"], 50) / percentile(direct, 50)
+        leg = (percentile(portal, 50) - percentile(samples["relay"], 50)) * 1000
+        print(f"relay alone/direct: p50 {floor:.2f}x, so no relay through uvicorn gets under {1 + floor:.2f}x here; "
+              f"the portal's shell leg (portal - relay) p50 {leg:.2f} ms")  # fmt: skip
 
 
 def main() -> None:
@@ -256,9 +273,13 @@ def main() -> None:
             direct = DirectTerminal(ssh_argv)
             direct.read_until(lambda out: "$" in out)
             ready(direct)
-            ways = {"portal": (portal.send, portal.read_until), "direct": (direct.send, direct.read_until)}
+            echo, relay = open_echo()
+            ways = {"portal": (portal.send, portal.read_until), "direct": (direct.send, direct.read_until),
+                    "relay": (relay.send, relay.read_until)}  # fmt: skip
             samples = measure(ways, args.keys)
             portal.close()
+            relay.close()
+            stop(echo)
             direct.send("exit\n")
             direct.close()
 

@@ -121,8 +121,10 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             while not self.outbox.empty() and self.outbox._queue[0] is not None:  # coalesce a burst into one frame
                 data += self.outbox.get_nowait()
             await self.send(bytes_data=data)
+        failure = await asyncio.to_thread(lambda: self.term.failure) if self.term is not None else ""
         await self.finish(
-            "The shell has ended: it exited, or the job's allocation ended. If the job still runs, reload the page "
+            failure
+            or "The shell has ended: it exited, or the job's allocation ended. If the job still runs, reload the page "
             "for a new shell."
         )
 

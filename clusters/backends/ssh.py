@@ -169,16 +169,21 @@ def report_pool_size() -> None:
     measurements.set_process_gauge("ssh_pool_connections", pool.size())
 
 
-def connect(cluster, account) -> paramiko.SSHClient:
-    """A new authenticated connection, outside the pool: for long-lived streams that own their connection.
-
-    `cluster` needs host, port, host_key and display_name: a Cluster, or a compute node that stands in for one.
-    """
+def require_pinned(cluster) -> None:
+    """No connection to a cluster whose host key an admin has not pinned."""
     if not cluster.host_key.strip():
         raise HostKeyNotPinned(
             f"The cluster “{cluster.display_name}” has no pinned SSH host key. An admin must open the cluster in the "
             "admin, run Test connection and confirm the fingerprint."
         )
+
+
+def connect(cluster, account) -> paramiko.SSHClient:
+    """A new authenticated connection, outside the pool: for long-lived streams that own their connection.
+
+    `cluster` needs host, port, host_key and display_name: a Cluster, or a compute node that stands in for one.
+    """
+    require_pinned(cluster)
     keytype, _, rest = cluster.host_key.strip().partition(" ")
     try:
         pinned = paramiko.PKey.from_type_string(keytype, base64.b64decode(rest.split()[0]))

@@ -1,27 +1,58 @@
-"""A terminal on a cluster: an SSH channel with a PTY running one fixed command, for the portal to relay.
+"""A terminal on a cluster: a PTY on the login node running one fixed command, for the portal to relay.
 
 Invariant: the command is an argument list chosen by the kind (e.g. `srun --jobid=<id> --overlap --pty bash -l`),
-joined with shlex.join; only keystrokes typed into the PTY come from the user. The channel rides the pooled
-connection of the identity the job runs as (clusters/backends/ssh.py); closing a terminal closes its channel only.
+joined with shlex.join; only keystrokes typed into the PTY come from the user. The host key is the pinned one, always.
+
+Two ways, one interface (fileno, read, ended, failure, write, resize, close):
+- OpenSSH's client (`ssh -tt`) under a local PTY, for key logins: every key and every echo crosses one C process,
+  where paramiko's packet path in Python cost about 0.1 ms each way (bench/terminal.py). The key and the pinned
+  host key reach it as in-memory files (memfd) it opens through /proc/<portal>/fd, never on disk (ssh closes the
+  descriptors it inherits, so the portal holds them while the terminal is open); the window size follows the PTY.
+- an SSH channel with a PTY on the pooled paramiko connection (clusters/backends/ssh.py), for password logins and
+  where no `ssh` is installed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import shlex
+import shutil
+import signal
 import socket
+import struct
+import subprocess
+import tempfile
+import termios
 
 import paramiko
+from django.conf import settings
 
 from . import as_student, ssh
 from .base import BackendError
 from .sudo_rule import TERMINAL_SRUN
 
 TERM = "xterm-256color"  # what xterm.js understands
+# OpenSSH's options: no config files, no agent, no prompts, no escape character (a student typing "~." must not cut
+# their own shell), no host key but the pinned one, and a connection that notices a cluster gone silent.
+OPENSSH_OPTIONS = [
+    "-F", "/dev/null", "-tt", "-e", "none",
+    "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none",
+    "-o", "PasswordAuthentication=no", "-o", "KbdInteractiveAuthentication=no",
+    "-o", "StrictHostKeyChecking=yes", "-o", "GlobalKnownHostsFile=/dev/null", "-o", "UpdateHostKeys=no",
+    "-o", "ServerAliveInterval=30", "-o", "ServerAliveCountMax=4", "-o", "LogLevel=ERROR",
+]  # fmt: skip
+
+
+def _size(cols: int, rows: int) -> tuple[int, int]:
+    return max(2, min(cols, 1000)), max(2, min(rows, 500))
 
 
 class Terminal:
     """One PTY channel. read() is non-blocking once fileno() is readable; b"" with ended=True means it closed."""
+
+    failure = ""  # a channel's end is the shell's own; connection errors were raised when it opened
 
     def __init__(self, channel: paramiko.Channel):
         self.channel = channel
@@ -46,20 +77,140 @@ class Terminal:
         self.channel.sendall(data)
 
     def resize(self, cols: int, rows: int) -> None:
-        self.channel.resize_pty(width=max(2, min(cols, 1000)), height=max(2, min(rows, 500)))
+        cols, rows = _size(cols, rows)
+        self.channel.resize_pty(width=cols, height=rows)
 
     def close(self) -> None:
         self.channel.close()
 
 
-def open_terminal(cluster, login, argv: list[str], *, cols: int, rows: int) -> Terminal:
+class OpenSSHTerminal:
+    """`ssh -tt` under a local PTY whose other end this holds. read() takes what one readiness of fileno() offers."""
+
+    def __init__(self, proc: subprocess.Popen, pty: int, errors, cluster, login, held: tuple[int, ...]):
+        self.proc, self.pty, self.errors, self.held = proc, pty, errors, held
+        self.cluster, self.login = cluster, login
+        self._ended = False
+        self._early = b""  # keys typed before ssh took the PTY raw, held so the PTY does not echo them here too
+
+    def fileno(self) -> int:
+        return self.pty
+
+    def read(self) -> bytes:
+        if self._early and self._raw():
+            self.write(b"")
+        try:
+            data = os.read(self.pty, 65536)
+        except OSError:  # EIO: ssh has exited and its side of the PTY is closed
+            data = b""
+        self._ended = self._ended or not data
+        return data
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    @property
+    def failure(self) -> str:
+        """Why OpenSSH could not open the shell, in words; "" when the shell itself ended."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=2)
+        if self.proc.returncode != 255:  # ssh's own failures; otherwise the remote command's exit status
+            return ""
+        self.errors.seek(0)
+        said = [line for line in self.errors.read().decode(errors="replace").splitlines() if line.strip()]
+        last = said[-1].strip() if said else "no answer"
+        name = self.cluster.display_name
+        if any("Host key verification failed" in line or "IDENTIFICATION HAS CHANGED" in line for line in said):
+            return (
+                f"Refusing to connect to “{name}”: it did not offer the pinned host key "
+                f"({ssh.fingerprint(self.cluster.host_key)}). An admin must check the cluster and re-pin its key."
+            )
+        if "Permission denied" in last:
+            return f"The cluster “{name}” refused the login {self.login.username}: check the account's SSH key."
+        return (
+            f"Could not open a terminal on “{name}”: {last}. Try again in a minute; if it keeps failing, tell your "
+            "instructor."
+        )
+
+    def _raw(self) -> bool:
+        """ssh has the session and has put its side of the PTY in raw mode (it sent the PTY's first, cooked modes to
+        the cluster, so the remote PTY echoes and translates line ends as a terminal's would)."""
+        return not termios.tcgetattr(self.pty)[3] & termios.ECHO
+
+    def write(self, data: bytes) -> None:
+        if self._early or not self._raw():
+            self._early += data
+            if not self._raw():
+                return
+            data, self._early = self._early, b""
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.pty, view) :]
+
+    def resize(self, cols: int, rows: int) -> None:
+        cols, rows = _size(cols, rows)
+        fcntl.ioctl(self.pty, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGWINCH)  # ssh reads the new size and sends it on: the remote PTY follows
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()  # ssh closes the connection; srun's shell gets its hangup
+        for fd in (self.pty, *self.held):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.errors.close()
+
+
+def _memory_file(name: str, text: str) -> tuple[int, str]:
+    """An unnamed in-memory file readable only by this user: (its descriptor, the path a child opens it by)."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    os.fchmod(fd, 0o600)  # OpenSSH refuses a private key others could read
+    os.write(fd, text.encode())
+    return fd, f"/proc/{os.getpid()}/fd/{fd}"
+
+
+def _openssh(cluster, login, argv: list[str], cols: int, rows: int) -> OpenSSHTerminal:
+    ssh.require_pinned(cluster)
+    key, key_path = _memory_file("gpulab-ssh-key", login.secret().strip() + "\n")
+    pinned = f"{ssh.known_hosts_name(cluster.host, cluster.port)} {cluster.host_key.strip()}\n"
+    known, known_path = _memory_file("gpulab-known-host", pinned)
+    pty, tty_side = os.openpty()
+    cols, rows = _size(cols, rows)
+    fcntl.ioctl(tty_side, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    errors = tempfile.TemporaryFile()  # noqa: SIM115 (the terminal owns it: ssh's own complaints, read at the end)
+    command = [
+        "ssh", *OPENSSH_OPTIONS, "-o", f"ConnectTimeout={int(settings.GPULAB_SSH_CONNECT_TIMEOUT)}",
+        "-o", f"UserKnownHostsFile={known_path}", "-i", key_path,
+        "-p", str(cluster.port), "-l", login.username, "--", cluster.host, shlex.join(argv),
+    ]  # fmt: skip
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/"), "TERM": TERM}
+    try:
+        proc = subprocess.Popen(  # a fixed argument list; the remote command is joined with shlex
+            command, stdin=tty_side, stdout=tty_side, stderr=errors, start_new_session=True, env=env
+        )
+    except OSError as exc:
+        for fd in (pty, key, known):
+            os.close(fd)
+        errors.close()
+        raise BackendError(f"Could not start OpenSSH for a terminal on “{cluster.display_name}”: {exc}.") from None
+    finally:
+        os.close(tty_side)
+    return OpenSSHTerminal(proc, pty, errors, cluster, login, held=(key, known))
+
+
+def open_terminal(cluster, login, argv: list[str], *, cols: int, rows: int) -> Terminal | OpenSSHTerminal:
     """Run `argv` under a PTY as `login` (a ClusterAccount the portal signs in with)."""
+    if login.auth_method != "password" and shutil.which("ssh"):
+        return _openssh(cluster, login, argv, cols, rows)
     try:
         transport = ssh.pool.client(cluster, login).get_transport()
         with contextlib.suppress(OSError, AttributeError):  # keystrokes go out at once, not batched by Nagle
             transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         channel = transport.open_session(timeout=15)
-        channel.get_pty(term=TERM, width=max(2, min(cols, 1000)), height=max(2, min(rows, 500)))
+        cols, rows = _size(cols, rows)
+        channel.get_pty(term=TERM, width=cols, height=rows)
         channel.exec_command(shlex.join(argv))
     except (OSError, paramiko.SSHException) as exc:
         raise BackendError(
@@ -69,7 +220,7 @@ def open_terminal(cluster, login, argv: list[str], *, cols: int, rows: int) -> T
     return Terminal(channel)
 
 
-def srun_in_job(cluster, account, scheduler_id: str, *, cols: int, rows: int) -> Terminal:
+def srun_in_job(cluster, account, scheduler_id: str, *, cols: int, rows: int) -> Terminal | OpenSSHTerminal:
     """A login shell in a running SLURM job as `account`: its own login, or the student's user through the service
     account's sudo rule (which allows exactly this srun)."""
     argv = ["srun", f"--jobid={scheduler_id}", *TERMINAL_SRUN]

@@ -10,6 +10,8 @@ import subprocess
 from urllib.parse import urlencode
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from playwright.sync_api import expect
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
@@ -194,6 +196,30 @@ def test_terminal_closes_with_a_message_when_the_job_ends(
         subprocess.run(["scancel", job.scheduler_id], check=True)
         _, closed = read_until(socket, lambda out: False, timeout=60)
         assert closed and ("ended" in closed)
+
+
+def test_the_remote_pty_follows_the_window_and_a_cluster_with_another_host_key_is_refused_with_the_reason(
+    worker, web, alice, cluster, sleep_template, api_for, job_state
+):
+    job = running_job(api_for, alice, job_state)
+    with open_socket(web, alice, job, cols=100, rows=30) as socket:
+        # The remote PTY is a terminal's: it echoes, ends lines with CR LF, and has the page's size, then the new one.
+        socket.send(b"stty size\n")
+        output, _ = read_until(socket, lambda out: "30 100\r\n" in out)
+        assert "30 100\r\n" in output and "stty size" in output, output
+        socket.send(json.dumps({"resize": [132, 41]}))
+        socket.send(b"stty size\n")
+        output, _ = read_until(socket, lambda out: "41 132\r\n" in out)
+        assert "41 132\r\n" in output, output
+
+    other = Ed25519PrivateKey.generate().public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH).decode()
+    cluster.host_key = other  # the login node no longer shows the pinned key: nobody's keystrokes go to it
+    cluster.save(update_fields=["host_key"])
+    with open_socket(web, alice, job) as socket:
+        socket.send(b"echo typed-too-soon\n")
+        output, closed = read_until(socket, lambda out: False, timeout=30)
+    assert closed and "did not offer the pinned host key" in closed and "re-pin" in closed, closed
+    assert "typed-too-soon" not in output
 
 
 def test_instructor_opens_a_terminal_and_the_students_terminal_and_timeline_say_so(
