@@ -25,6 +25,7 @@ import struct
 import subprocess
 import tempfile
 import termios
+import threading
 
 import paramiko
 from django.conf import settings
@@ -157,6 +158,7 @@ class OpenSSHTerminal:
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()  # ssh closes the connection; srun's shell gets its hangup
+            threading.Thread(target=self.proc.wait, name="ssh-reaper", daemon=True).start()  # no zombie left behind
         for fd in (self.pty, *self.held):
             with contextlib.suppress(OSError):
                 os.close(fd)
