@@ -99,7 +99,8 @@ class OpenSSHTerminal:
 
     def read(self) -> bytes:
         if self._early and self._raw():
-            self.write(b"")
+            with contextlib.suppress(OSError):  # ssh may have gone meanwhile: the read below says so
+                self.write(b"")
         try:
             data = os.read(self.pty, 65536)
         except OSError:  # EIO: ssh has exited and its side of the PTY is closed
@@ -118,8 +119,11 @@ class OpenSSHTerminal:
             self.proc.wait(timeout=2)
         if self.proc.returncode != 255:  # ssh's own failures; otherwise the remote command's exit status
             return ""
-        self.errors.seek(0)
-        said = [line for line in self.errors.read().decode(errors="replace").splitlines() if line.strip()]
+        try:
+            self.errors.seek(0)
+            said = [line for line in self.errors.read().decode(errors="replace").splitlines() if line.strip()]
+        except (OSError, ValueError):  # closed meanwhile (the socket went first): nobody is left to tell
+            return ""
         last = said[-1].strip() if said else "no answer"
         name = self.cluster.display_name
         if any("Host key verification failed" in line or "IDENTIFICATION HAS CHANGED" in line for line in said):
@@ -137,7 +141,10 @@ class OpenSSHTerminal:
     def _raw(self) -> bool:
         """ssh has the session and has put its side of the PTY in raw mode (it sent the PTY's first, cooked modes to
         the cluster, so the remote PTY echoes and translates line ends as a terminal's would)."""
-        return not termios.tcgetattr(self.pty)[3] & termios.ECHO
+        try:
+            return not termios.tcgetattr(self.pty)[3] & termios.ECHO
+        except (termios.error, OSError):  # the PTY is gone: nothing to hold keys back for
+            return True
 
     def write(self, data: bytes) -> None:
         if self._early or not self._raw():
