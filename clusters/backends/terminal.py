@@ -50,6 +50,11 @@ def _size(cols: int, rows: int) -> tuple[int, int]:
     return max(2, min(cols, 1000)), max(2, min(rows, 500))
 
 
+def _set_pty_size(fd: int, cols: int, rows: int) -> None:
+    cols, rows = _size(cols, rows)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
 class Terminal:
     """One PTY channel. read() is non-blocking once fileno() is readable; b"" with ended=True means it closed."""
 
@@ -157,8 +162,7 @@ class OpenSSHTerminal:
             view = view[os.write(self.pty, view) :]
 
     def resize(self, cols: int, rows: int) -> None:
-        cols, rows = _size(cols, rows)
-        fcntl.ioctl(self.pty, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        _set_pty_size(self.pty, cols, rows)
         with contextlib.suppress(ProcessLookupError):
             self.proc.send_signal(signal.SIGWINCH)  # ssh reads the new size and sends it on: the remote PTY follows
 
@@ -186,8 +190,7 @@ def _openssh(cluster, login, argv: list[str], cols: int, rows: int) -> OpenSSHTe
     pinned = f"{ssh.known_hosts_name(cluster.host, cluster.port)} {cluster.host_key.strip()}\n"
     known, known_path = _memory_file("gpulab-known-host", pinned)
     pty, tty_side = os.openpty()
-    cols, rows = _size(cols, rows)
-    fcntl.ioctl(tty_side, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    _set_pty_size(tty_side, cols, rows)
     errors = tempfile.TemporaryFile()  # noqa: SIM115 (the terminal owns it: ssh's own complaints, read at the end)
     command = [
         "ssh", *OPENSSH_OPTIONS, "-o", f"ConnectTimeout={int(settings.GPULAB_SSH_CONNECT_TIMEOUT)}",
