@@ -290,6 +290,7 @@ DBV_ANSWER = {
             ],
         },
         {"job_id": 77, "time": {"elapsed": 1, "end": 0}, "tres": {}, "steps": []},  # its end not stored yet
+        {"job_id": 78, "time": {"elapsed": 2, "end": 1795439318, "limit": 0}, "tres": {}, "steps": []},  # nor limit
     ],
 }
 
@@ -297,8 +298,8 @@ DBV_ANSWER = {
 def test_slurmdbd_answer_gives_sacct_figures():
     from clusters.backends.slurm_rest.parsing import usage
 
-    found = usage(DBV_ANSWER, ["3006", "77"])
-    assert list(found) == ["3006"]
+    found = usage(DBV_ANSWER, ["3006", "77", "78"])
+    assert list(found) == ["3006"]  # 77 and 78 are asked for again once slurmdbd has their end and their limit
     assert found["3006"] == AccountedUsage(
         scheduler_id="3006",
         elapsed_seconds=6,
@@ -309,6 +310,14 @@ def test_slurmdbd_answer_gives_sacct_figures():
         requested_memory_bytes=500 * 1024**2,
         time_limit_minutes=3,
     )
+
+
+@pytest.mark.parametrize(("limit", "kept"), [(30, 30), ({"set": True, "number": 30}, 30), (0xFFFFFFFF, None)])
+def test_slurmdbd_limit_forms(limit, kept):
+    from clusters.backends.slurm_rest.parsing import usage
+
+    record = {"job_id": 5, "time": {"elapsed": 2, "end": 1795439318, "limit": limit}, "tres": {}, "steps": []}
+    assert usage({"jobs": [record]}, ["5"])["5"].time_limit_minutes == kept
 
 
 def _usage(scheduler_id: str) -> AccountedUsage:

@@ -60,6 +60,9 @@ def statuses(answer: dict) -> dict[str, SchedulerStatus]:
     return found
 
 
+INFINITE = 0xFFFFFFFF  # SLURM's "no limit" (NO_VAL, one less, is "not set")
+
+
 def _number(value) -> int | None:
     """An integer field: a plain int, or the {"set", "number"} form newer API versions use."""
     if isinstance(value, dict):
@@ -138,17 +141,18 @@ def _seconds(value) -> float:
 def usage(answer: dict, ids: list[str]) -> dict[str, AccountedUsage]:
     """GET /slurmdb/v0.0.3x/jobs?step=… as sacct's figures: TotalCPU and MaxRSS come from the steps, as in sacct.
 
-    slurmctld (which the poll asks) knows a job has ended before slurmdbd has stored its end: a record without an
-    end time is left out, and asked for again in a later cycle."""
+    slurmctld (which the poll asks) knows a job has ended before slurmdbd has stored its end, and slurmdbd may store
+    the end before the job's time limit: a record without either is left out, and asked for again in a later cycle
+    (every job the portal submits has a limit). A limit of INFINITE is kept as none."""
     found: dict[str, AccountedUsage] = {}
     for job in answer.get("jobs") or []:
         scheduler_id = str(job.get("job_id", ""))
         time, tres, steps = job.get("time") or {}, job.get("tres") or {}, job.get("steps") or []
-        if scheduler_id not in ids or not time.get("end"):
+        limit = _number(time.get("limit"))
+        if scheduler_id not in ids or not time.get("end") or not limit:
             continue
         peaks = [_tres(((step.get("tres") or {}).get("requested") or {}).get("max"), "mem") for step in steps]
         memory_mib = _tres(tres.get("requested"), "mem")
-        limit = time.get("limit")
         found[scheduler_id] = AccountedUsage(
             scheduler_id=scheduler_id,
             elapsed_seconds=int(time.get("elapsed") or 0),
@@ -157,6 +161,6 @@ def usage(answer: dict, ids: list[str]) -> dict[str, AccountedUsage]:
             gpus=_tres(tres.get("allocated"), "gres", "gpu") or 0,
             max_rss_bytes=max((peak for peak in peaks if peak), default=None),
             requested_memory_bytes=memory_mib * 1024**2 if memory_mib else None,
-            time_limit_minutes=limit if isinstance(limit, int) and limit > 0 else None,
+            time_limit_minutes=limit if limit < INFINITE else None,
         )
     return found
