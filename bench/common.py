@@ -117,7 +117,7 @@ def start_web(name: str) -> tuple[subprocess.Popen, int]:
     log = Path(tempfile.gettempdir()) / f"bench-{name}-web.log"
     argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
     web = start(argv, log)
-    wait_for(lambda: "Application startup complete" in log.read_text(), 60, "uvicorn to start")
+    wait_for(lambda: "Uvicorn running on" in log.read_text(), 60, "uvicorn to start")
     return web, port
 
 

@@ -109,7 +109,7 @@ def main() -> None:
         log = Path(tempfile.gettempdir()) / "bench-files-web.log"
         argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
         web = start(argv, log)
-        wait_for(lambda: "Application startup complete" in log.read_text(), 60, "uvicorn to start")
+        wait_for(lambda: "Uvicorn running on" in log.read_text(), 60, "uvicorn to start")
 
         size = args.megabytes * 10**6
         with tempfile.TemporaryDirectory() as tmp:

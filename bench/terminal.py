@@ -188,7 +188,7 @@ def open_portal(student, job, log_name: str, prompt: str = "") -> tuple[subproce
     log = Path(tempfile.gettempdir()) / log_name
     argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
     web = start([*argv, "--ws", "websockets-sansio"], log)
-    wait_for(lambda: "Application startup complete" in log.read_text(), 60, "uvicorn to start")
+    wait_for(lambda: "Uvicorn running on" in log.read_text(), 60, "uvicorn to start")
     origin = f"http://127.0.0.1:{port}"
     portal = PortalTerminal(f"ws://127.0.0.1:{port}/ws/jobs/{job.pk}/terminal/?cols=120&rows=40", cookie, origin)
     if prompt:
