@@ -4,11 +4,14 @@
 
 One random file of --megabytes is uploaded, then downloaded, each way --runs times (the best run counts):
 - portal: uvicorn serving portal.asgi; upload as PUT chunks of --chunk-megabytes to /api/v1/files/…/upload/
-  (what the page's upload does, with requests), download as one GET of /api/v1/files/…/download/ (curl, hashed
-  by sha256sum on the way);
-- direct: paramiko SFTP from this process to sshd, `put` and `get` (paramiko's pipelined transfer).
-Both sides check the SHA-256 of what arrived. Prints MB/s each way and the portal/direct ratio (target for
-downloads: >= 0.7). Uses its own database (test_<name>) and Redis database BENCH_REDIS_DB (default 2).
+  (what the page's upload does, with requests), download as one GET of /api/v1/files/…/download/ with curl, to a
+  file (as a browser saves it);
+- direct SFTP: OpenSSH's `sftp` client, what a student types, `put` and `get` to a file, as the same account;
+- paramiko SFTP from this process, `put` and `getfo` into a hash (paramiko's pipelined transfer), for reference;
+- the portal's own SFTP reader without HTTP (what small files and ranges use).
+Every download's SHA-256 is checked against the file's after it is timed. Prints MB/s each way and the
+portal/direct ratios (target for downloads: >= 0.7 of OpenSSH's sftp). Uses its own database (test_<name>) and
+Redis database BENCH_REDIS_DB (default 2).
 """
 
 from __future__ import annotations
@@ -59,16 +62,21 @@ def portal_upload(session, base: str, source: Path, chunk: int) -> None:
             offset = answer.json()["received"]
 
 
-def portal_download(token: str, base: str, name: str) -> tuple[int, str]:
-    """curl, as a browser would fetch it (a client in C), its bytes hashed on the way (sha256sum)."""
-    curl = subprocess.Popen(
-        ["curl", "-sS", "--fail", "-H", f"Authorization: Token {token}", f"{base}download/?path={name}"],
-        stdout=subprocess.PIPE,
-    )
-    digest = subprocess.run(["sha256sum"], stdin=curl.stdout, capture_output=True, text=True, check=True)
-    if curl.wait() != 0:
-        raise SystemExit("curl could not download the file through the portal")
-    return digest.stdout.split()[0]
+def portal_download(token: str, base: str, name: str, target: Path) -> None:
+    """curl, as a browser would fetch it (a client in C), to a file."""
+    url = f"{base}download/?path={name}"
+    subprocess.run(["curl", "-sS", "--fail", "-o", str(target), "-H", f"Authorization: Token {token}", url], check=True)
+
+
+def openssh_sftp(cluster, account, folder: Path, batch: str) -> None:
+    """OpenSSH's sftp client running `batch`, with the account's key and the cluster's pinned host key."""
+    key, known = folder / "key", folder / "known_hosts"
+    key.write_text(account.secret().strip() + "\n")
+    key.chmod(0o600)
+    known.write_text(f"[{cluster.host}]:{cluster.port} {cluster.host_key.strip()}\n")
+    argv = ["sftp", "-q", "-b", "-", "-F", "/dev/null", "-i", str(key), "-o", f"UserKnownHostsFile={known}"]
+    argv += ["-o", "StrictHostKeyChecking=yes", "-P", str(cluster.port), f"{account.username}@{cluster.host}"]
+    subprocess.run(argv, input=batch, text=True, check=True, stdout=subprocess.DEVNULL)
 
 
 class Sink:
@@ -119,58 +127,69 @@ def main() -> None:
                     fh.write(os.urandom(1 << 20))
                 fh.write(os.urandom(size % (1 << 20)))
             want = sha256_of(source)
+            arrived = Path(tmp) / "arrived.bin"
 
             http = requests.Session()
             http.headers["Authorization"] = f"Token {token.key}"
             base = f"http://127.0.0.1:{port}/api/v1/files/clusters/{cluster.pk}/"
-            ways = ("portal upload", "direct upload", "portal download", "direct download", "reader download")
-            figures = {name: [] for name in ways}
+            figures = {
+                f"{way} {what}": [] for way in ("portal", "direct", "paramiko") for what in ("upload", "download")
+            }
+            figures["reader download"] = []
+
+            def timed(name, action, digest=lambda: sha256_of(arrived)):
+                """Times `action`; then what it brought here (its digest) must be the file. Uploads pass None."""
+                arrived.unlink(missing_ok=True)
+                t0 = time.perf_counter()
+                action()
+                figures[name].append(time.perf_counter() - t0)
+                if digest is not None:
+                    assert digest() == want, f"{name}: what arrived differs from the file"
+
             for _ in range(args.runs):
-                t0 = time.perf_counter()
-                portal_upload(http, base, source, args.chunk_megabytes * 2**20)
-                figures["portal upload"].append(time.perf_counter() - t0)
-
+                timed("portal upload", lambda: portal_upload(http, base, source, args.chunk_megabytes * 2**20), None)
+                timed(
+                    "direct upload",
+                    lambda: openssh_sftp(cluster, account, Path(tmp), f"put {source} {direct_dir}/"),
+                    None,
+                )
                 with ssh.sftp(cluster, account) as sftp:
-                    ssh.makedirs(sftp, direct_dir)
-                    t0 = time.perf_counter()
-                    sftp.put(str(source), f"{direct_dir}/bench.bin")
-                    figures["direct upload"].append(time.perf_counter() - t0)
+                    timed("paramiko upload", lambda: sftp.put(str(source), f"{direct_dir}/bench.bin"), None)
+                with ssh.sftp(cluster, account) as sftp:  # the portal's copy and the direct ones arrived whole
+                    assert (
+                        sftp.stat(f"{root}/bench.bin").st_size == sftp.stat(f"{direct_dir}/bench.bin").st_size == size
+                    )
 
-                t0 = time.perf_counter()
-                got = portal_download(token.key, base, "bench.bin")
-                figures["portal download"].append(time.perf_counter() - t0)
-                assert got == want, "the portal's download differs from the file"
-
-                with opened(home_space(cluster, student)) as files:  # the portal's reader, without HTTP
-                    sink = Sink()
-                    t0 = time.perf_counter()
-                    real, _ = files.resolve_file("bench.bin")
-                    for chunk in files.read_range(real, 0, size):
-                        sink.write(chunk)
-                    figures["reader download"].append(time.perf_counter() - t0)
-                    assert sink.digest.hexdigest() == want
-
+                timed("portal download", lambda: portal_download(token.key, base, "bench.bin", arrived))
+                timed(
+                    "direct download",
+                    lambda: openssh_sftp(cluster, account, Path(tmp), f"get {direct_dir}/bench.bin {arrived}"),
+                )
+                sink = Sink()
                 with ssh.sftp(cluster, account) as sftp:
-                    sink = Sink()
-                    t0 = time.perf_counter()
-                    sftp.getfo(f"{direct_dir}/bench.bin", sink)
-                    figures["direct download"].append(time.perf_counter() - t0)
-                    assert sink.total == size and sink.digest.hexdigest() == want, "direct SFTP read differs"
+                    get = lambda sftp=sftp, sink=sink: sftp.getfo(f"{direct_dir}/bench.bin", sink)  # noqa: E731
+                    timed("paramiko download", get, sink.digest.hexdigest)
+                reader = Sink()
+                with opened(home_space(cluster, student)) as files:  # the portal's SFTP reader, without HTTP
 
-            with ssh.sftp(cluster, account) as sftp:  # the portal's copy arrived whole
-                attrs = sftp.stat(f"{root}/bench.bin")
-                assert attrs.st_size == size
+                    def read_all(files=files, reader=reader):
+                        real, _ = files.resolve_file("bench.bin")
+                        for chunk in files.read_range(real, 0, size):
+                            reader.write(chunk)
+
+                    timed("reader download", read_all, reader.digest.hexdigest)
 
         rate = {name: size / min(times) / 1e6 for name, times in figures.items()}
         print(f"\n{args.megabytes} MB file, best of {args.runs}, login node 127.0.0.1 (sshd), portal on uvicorn")
-        print(f"{'':10} {'portal':>12} {'direct SFTP':>12} {'ratio':>7}")
+        print(f"{'':9} {'portal':>11} {'OpenSSH sftp':>12} {'ratio':>6} {'paramiko':>11} {'ratio':>6}")
         for way in ("download", "upload"):
-            portal, direct = rate[f"portal {way}"], rate[f"direct {way}"]
-            print(f"{way:10} {portal:>8.1f} MB/s {direct:>7.1f} MB/s {portal / direct:>7.2f}")
-        reader = rate["reader download"]
-        ratio = reader / rate["direct download"]
-        print(f"{'(reader)':10} {reader:>8.1f} MB/s {'':>12} {ratio:>7.2f}  the portal's SFTP reads alone, no HTTP")
-        print("target: download ratio >= 0.70")
+            portal, direct, paramiko = (rate[f"{who} {way}"] for who in ("portal", "direct", "paramiko"))
+            print(
+                f"{way:9} {portal:>6.1f} MB/s {direct:>7.1f} MB/s {portal / direct:>6.2f} {paramiko:>6.1f} MB/s "
+                f"{portal / paramiko:>6.2f}"
+            )
+        print(f"the portal's SFTP reader alone, no HTTP (small files and ranges): {rate['reader download']:.1f} MB/s")
+        print("target: download ratio >= 0.70 of OpenSSH's sftp")
     finally:
         if web is not None:
             stop(web)

@@ -256,6 +256,9 @@ GPULAB_FILES_UPLOAD_WINDOW_SECONDS = env_float("FILES_UPLOAD_WINDOW_SECONDS", 60
 GPULAB_FILES_CHUNK_BYTES = env_int("FILES_CHUNK_BYTES", 16 * 2**20)
 GPULAB_FILES_VIEW_BYTES = env_int("FILES_VIEW_BYTES", 512 * 1024)
 GPULAB_FILES_ARCHIVE_MAX_FILES = env_int("FILES_ARCHIVE_MAX_FILES", 20000)
+# Large downloads read by OpenSSH's client at once per web process (each a login on the cluster); more go over the
+# pooled SFTP connection, slower but without another login (sessions/streaming.py).
+GPULAB_FILES_OPENSSH_DOWNLOADS = env_int("FILES_OPENSSH_DOWNLOADS", 8)
 # The job terminal (sessions/terminal.py): closed after this long without a keystroke (it holds an SSH channel and
 # a step in the student's allocation), and how often it checks that the job still runs.
 GPULAB_TERMINAL_IDLE_SECONDS = env_float("TERMINAL_IDLE_SECONDS", 30 * 60.0)

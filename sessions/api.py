@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from core.api_schema import ErrorSerializer
 
 from . import paths, upload_limits
-from .files import FilesUnavailable, archive, opened
+from .files import FilesUnavailable, archive, opened, openssh_range
 from .paths import PathRefused
 from .serializers import (
     ListingSerializer,
@@ -28,7 +28,7 @@ from .serializers import (
     UploadStateSerializer,
 )
 from .spaces import space_for
-from .streaming import archive_response, file_response
+from .streaming import archive_response, file_response, preferring
 
 PATH = OpenApiParameter("path", str, description="Relative to the space's top folder; empty for the top folder.")
 ERRORS = {
@@ -92,7 +92,7 @@ class DownloadView(SpaceView):
             if fmt:
                 session.resolve_dir(relative)
             else:
-                _, attrs = session.resolve_file(relative)
+                real, attrs = session.resolve_file(relative)
         if fmt:
             if fmt not in ("zip", "tar"):
                 raise PathRefused("archive is zip or tar.")
@@ -104,13 +104,16 @@ class DownloadView(SpaceView):
 
             return archive_response(make_archive, name, fmt)
 
-        def make(start: int, length: int):
-            with opened(space) as session:
-                real, _ = session.resolve_file(relative)
-                yield from session.read_range(real, start, length)
+        def stream(start: int, length: int):
+            def over_sftp():
+                with opened(space) as session:
+                    real, _ = session.resolve_file(relative)
+                    yield from session.read_range(real, start, length)
+
+            return preferring(openssh_range(space, real, start, length), over_sftp)
 
         size = attrs.st_size or 0
-        return file_response(make, posixpath.basename(relative), size, request.headers.get("Range", ""))
+        return file_response(stream, posixpath.basename(relative), size, request.headers.get("Range", ""))
 
 
 class TextView(SpaceView):

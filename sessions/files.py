@@ -18,7 +18,7 @@ import stat
 import tarfile
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,7 +27,7 @@ import paramiko
 from django.conf import settings
 
 from clusters import kinds
-from clusters.backends import as_student, ssh
+from clusters.backends import as_student, openssh, ssh
 from clusters.backends.as_student import StudentShell
 from clusters.backends.base import BackendError
 from clusters.identity import IdentityMissing, account_for
@@ -39,6 +39,9 @@ from .paths import PathRefused
 PARTIAL_SUFFIX = ".gpulab-upload"  # an upload in progress: `.<name>.gpulab-upload` beside where it will land
 ZIP_EPOCH = 315532800  # 1980-01-01: zip cannot record earlier times
 READ_WINDOW = 16 * 2**20  # read ahead by SFTP: throughput without holding a whole file in memory
+# From this size a download is read by OpenSSH's client (a new login, then C all the way); below it the pooled SFTP
+# connection starts sooner than a login would.
+OPENSSH_FROM_BYTES = 8 * 2**20
 
 
 class FilesUnavailable(Exception):
@@ -351,6 +354,20 @@ class Session:
         if received >= total:
             self.sftp.posix_rename(partial, final)
         return received
+
+
+def openssh_range(space: Space, real: str, start: int, length: int) -> Callable[[], AsyncIterator[bytes]] | None:
+    """The bytes [start, start+length) of a file resolved by a Session, read by `dd` as the space's identity through
+    OpenSSH's client; None where the pooled SFTP connection is the way (a small range, a password login, no ssh).
+    dd refuses to follow a link in the last part of the path, in case one replaced the file since it was resolved."""
+    login = space.student.login if space.student else space.account
+    if length < OPENSSH_FROM_BYTES or not openssh.usable(login):
+        return None
+    argv = ["dd", f"if={real}", "iflag=skip_bytes,count_bytes,nofollow", f"skip={start}", f"count={length}"]
+    argv += ["bs=1M", "status=none"]
+    if space.student:
+        argv = space.student.as_student(argv)
+    return lambda: openssh.output(space.cluster, login, argv)
 
 
 @contextmanager

@@ -1,15 +1,19 @@
-"""Sending files and archives to the browser: HTTP ranges, and SFTP reads turned into an async stream.
+"""Sending files and archives to the browser: HTTP ranges, and cluster reads turned into an async stream.
 
 Invariant: the response is produced chunk by chunk while it is sent (uvicorn reads an async iterator), so a large
-file or folder is never held whole in memory; the SFTP channel closes when the download ends or is abandoned.
+file or folder is never held whole in memory; the SFTP channel, or OpenSSH's client, closes when the download ends
+or is abandoned. At most GPULAB_FILES_OPENSSH_DOWNLOADS downloads per web process run an OpenSSH client (each a
+login on the cluster); more go over the pooled SFTP connection.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 
@@ -34,7 +38,7 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None | bool:
     return start, end - start + 1
 
 
-async def _in_threads(make: Callable[[], Iterator[bytes]]) -> AsyncIterator[bytes]:
+async def in_threads(make: Callable[[], Iterator[bytes]]) -> AsyncIterator[bytes]:
     # Blocking SFTP reads run in worker threads, not the thread Django keeps for ORM code.
     iterator = await sync_to_async(make, thread_sensitive=False)()
     try:
@@ -48,8 +52,42 @@ async def _in_threads(make: Callable[[], Iterator[bytes]]) -> AsyncIterator[byte
         await sync_to_async(iterator.close, thread_sensitive=False)()
 
 
-def file_response(make: Callable[[int, int], Iterator[bytes]], name: str, size: int, range_header: str):
-    """The file (or the asked range of it) as an attachment; `make(start, length)` yields its bytes."""
+class _Slots:
+    """How many downloads run an OpenSSH client in this process (threads too: the test client streams from them)."""
+
+    def __init__(self) -> None:
+        self.lock, self.running = threading.Lock(), 0
+
+    def take(self) -> bool:
+        with self.lock:
+            if self.running >= settings.GPULAB_FILES_OPENSSH_DOWNLOADS:
+                return False
+            self.running += 1
+            return True
+
+    def give_back(self) -> None:
+        with self.lock:
+            self.running -= 1
+
+
+openssh_slots = _Slots()
+
+
+async def preferring(fast: Callable[[], AsyncIterator[bytes]] | None, slow: Callable[[], Iterator[bytes]]):
+    """fast()'s bytes (OpenSSH) while a slot is free, else slow()'s (the pooled SFTP connection, in threads)."""
+    if fast is not None and openssh_slots.take():
+        try:
+            async for chunk in fast():
+                yield chunk
+        finally:
+            openssh_slots.give_back()
+        return
+    async for chunk in in_threads(slow):
+        yield chunk
+
+
+def file_response(stream: Callable[[int, int], AsyncIterator[bytes]], name: str, size: int, range_header: str):
+    """The file (or the asked range of it) as an attachment; `stream(start, length)` yields its bytes."""
     wanted = parse_range(range_header, size)
     if wanted is False:
         response = HttpResponse(status=416)
@@ -57,7 +95,7 @@ def file_response(make: Callable[[int, int], Iterator[bytes]], name: str, size: 
         return response
     start, length = wanted or (0, size)
     response = StreamingHttpResponse(
-        _in_threads(lambda: make(start, length)),
+        stream(start, length),
         status=206 if wanted else 200,
         content_type="application/octet-stream",
     )
@@ -71,6 +109,6 @@ def file_response(make: Callable[[int, int], Iterator[bytes]], name: str, size: 
 
 def archive_response(make: Callable[[], Iterator[bytes]], name: str, fmt: str):
     content_type = "application/zip" if fmt == "zip" else "application/x-tar"
-    response = StreamingHttpResponse(_in_threads(make), content_type=content_type)
+    response = StreamingHttpResponse(in_threads(make), content_type=content_type)
     response["Content-Disposition"] = content_disposition_header(True, f"{name}.{fmt}")
     return response

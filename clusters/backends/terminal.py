@@ -4,10 +4,9 @@ Invariant: the command is an argument list chosen by the kind (e.g. `srun --jobi
 joined with shlex.join; only keystrokes typed into the PTY come from the user. The host key is the pinned one, always.
 
 Two ways, one interface (fileno, read, ended, failure, write, resize, close):
-- OpenSSH's client (`ssh -tt`) under a local PTY, for key logins: every key and every echo crosses one C process,
-  where paramiko's packet path in Python cost about 0.1 ms each way (bench/terminal.py). The key and the pinned
-  host key reach it as in-memory files (memfd) it opens through /proc/<portal>/fd, never on disk (ssh closes the
-  descriptors it inherits, so the portal holds them while the terminal is open); the window size follows the PTY.
+- OpenSSH's client (`ssh -tt`, clusters/backends/openssh.py) under a local PTY, for key logins: every key and
+  every echo crosses one C process, where paramiko's packet path in Python cost about 0.1 ms each way
+  (bench/terminal.py); the window size follows the PTY.
 - an SSH channel with a PTY on the pooled paramiko connection (clusters/backends/ssh.py), for password logins and
   where no `ssh` is installed.
 """
@@ -18,7 +17,6 @@ import contextlib
 import fcntl
 import os
 import shlex
-import shutil
 import signal
 import socket
 import struct
@@ -28,22 +26,14 @@ import termios
 import threading
 
 import paramiko
-from django.conf import settings
 
-from . import as_student, ssh
+from . import as_student, openssh, ssh
 from .base import BackendError
 from .sudo_rule import TERMINAL_SRUN
 
 TERM = "xterm-256color"  # what xterm.js understands
-# OpenSSH's options: no config files, no agent, no prompts, no escape character (a student typing "~." must not cut
-# their own shell), no host key but the pinned one, and a connection that notices a cluster gone silent.
-OPENSSH_OPTIONS = [
-    "-F", "/dev/null", "-tt", "-e", "none",
-    "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none",
-    "-o", "PasswordAuthentication=no", "-o", "KbdInteractiveAuthentication=no",
-    "-o", "StrictHostKeyChecking=yes", "-o", "GlobalKnownHostsFile=/dev/null", "-o", "UpdateHostKeys=no",
-    "-o", "ServerAliveInterval=30", "-o", "ServerAliveCountMax=4", "-o", "LogLevel=ERROR",
-]  # fmt: skip
+# A terminal's own: a remote PTY, and no escape character (a student typing "~." must not cut their own shell).
+TERMINAL_OPTIONS = ["-tt", "-e", "none"]
 
 
 def _size(cols: int, rows: int) -> tuple[int, int]:
@@ -93,8 +83,8 @@ class Terminal:
 class OpenSSHTerminal:
     """`ssh -tt` under a local PTY whose other end this holds. read() takes what one readiness of fileno() offers."""
 
-    def __init__(self, proc: subprocess.Popen, pty: int, errors, cluster, login, held: tuple[int, ...]):
-        self.proc, self.pty, self.errors, self.held = proc, pty, errors, held
+    def __init__(self, proc: subprocess.Popen, pty: int, errors, cluster, login, invocation: openssh.Invocation):
+        self.proc, self.pty, self.errors, self.invocation = proc, pty, errors, invocation
         self.cluster, self.login = cluster, login
         self._ended = False
         self._early = b""  # keys typed before ssh took the PTY raw, held so the PTY does not echo them here too
@@ -170,51 +160,39 @@ class OpenSSHTerminal:
         if self.proc.poll() is None:
             self.proc.terminate()  # ssh closes the connection; srun's shell gets its hangup
             threading.Thread(target=self.proc.wait, name="ssh-reaper", daemon=True).start()  # no zombie left behind
-        for fd in (self.pty, *self.held):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        with contextlib.suppress(OSError):
+            os.close(self.pty)
+        self.invocation.close()
         self.errors.close()
 
 
-def _memory_file(name: str, text: str) -> tuple[int, str]:
-    """An unnamed in-memory file readable only by this user: (its descriptor, the path a child opens it by)."""
-    fd = os.memfd_create(name, os.MFD_CLOEXEC)
-    os.fchmod(fd, 0o600)  # OpenSSH refuses a private key others could read
-    os.write(fd, text.encode())
-    return fd, f"/proc/{os.getpid()}/fd/{fd}"
-
-
 def _openssh(cluster, login, argv: list[str], cols: int, rows: int) -> OpenSSHTerminal:
-    ssh.require_pinned(cluster)
-    key, key_path = _memory_file("gpulab-ssh-key", login.secret().strip() + "\n")
-    pinned = f"{ssh.known_hosts_name(cluster.host, cluster.port)} {cluster.host_key.strip()}\n"
-    known, known_path = _memory_file("gpulab-known-host", pinned)
+    invocation = openssh.Invocation(cluster, login, argv, options=TERMINAL_OPTIONS)
     pty, tty_side = os.openpty()
     _set_pty_size(tty_side, cols, rows)
     errors = tempfile.TemporaryFile()  # noqa: SIM115 (the terminal owns it: ssh's own complaints, read at the end)
-    command = [
-        "ssh", *OPENSSH_OPTIONS, "-o", f"ConnectTimeout={int(settings.GPULAB_SSH_CONNECT_TIMEOUT)}",
-        "-o", f"UserKnownHostsFile={known_path}", "-i", key_path,
-        "-p", str(cluster.port), "-l", login.username, "--", cluster.host, shlex.join(argv),
-    ]  # fmt: skip
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/"), "TERM": TERM}
     try:
         proc = subprocess.Popen(  # a fixed argument list; the remote command is joined with shlex
-            command, stdin=tty_side, stdout=tty_side, stderr=errors, start_new_session=True, env=env
+            invocation.argv,
+            stdin=tty_side,
+            stdout=tty_side,
+            stderr=errors,
+            start_new_session=True,
+            env=openssh.environment(TERM=TERM),
         )
     except OSError as exc:
-        for fd in (pty, key, known):
-            os.close(fd)
+        os.close(pty)
+        invocation.close()
         errors.close()
         raise BackendError(f"Could not start OpenSSH for a terminal on “{cluster.display_name}”: {exc}.") from None
     finally:
         os.close(tty_side)
-    return OpenSSHTerminal(proc, pty, errors, cluster, login, held=(key, known))
+    return OpenSSHTerminal(proc, pty, errors, cluster, login, invocation)
 
 
 def open_terminal(cluster, login, argv: list[str], *, cols: int, rows: int) -> Terminal | OpenSSHTerminal:
     """Run `argv` under a PTY as `login` (a ClusterAccount the portal signs in with)."""
-    if login.auth_method != "password" and shutil.which("ssh"):
+    if openssh.usable(login):
         return _openssh(cluster, login, argv, cols, rows)
     try:
         transport = ssh.pool.client(cluster, login).get_transport()

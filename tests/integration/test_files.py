@@ -16,15 +16,22 @@ import subprocess
 import tarfile
 import zipfile
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
+import requests
+from django.test import override_settings
 from django.urls import reverse
 from playwright.sync_api import expect
 
+from clusters.backends import openssh
 from jobs.models import Job
+from sessions.files import OPENSSH_FROM_BYTES
 
+from .conftest import wait_for
 from .test_browser import log_in
 from .test_job_page_browser import SHOTS, WIDTHS, _no_horizontal_scroll, _page
+from .ws import session_cookie
 
 LAB_DIR = "~/gpulab-files-test"
 
@@ -65,6 +72,40 @@ def upload(client, base: str, name: str, data: bytes, *, chunk: int, path: str =
 def body(response) -> bytes:
     """A streamed answer, read whole (the test client runs the async stream to its end)."""
     return b"".join(response)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def readers_of(path: Path) -> list[tuple[str, str]]:
+    """(user, command line) of each process on this machine (portal and login node both) that names `path`."""
+    table = subprocess.run(["ps", "-ww", "-eo", "user:32=,args="], capture_output=True, text=True, check=True).stdout
+    return [tuple(line.split(None, 1)) for line in table.splitlines() if str(path) in line]
+
+
+def check_large_download(web, user, url: str, data: bytes, target: Path, reader: str) -> None:
+    """A download big enough for OpenSSH, from the running web server as `user`'s browser: `dd` reads `target` on the
+    login node as the cluster user `reader` while it streams; whole, ranged and abandoned downloads."""
+    headers = {"Cookie": f"sessionid={session_cookie(user)}"}
+    with requests.get(web.url + url, headers=headers, stream=True, timeout=30) as response:
+        assert response.status_code == 200 and response.headers["Content-Length"] == str(len(data))
+        chunks = response.iter_content(1 << 16)
+        digest = hashlib.sha256(next(chunks))  # the rest is still on its way: the pipes hold far less than the file
+        readers = readers_of(target)
+        assert [who for who, command in readers if command.startswith("dd ")] == [reader], readers
+        assert any(command.startswith("ssh ") for _, command in readers), readers  # the portal's OpenSSH client
+        for chunk in chunks:
+            digest.update(chunk)
+    assert digest.hexdigest() == sha256(data)
+
+    ranged = requests.get(web.url + url, headers={**headers, "Range": "bytes=1000-"}, timeout=30)  # a resumed one
+    assert ranged.status_code == 206 and ranged.headers["Content-Range"] == f"bytes 1000-{len(data) - 1}/{len(data)}"
+    assert sha256(ranged.content) == sha256(data[1000:])
+
+    with requests.get(web.url + url, headers=headers, stream=True, timeout=30) as left:
+        next(left.iter_content(1 << 16))  # the browser goes away after the first bytes
+    wait_for(lambda: not readers_of(target), timeout=15, what="ssh and dd to stop with the abandoned download")
 
 
 def test_a_student_uploads_in_resumed_chunks_lists_views_downloads_ranges_and_archives(
@@ -114,6 +155,29 @@ def test_a_student_uploads_in_resumed_chunks_lists_views_downloads_ranges_and_ar
     }
     assert client.post(base + "delete/", {"path": "data"}, format="json").status_code == 204
     assert not (space_of(lab, alice) / "data").exists()
+
+
+def test_a_large_file_is_read_through_openssh_as_the_service_account_and_stops_when_the_browser_leaves(
+    lab, web, cluster, alice, api_for, services
+):
+    client, base = api_for(alice), reverse("api:files-cluster", args=[cluster.pk])
+    assert client.get(base).status_code == 200  # alice's folder, made on first use
+    name = "model weights; $(touch pwned).bin"  # quoted for the login node's shell, never run by it
+    data = os.urandom(8 * OPENSSH_FROM_BYTES + 4321)
+    target = space_of(lab, alice) / name
+    target.write_bytes(data)
+    as_service_user(lab, services)
+    url = base + "download/?" + urlencode({"path": name})
+    check_large_download(web, alice, url, data, target, services["GPULAB_SERVICE_USER"])
+    assert not (lab.parent / "pwned").exists() and not (space_of(lab, alice) / "pwned").exists()
+
+    # With every OpenSSH slot taken, the same download comes over the pooled SFTP connection, as whole.
+    def no_openssh(*args, **kwargs):
+        raise AssertionError("OpenSSH was started with no slot free")
+
+    with override_settings(GPULAB_FILES_OPENSSH_DOWNLOADS=0), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(openssh, "output", no_openssh)
+        assert sha256(body(client.get(url))) == sha256(data)
 
 
 def test_traversal_absolute_paths_symlinks_leading_out_devices_and_control_characters_are_refused(

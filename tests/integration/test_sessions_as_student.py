@@ -21,10 +21,11 @@ from websockets.exceptions import InvalidStatus
 
 from clusters.choices import RunAs
 from clusters.identity import set_cluster_username
+from sessions.files import OPENSSH_FROM_BYTES
 
 from .jobs_api import launch
 from .test_cluster_identity import to_slurm_rest
-from .test_files import body, upload
+from .test_files import body, check_large_download, upload
 from .test_terminal import open_socket, plain, read_until
 
 LAB_DIR = "~/gpulab-sessions-test"
@@ -85,6 +86,17 @@ def test_files_are_listed_uploaded_renamed_zipped_and_deleted_as_the_student_s_o
     upload(bob_client, base, "mine.txt", b"bob\n", chunk=1024)
     bobs = home_of(as_students[1]) / LAB_DIR[2:] / "mine.txt"
     assert pwd.getpwuid(bobs.stat().st_uid).pw_name == as_students[1]
+
+
+def test_a_large_file_is_read_through_openssh_by_the_student_s_own_user(as_students, web, cluster, alice, api_for):
+    base = reverse("api:files-cluster", args=[cluster.pk])
+    assert api_for(alice).get(base).status_code == 200  # the lab space, made by labalice on first use
+    target = home_of(as_students[0]) / LAB_DIR[2:] / "checkpoint.pt"
+    data = os.urandom(8 * OPENSSH_FROM_BYTES + 99)
+    target.write_bytes(data)
+    shutil.chown(target, as_students[0])
+    target.chmod(0o600)  # only labalice can read it: the service account's own dd could not
+    check_large_download(web, alice, base + "download/?path=checkpoint.pt", data, target, as_students[0])
 
 
 def test_another_student_gets_404_on_every_file_and_terminal_url_and_a_refused_socket(
