@@ -291,6 +291,7 @@ DBV_ANSWER = {
         },
         {"job_id": 77, "time": {"elapsed": 1, "end": 0}, "tres": {}, "steps": []},  # its end not stored yet
         {"job_id": 78, "time": {"elapsed": 2, "end": 1795439318, "limit": 0}, "tres": {}, "steps": []},  # nor limit
+        {"job_id": 79, "time": {"elapsed": 2, "end": 1795439318, "limit": 0xFFFFFFFE}, "tres": {}, "steps": []},
     ],
 }
 
@@ -298,8 +299,8 @@ DBV_ANSWER = {
 def test_slurmdbd_answer_gives_sacct_figures():
     from clusters.backends.slurm_rest.parsing import usage
 
-    found = usage(DBV_ANSWER, ["3006", "77", "78"])
-    assert list(found) == ["3006"]  # 77 and 78 are asked for again once slurmdbd has their end and their limit
+    found = usage(DBV_ANSWER, ["3006", "77", "78", "79"])
+    assert list(found) == ["3006"]  # 77 to 79 are asked for again once slurmdbd has their end and their limit
     assert found["3006"] == AccountedUsage(
         scheduler_id="3006",
         elapsed_seconds=6,

@@ -60,7 +60,8 @@ def statuses(answer: dict) -> dict[str, SchedulerStatus]:
     return found
 
 
-INFINITE = 0xFFFFFFFF  # SLURM's "no limit" (NO_VAL, one less, is "not set")
+INFINITE = 0xFFFFFFFF  # SLURM's "no limit"
+NO_VAL = 0xFFFFFFFE  # SLURM's "not set"
 
 
 def _number(value) -> int | None:
@@ -143,13 +144,14 @@ def usage(answer: dict, ids: list[str]) -> dict[str, AccountedUsage]:
 
     slurmctld (which the poll asks) knows a job has ended before slurmdbd has stored its end, and slurmdbd may store
     the end before the job's time limit: a record without either is left out, and asked for again in a later cycle
-    (every job the portal submits has a limit). A limit of INFINITE is kept as none."""
+    (every job the portal submits has a limit); a limit still NO_VAL counts as not stored. A limit of INFINITE is kept
+    as none."""
     found: dict[str, AccountedUsage] = {}
     for job in answer.get("jobs") or []:
         scheduler_id = str(job.get("job_id", ""))
         time, tres, steps = job.get("time") or {}, job.get("tres") or {}, job.get("steps") or []
         limit = _number(time.get("limit"))
-        if scheduler_id not in ids or not time.get("end") or not limit:
+        if scheduler_id not in ids or not time.get("end") or not limit or limit == NO_VAL:
             continue
         peaks = [_tres(((step.get("tres") or {}).get("requested") or {}).get("max"), "mem") for step in steps]
         memory_mib = _tres(tres.get("requested"), "mem")
