@@ -70,10 +70,12 @@ def portal_download(token: str, base: str, name: str, target: Path) -> None:
 
 def openssh_sftp(cluster, account, folder: Path, batch: str) -> None:
     """OpenSSH's sftp client running `batch`, with the account's key and the cluster's pinned host key."""
+    from clusters.backends import ssh
+
     key, known = folder / "key", folder / "known_hosts"
     key.write_text(account.secret().strip() + "\n")
     key.chmod(0o600)
-    known.write_text(f"[{cluster.host}]:{cluster.port} {cluster.host_key.strip()}\n")
+    known.write_text(f"{ssh.known_hosts_name(cluster.host, cluster.port)} {cluster.host_key.strip()}\n")
     argv = ["sftp", "-q", "-b", "-", "-F", "/dev/null", "-i", str(key), "-o", f"UserKnownHostsFile={known}"]
     argv += ["-o", "StrictHostKeyChecking=yes", "-P", str(cluster.port), f"{account.username}@{cluster.host}"]
     subprocess.run(argv, input=batch, text=True, check=True, stdout=subprocess.DEVNULL)

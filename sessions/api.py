@@ -102,18 +102,17 @@ class DownloadView(SpaceView):
                 with opened(space) as session:
                     yield from archive(session, relative, fmt)
 
-            return archive_response(make_archive, name, fmt)
+            return archive_response(request, make_archive, name, fmt)
+
+        def over_sftp(start: int, length: int):
+            with opened(space) as session:
+                real, _ = session.resolve_file(relative)
+                yield from session.read_range(real, start, length)
 
         def stream(start: int, length: int):
-            def over_sftp():
-                with opened(space) as session:
-                    real, _ = session.resolve_file(relative)
-                    yield from session.read_range(real, start, length)
+            return preferring(openssh_range(space, real, start, length), over_sftp, start, length)
 
-            return preferring(openssh_range(space, real, start, length), over_sftp)
-
-        size = attrs.st_size or 0
-        return file_response(stream, posixpath.basename(relative), size, request.headers.get("Range", ""))
+        return file_response(request, stream, posixpath.basename(relative), attrs.st_size or 0)
 
 
 class TextView(SpaceView):

@@ -8,6 +8,8 @@ login on the cluster); more go over the pooled SFTP connection.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -16,6 +18,10 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils.http import content_disposition_header
+
+from clusters.backends.base import BackendError
+
+logger = logging.getLogger(__name__)
 
 RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -73,32 +79,50 @@ class _Slots:
 openssh_slots = _Slots()
 
 
-async def preferring(fast: Callable[[], AsyncIterator[bytes]] | None, slow: Callable[[], Iterator[bytes]]):
-    """fast()'s bytes (OpenSSH) while a slot is free, else slow()'s (the pooled SFTP connection, in threads)."""
+async def preferring(
+    fast: Callable[[], AsyncIterator[bytes]] | None,
+    slow: Callable[[int, int], Iterator[bytes]],
+    start: int,
+    length: int,
+) -> AsyncIterator[bytes]:
+    """The bytes [start, start+length): fast()'s (OpenSSH) while a slot is free, else slow(start, length)'s (the
+    pooled SFTP connection, in threads). Should OpenSSH fail part way (a login refused, a dropped connection), the
+    rest comes by SFTP from where it stopped: the status and Content-Length are already sent."""
+    sent = 0
     if fast is not None and openssh_slots.take():
         try:
-            async for chunk in fast():
-                yield chunk
+            async with contextlib.aclosing(fast()) as chunks:
+                async for chunk in chunks:
+                    sent += len(chunk)
+                    yield chunk
+            return
+        except BackendError as exc:
+            logger.warning(
+                "download: OpenSSH stopped after %d of %d bytes (%s); the rest goes by SFTP", sent, length, exc
+            )
         finally:
             openssh_slots.give_back()
-        return
-    async for chunk in in_threads(slow):
-        yield chunk
+        if sent >= length > 0:  # everything had arrived when ssh failed
+            return
+    async with contextlib.aclosing(in_threads(lambda: slow(start + sent, length - sent))) as chunks:
+        async for chunk in chunks:
+            yield chunk
 
 
-def file_response(stream: Callable[[int, int], AsyncIterator[bytes]], name: str, size: int, range_header: str):
-    """The file (or the asked range of it) as an attachment; `stream(start, length)` yields its bytes."""
-    wanted = parse_range(range_header, size)
+def file_response(request, stream: Callable[[int, int], AsyncIterator[bytes]], name: str, size: int):
+    """The file (or the asked range of it) as an attachment; `stream(start, length)` yields its bytes. A HEAD
+    request (a download manager's first question) gets the headers alone: nothing is read on the cluster."""
+    wanted = parse_range(request.headers.get("Range", ""), size)
     if wanted is False:
         response = HttpResponse(status=416)
         response["Content-Range"] = f"bytes */{size}"
         return response
     start, length = wanted or (0, size)
-    response = StreamingHttpResponse(
-        stream(start, length),
-        status=206 if wanted else 200,
-        content_type="application/octet-stream",
-    )
+    status = 206 if wanted else 200
+    if request.method == "HEAD":
+        response = HttpResponse(status=status, content_type="application/octet-stream")
+    else:
+        response = StreamingHttpResponse(stream(start, length), status=status, content_type="application/octet-stream")
     response["Content-Length"] = str(length)
     response["Accept-Ranges"] = "bytes"
     if wanted:
@@ -107,8 +131,11 @@ def file_response(stream: Callable[[int, int], AsyncIterator[bytes]], name: str,
     return response
 
 
-def archive_response(make: Callable[[], Iterator[bytes]], name: str, fmt: str):
+def archive_response(request, make: Callable[[], Iterator[bytes]], name: str, fmt: str):
     content_type = "application/zip" if fmt == "zip" else "application/x-tar"
-    response = StreamingHttpResponse(in_threads(make), content_type=content_type)
+    if request.method == "HEAD":
+        response = HttpResponse(content_type=content_type)
+    else:
+        response = StreamingHttpResponse(in_threads(make), content_type=content_type)
     response["Content-Disposition"] = content_disposition_header(True, f"{name}.{fmt}")
     return response

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import shlex
 import shutil
@@ -23,8 +22,7 @@ from collections.abc import AsyncIterator
 from django.conf import settings
 
 from . import ssh
-
-logger = logging.getLogger(__name__)
+from .base import BackendError
 
 # Bulk reads: no PTY; AES-GCM first, which hardware AES makes the cheapest cipher on both ends.
 STREAM_OPTIONS = ["-T", "-o", "Ciphers=^aes128-gcm@openssh.com"]
@@ -98,25 +96,28 @@ async def output(cluster, login, remote: list[str], *, chunk: int = 1 << 20) -> 
     """The standard output of `remote`, run as `login`, as it arrives (up to `chunk` bytes at a time).
 
     Flow control is the reader's: while it does not ask for more, the pipe fills and ssh, then the cluster, wait.
-    Leaving early (the reader stopped or was cancelled) stops ssh; the connection's end stops the remote command.
-    A command that ends short is logged with what ssh or the command said; the reader sees only fewer bytes."""
+    Closing the generator early (the reader stopped or was cancelled) stops ssh; the connection's end stops the
+    remote command. BackendError, after whatever arrived, when ssh cannot start or it or the command fails."""
     with Invocation(cluster, login, remote, options=STREAM_OPTIONS) as invocation, tempfile.TemporaryFile() as errors:
-        proc = await asyncio.create_subprocess_exec(
-            *invocation.argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=errors,  # a file, not a pipe: never full while the output is read
-            env=environment(),
-            start_new_session=True,
-            limit=chunk,
-        )
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *invocation.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=errors,  # a file, not a pipe: never full while the output is read
+                env=environment(),
+                start_new_session=True,
+                limit=chunk,
+            )
+        except OSError as exc:
+            raise BackendError(f"OpenSSH could not start: {exc}") from None
         try:
             while data := await proc.stdout.read(chunk):
                 yield data
             if await proc.wait():
                 errors.seek(0)
                 said = errors.read(2000).decode(errors="replace").strip() or "no message"
-                logger.warning("ssh to %s ended with %s: %s", cluster.display_name, proc.returncode, said)
+                raise BackendError(f"ssh to {cluster.display_name} ended with {proc.returncode}: {said}")
         finally:
             if proc.returncode is None:
                 proc.kill()

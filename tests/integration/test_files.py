@@ -12,8 +12,10 @@ import io
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tarfile
+import time
 import zipfile
 from pathlib import Path
 from urllib.parse import urlencode
@@ -78,23 +80,29 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def readers_of(path: Path) -> list[tuple[str, str]]:
-    """(user, command line) of each process on this machine (portal and login node both) that names `path`."""
-    table = subprocess.run(["ps", "-ww", "-eo", "user:32=,args="], capture_output=True, text=True, check=True).stdout
-    return [tuple(line.split(None, 1)) for line in table.splitlines() if str(path) in line]
+def readers_of(path: Path) -> list[tuple[int, str, str]]:
+    """(pid, user, command line) of each process on this machine (portal and login node both) that names `path`."""
+    table = subprocess.run(["ps", "-ww", "-eo", "pid=,user:32=,args="], capture_output=True, text=True, check=True)
+    found = []
+    for line in table.stdout.splitlines():
+        if str(path) in line:
+            pid, user, command = line.split(None, 2)
+            found.append((int(pid), user, command))
+    return found
 
 
 def check_large_download(web, user, url: str, data: bytes, target: Path, reader: str) -> None:
     """A download big enough for OpenSSH, from the running web server as `user`'s browser: `dd` reads `target` on the
-    login node as the cluster user `reader` while it streams; whole, ranged and abandoned downloads."""
+    login node as the cluster user `reader` while it streams; whole, ranged, cut short on the cluster (the rest comes
+    by SFTP), abandoned by the browser, and asked for with HEAD (nothing read)."""
     headers = {"Cookie": f"sessionid={session_cookie(user)}"}
     with requests.get(web.url + url, headers=headers, stream=True, timeout=30) as response:
         assert response.status_code == 200 and response.headers["Content-Length"] == str(len(data))
         chunks = response.iter_content(1 << 16)
         digest = hashlib.sha256(next(chunks))  # the rest is still on its way: the pipes hold far less than the file
         readers = readers_of(target)
-        assert [who for who, command in readers if command.startswith("dd ")] == [reader], readers
-        assert any(command.startswith("ssh ") for _, command in readers), readers  # the portal's OpenSSH client
+        assert [who for _, who, command in readers if command.startswith("dd ")] == [reader], readers
+        assert any(command.startswith("ssh ") for _, _, command in readers), readers  # the portal's OpenSSH client
         for chunk in chunks:
             digest.update(chunk)
     assert digest.hexdigest() == sha256(data)
@@ -103,9 +111,27 @@ def check_large_download(web, user, url: str, data: bytes, target: Path, reader:
     assert ranged.status_code == 206 and ranged.headers["Content-Range"] == f"bytes 1000-{len(data) - 1}/{len(data)}"
     assert sha256(ranged.content) == sha256(data[1000:])
 
+    with requests.get(web.url + url, headers=headers, stream=True, timeout=30) as cut:
+        chunks = cut.iter_content(1 << 16)
+        digest = hashlib.sha256(next(chunks))
+        for pid, _, command in readers_of(target):
+            if command.startswith("dd "):
+                os.kill(pid, signal.SIGKILL)  # the login node stops dd part way: ssh fails, SFTP goes on from there
+        for chunk in chunks:
+            digest.update(chunk)
+    assert digest.hexdigest() == sha256(data)
+
     with requests.get(web.url + url, headers=headers, stream=True, timeout=30) as left:
         next(left.iter_content(1 << 16))  # the browser goes away after the first bytes
     wait_for(lambda: not readers_of(target), timeout=15, what="ssh and dd to stop with the abandoned download")
+
+    head = requests.head(web.url + url, headers=headers, timeout=30)
+    assert head.status_code == 200 and head.headers["Content-Length"] == str(len(data)) and not head.content
+    seen, deadline = [], time.monotonic() + 2
+    while time.monotonic() < deadline and not seen:  # a whole read would show dd for a good part of a second
+        seen = readers_of(target)
+        time.sleep(0.05)
+    assert not seen, seen
 
 
 def test_a_student_uploads_in_resumed_chunks_lists_views_downloads_ranges_and_archives(
