@@ -189,7 +189,7 @@ def test_a_large_file_is_read_through_openssh_as_the_service_account_and_stops_w
     client, base = api_for(alice), reverse("api:files-cluster", args=[cluster.pk])
     assert client.get(base).status_code == 200  # alice's folder, made on first use
     name = "model weights; $(touch pwned).bin"  # quoted for the login node's shell, never run by it
-    data = os.urandom(8 * OPENSSH_FROM_BYTES + 4321)
+    data = os.urandom(OPENSSH_FROM_BYTES + 4321)
     target = space_of(lab, alice) / name
     target.write_bytes(data)
     as_service_user(lab, services)

@@ -92,7 +92,7 @@ def test_a_large_file_is_read_through_openssh_by_the_student_s_own_user(as_stude
     base = reverse("api:files-cluster", args=[cluster.pk])
     assert api_for(alice).get(base).status_code == 200  # the lab space, made by labalice on first use
     target = home_of(as_students[0]) / LAB_DIR[2:] / "checkpoint.pt"
-    data = os.urandom(8 * OPENSSH_FROM_BYTES + 99)
+    data = os.urandom(OPENSSH_FROM_BYTES + 99)
     target.write_bytes(data)
     shutil.chown(target, as_students[0])
     target.chmod(0o600)  # only labalice can read it: the service account's own dd could not
