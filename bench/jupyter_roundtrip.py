@@ -109,24 +109,24 @@ def main() -> None:
         cookie = session_cookie(student)
         web, port = start_web("jupyter")
 
-        name, value = notebook.auth_header(found)
+        auth = notebook.upstream_headers(found)  # the server's token, as the proxy sends it
         direct_base = f"{found.url}{notebook.prefix(job.pk)}"
 
         def answers() -> bool:  # the file is written just before the server listens
             try:
-                return requests.get(direct_base + "api/status", headers={name: value}, timeout=5).ok
+                return requests.get(direct_base + "api/status", headers=auth, timeout=5).ok
             except requests.RequestException:
                 return False
 
         wait_for(answers, 120, "JupyterLab to answer")
-        kernel = requests.post(direct_base + "api/kernels", json={"name": "python3"}, headers={name: value}, timeout=30)
+        kernel = requests.post(direct_base + "api/kernels", json={"name": "python3"}, headers=auth, timeout=30)
         channels = f"api/kernels/{kernel.json()['id']}/channels"
         origin = f"http://127.0.0.1:{port}"
         portal_ws = connect(
             f"ws://127.0.0.1:{port}{notebook.prefix(job.pk)}{channels}",
             {"Cookie": f"sessionid={cookie}", "Origin": origin},
         )
-        direct_ws = connect(direct_base.replace("http://", "ws://") + channels, {name: value})
+        direct_ws = connect(direct_base.replace("http://", "ws://") + channels, auth)
         for ws in (portal_ws, direct_ws):  # warm up: the kernel's first replies are slower
             for _ in range(20):
                 round_trip(ws)
