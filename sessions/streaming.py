@@ -44,7 +44,7 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None | bool:
     return start, end - start + 1
 
 
-async def in_threads(make: Callable[[], Iterator[bytes]]) -> AsyncIterator[bytes]:
+async def _in_threads(make: Callable[[], Iterator[bytes]]) -> AsyncIterator[bytes]:
     # Blocking SFTP reads run in worker threads, not the thread Django keeps for ORM code.
     iterator = await sync_to_async(make, thread_sensitive=False)()
     try:
@@ -104,7 +104,7 @@ async def preferring(
             openssh_slots.give_back()
         if sent >= length > 0:  # everything had arrived when ssh failed
             return
-    async with contextlib.aclosing(in_threads(lambda: slow(start + sent, length - sent))) as chunks:
+    async with contextlib.aclosing(_in_threads(lambda: slow(start + sent, length - sent))) as chunks:
         async for chunk in chunks:
             yield chunk
 
@@ -136,6 +136,6 @@ def archive_response(request, make: Callable[[], Iterator[bytes]], name: str, fm
     if request.method == "HEAD":
         response = HttpResponse(content_type=content_type)
     else:
-        response = StreamingHttpResponse(in_threads(make), content_type=content_type)
+        response = StreamingHttpResponse(_in_threads(make), content_type=content_type)
     response["Content-Disposition"] = content_disposition_header(True, f"{name}.{fmt}")
     return response
