@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import hashlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,15 +27,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, make_lab, setup_database, start, stop, wait_for
+from common import make_lab, setup_database, start_web, stop
 
 LAB_DIR = "~/gpulab-files-bench"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def sha256_of(path: Path) -> str:
@@ -115,11 +108,7 @@ def main() -> None:
             root = files.root  # the student's folder, made on first use
         direct_dir = root + "-direct"
 
-        port = free_port()
-        log = Path(tempfile.gettempdir()) / "bench-files-web.log"
-        argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
-        web = start(argv, log)
-        wait_for(lambda: "Uvicorn running on" in log.read_text(), 60, "uvicorn to start")
+        web, port = start_web("files")
 
         size = args.megabytes * 10**6
         with tempfile.TemporaryDirectory() as tmp:
