@@ -1,5 +1,6 @@
-"""Parsers of the SLURM backend. The sacct path is checked on sacct's pipe-separated output format here,
-because the local test cluster runs without accounting (the squeue/scontrol path runs for real in integration)."""
+"""Parsers of the SLURM backend, on output captured from the local cluster. Both poll paths also run for real in
+integration (tests/integration/test_slurm_jobs.py); the sacct answers that slurmdbd gives only for a moment, such as
+a cancelled job whose batch step has not yet stored its signal, are checked here."""
 
 from clusters.backends.base import complete_utf8
 from clusters.backends.slurm.backend import SlurmBackend, _parse_exit_code, _parse_time
@@ -40,6 +41,7 @@ def test_sacct_output_is_parsed(db):
     )
     calls = []
     backend._run = lambda argv: calls.append(argv) or CommandResult(0, sacct_output, "")
+    backend._with_exit_code = lambda status: status  # scontrol's part: test_a_cancelled_job_s_signal_..._scontrol
     statuses = backend.poll(["101", "102", "103", "104", "105", "106"])
     assert len(calls) == 1 and calls[0][0] == "sacct" and "--jobs=101,102,103,104,105,106" in calls[0]
     assert "-X" not in calls[0]  # the batch steps hold the signal that stopped a job
@@ -50,3 +52,29 @@ def test_sacct_output_is_parsed(db):
     assert statuses["103"].exit_code is None
     assert statuses["104"].state == "timed_out" and statuses["104"].exit_code == 143
     assert "105" not in statuses
+
+
+def test_a_cancelled_job_s_signal_not_yet_in_accounting_is_read_from_scontrol(db):
+    """slurmdbd stored this job's end with its batch step still at 0:0 (seen on the local cluster right after
+    scancel; a poll later it says 0:15). scontrol has the signal from the start, so the exit code is never 0."""
+    cluster = Cluster(name="acct", host="127.0.0.1", has_accounting=True)
+    backend = SlurmBackend(cluster, account=None)
+    answers = {
+        "sacct": "2823|CANCELLED by 0|0:0|2026-11-24T06:49:50|2026-11-24T06:49:53|None\n"
+        "2823.batch|CANCELLED|0:0|2026-11-24T06:49:50|2026-11-24T06:49:53|\n"
+        "2824|COMPLETED|0:0|2026-11-24T06:49:50|2026-11-24T06:49:53|None\n",
+        "scontrol": "JobId=2823 JobName=wrap UserId=root(0) JobState=CANCELLED Reason=None BatchFlag=1 "
+        "Reboot=0 ExitCode=0:15 RunTime=00:00:03 TimeLimit=01:00:00\n",
+    }
+    calls = []
+    backend._run = lambda argv: calls.append(argv) or CommandResult(0, answers[argv[0]], "")
+    statuses = backend.poll(["2823", "2824"])
+    assert statuses["2823"].exit_code == 143 and statuses["2823"].state == "cancelled"
+    assert statuses["2824"].exit_code == 0
+    assert [argv[0] for argv in calls] == ["sacct", "scontrol"]  # a completed job's 0:0 is not asked again
+    assert calls[1][-1] == "2823"
+
+    # slurmctld has forgotten the job (MinJobAge): accounting's answer stands.
+    answers["scontrol"] = ""
+    backend._run = lambda argv: CommandResult(0 if argv[0] == "sacct" else 1, answers[argv[0]], "Invalid job id")
+    assert backend.poll(["2823"])["2823"].exit_code == 0

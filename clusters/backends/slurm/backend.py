@@ -326,7 +326,9 @@ class SlurmBackend(ClusterBackend):
 
     def _sacct(self, ids: list[str]) -> dict[str, SchedulerStatus]:
         # Steps too (no -X): a cancelled or timed-out job's own line says 0:0, its batch step the signal that stopped
-        # it, which is what scontrol (the path without accounting) reports as the job's ExitCode.
+        # it, which is what scontrol (the path without accounting) reports as the job's ExitCode. slurmdbd may store
+        # the step's end a moment after the job's, with 0:0 still: such a job asks scontrol, as the path without
+        # accounting does, while slurmctld still holds it.
         result = self._run(
             ["sacct", "-n", "-P", f"--jobs={','.join(ids)}", "--format=JobIDRaw,State,ExitCode,Start,End,Reason"]
         )
@@ -343,8 +345,9 @@ class SlurmBackend(ClusterBackend):
             code = fields[2]
             if code == "0:0" and raw != "COMPLETED":
                 code = batch_codes.get(fields[0], code)
+            unsettled = code == "0:0" and raw in TERMINAL_RAW and raw != "COMPLETED"
             started_at = _parse_time(fields[3])
-            statuses[fields[0]] = SchedulerStatus(
+            status = SchedulerStatus(
                 scheduler_id=fields[0],
                 state=STATE_MAP.get(raw, JobState.RUNNING),
                 raw_state=raw,
@@ -354,6 +357,7 @@ class SlurmBackend(ClusterBackend):
                 started_at=started_at,
                 finished_at=_parse_time(fields[4]),
             )
+            statuses[fields[0]] = self._with_exit_code(status) if unsettled else status
         return statuses
 
     def usage(self, scheduler_ids: list[str]) -> dict[str, AccountedUsage]:
