@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.urls import reverse
+
+from core.choices import SessionKind
 
 from .events import Event
 
@@ -23,6 +26,14 @@ def compose(event: str, job=None, context: dict | None = None) -> Message:
     name = f"{job.template.name} #{job.short_id}" if job is not None else ""
     text = context.get("text", "")
     match event:
+        case Event.STARTED if job.template.session == SessionKind.JUPYTERLAB:
+            # The one start a student waits for at the screen: the link goes straight to the session page.
+            url = settings.PORTAL_URL + reverse("sessions:job_notebook", args=[job.pk])
+            body = (
+                f"Your JupyterLab session {name} has its node on {job.cluster.display_name}. JupyterLab answers "
+                "within a minute or two: open the session page to start working."
+            )
+            return Message(f"{name}: your JupyterLab is starting", body, url)
         case Event.STARTED:
             return Message(f"{name} started", f"Your job {name} is running on {job.cluster.display_name}.", url)
         case Event.FINISHED:

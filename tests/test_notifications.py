@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core import signing
 
-from core.choices import JobState
+from core.choices import JobState, SessionKind
 from jobs.states import transition
 from notifications import notify
 from notifications.events import Channel, Event
@@ -157,6 +157,20 @@ def test_a_job_failing_notifies_its_owner_once(alice, make_job):
     assert transition(job, JobState.SUBMITTING) and transition(job, JobState.RUNNING)
     assert transition(job, JobState.FAILED, exit_code=3)
     assert sorted(rows(user=alice)) == [("browser", "failed", "queued"), ("browser", "started", "queued")]
+
+
+def test_a_jupyterlab_session_s_start_points_the_student_to_its_session_page(alice, make_job, sleep_template):
+    batch, notebook = make_job(alice), make_job(alice)
+    assert transition(batch, JobState.SUBMITTING) and transition(batch, JobState.RUNNING)
+    sleep_template.session = SessionKind.JUPYTERLAB  # the two jobs share it: the batch job has started already
+    sleep_template.save()
+    notebook.refresh_from_db()
+    assert transition(notebook, JobState.SUBMITTING) and transition(notebook, JobState.RUNNING)
+    told = Notification.objects.get(user=alice, job=notebook, event=Event.STARTED)
+    assert "JupyterLab" in told.subject and "open the session page" in told.text
+    assert told.url.endswith(f"/jobs/{notebook.pk}/jupyter/")
+    plain = Notification.objects.get(user=alice, job=batch, event=Event.STARTED)
+    assert plain.url.endswith(f"/jobs/{batch.pk}/") and "JupyterLab" not in plain.subject
 
 
 def test_a_cancel_by_the_owner_is_not_announced_but_one_by_the_instructor_is(alice, instructor, make_job):
