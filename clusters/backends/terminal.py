@@ -3,7 +3,7 @@
 Invariant: the command is an argument list chosen by the kind (e.g. `srun --jobid=<id> --overlap --pty bash -l`),
 joined with shlex.join; only keystrokes typed into the PTY come from the user. The host key is the pinned one, always.
 
-Two ways, one interface (fileno, read, ended, failure, write, resize, close):
+Two ways, one interface (Terminal, below; the Kubernetes kind's exec stream has it too):
 - OpenSSH's client (`ssh -tt`, clusters/backends/openssh.py) under a local PTY, for key logins: every key and
   every echo crosses one C process, where paramiko's packet path in Python cost about 0.1 ms each way
   (bench/terminal.py); the window size follows the PTY.
@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 import termios
 import threading
+from typing import Protocol
 
 import paramiko
 
@@ -45,7 +46,33 @@ def _set_pty_size(fd: int, cols: int, rows: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
 
-class Terminal:
+class Terminal(Protocol):
+    """What sessions/terminal.py relays: a PTY inside a running job, owned by one socket."""
+
+    @property
+    def failure(self) -> str:
+        """Why the shell could not open, in words for the page, once it has ended; "" when the shell itself ended."""
+
+    @property
+    def ended(self) -> bool:
+        """The shell is gone: nothing more will be read."""
+
+    def fileno(self) -> int:
+        """Readable when output or the end arrives, for an event loop's add_reader."""
+
+    def read(self) -> bytes:
+        """What is there now, without blocking once fileno() was readable; b"" when nothing (or the end)."""
+
+    def write(self, data: bytes) -> None:
+        """Keys, as typed or pasted."""
+
+    def resize(self, cols: int, rows: int) -> None: ...
+
+    def close(self) -> None:
+        """End the shell and free what it holds; called once, by the socket's end."""
+
+
+class ChannelTerminal:
     """One PTY channel. read() is non-blocking once fileno() is readable; b"" with ended=True means it closed."""
 
     failure = ""  # a channel's end is the shell's own; connection errors were raised when it opened
@@ -190,7 +217,7 @@ def _openssh(cluster, login, argv: list[str], cols: int, rows: int) -> OpenSSHTe
     return OpenSSHTerminal(proc, pty, errors, cluster, login, invocation)
 
 
-def open_terminal(cluster, login, argv: list[str], *, cols: int, rows: int) -> Terminal | OpenSSHTerminal:
+def open_terminal(cluster, login, argv: list[str], *, cols: int, rows: int) -> Terminal:
     """Run `argv` under a PTY as `login` (a ClusterAccount the portal signs in with)."""
     if openssh.usable(login):
         return _openssh(cluster, login, argv, cols, rows)
@@ -207,10 +234,10 @@ def open_terminal(cluster, login, argv: list[str], *, cols: int, rows: int) -> T
             f"Could not open a terminal on “{cluster.display_name}”: {exc}. Try again in a minute; if it keeps "
             "failing, tell your instructor."
         ) from None
-    return Terminal(channel)
+    return ChannelTerminal(channel)
 
 
-def srun_in_job(cluster, account, scheduler_id: str, *, cols: int, rows: int) -> Terminal | OpenSSHTerminal:
+def srun_in_job(cluster, account, scheduler_id: str, *, cols: int, rows: int) -> Terminal:
     """A login shell in a running SLURM job as `account`: its own login, or the student's user through the service
     account's sudo rule (which allows exactly this srun)."""
     argv = ["srun", f"--jobid={scheduler_id}", *TERMINAL_SRUN]

@@ -39,8 +39,7 @@ def _size(cols: int, rows: int) -> bytes:
 
 
 class PodTerminal:
-    """The exec stream behind the interface of clusters/backends/terminal.Terminal (fileno, read, ended, failure,
-    write, resize, close)."""
+    """The exec stream as a clusters/backends/terminal.Terminal."""
 
     failure = ""  # the stream's end is the shell's own; the API server's refusals were raised when it opened
 
