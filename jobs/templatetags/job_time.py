@@ -1,7 +1,7 @@
 """Times on job pages: instants as <time> elements the browser shows in the viewer's own zone, durations in words.
 
 The server writes the instant in the portal's zone, named, so a page read without JavaScript is still exact;
-static/js/job_page.js rewrites it with Intl in the viewer's zone.
+static/js/local_times.js (on every page) rewrites it with Intl in the viewer's zone.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from django.utils.html import format_html
 register = template.Library()
 
 
-FALLBACK_FORMATS = {"datetime": "%Y-%m-%d %H:%M:%S %Z", "time": "%H:%M:%S"}
+FALLBACK_FORMATS = {"datetime": "%Y-%m-%d %H:%M:%S %Z", "time": "%H:%M:%S", "short": "%Y-%m-%d %H:%M %Z"}
 
 
 @register.simple_tag
 def local_time(value: datetime | None, style: str = "datetime"):
-    """`style`: "datetime" (date, time and zone name) or "time" (a timeline's clock time)."""
+    """`style`: "datetime" (date, time and zone name), "time" (a timeline's clock time) or "short" (a table's
+    date and minute)."""
     if value is None:
         return "—"
     return format_html(

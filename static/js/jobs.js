@@ -1,28 +1,6 @@
-// Job page and launch form: times in the viewer's own zone, the cancel confirmation, state changes announced once,
-// and the launch form's error summary focused. Every part has a working page without JavaScript underneath.
+// Job page and launch form: the cancel confirmation, state changes announced once, and the launch form's error
+// summary focused (times in the viewer's zone: local_times.js). Every part has a working page without JavaScript underneath.
 "use strict";
-
-// <time datetime="…Z" data-local-time="datetime|time"> written by jobs/templatetags/job_time.py.
-const TIME_FORMATS = {
-  datetime: new Intl.DateTimeFormat(undefined, {
-    year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit",
-    timeZoneName: "short",
-  }),
-  time: new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" }),
-};
-const ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
-
-function showLocalTimes(root) {
-  for (const element of root.querySelectorAll("time[data-local-time]")) {
-    const format = TIME_FORMATS[element.dataset.localTime];
-    const instant = new Date(element.getAttribute("datetime"));
-    if (!format || Number.isNaN(instant.getTime())) continue;
-    // Only where the words change: another card's swap must not touch (and re-render) the state panel's times.
-    const text = format.format(instant);
-    if (element.textContent !== text) element.textContent = text;
-    if (element.title !== `Your time zone: ${ZONE}`) element.title = `Your time zone: ${ZONE}`;
-  }
-}
 
 // The state panel's parts are swapped in when they change; a polite live region outside it says each new state once.
 let announcedState = null;
@@ -85,21 +63,17 @@ async function askStatus() {
       const response = await fetch(poller.dataset.url, { credentials: "same-origin", headers: { "HX-Request": "true" } });
       if (response.status === 200) {
         htmx.swap(poller, await response.text(), { swapStyle: "none", ignoreTitle: true }, { selectOOB: PANEL_PARTS });
-        for (const part of document.querySelectorAll(PANEL_PARTS)) showLocalTimes(part);
+        for (const part of document.querySelectorAll(PANEL_PARTS)) window.showLocalTimes(part);
       }
     } catch (error) { /* offline for a moment: the next turn asks again */ }
   }
   setTimeout(askStatus, STATUS_EVERY_MS);
 }
 
-document.addEventListener("htmx:afterSettle", (event) => {
-  showLocalTimes(event.target instanceof Element ? event.target : document);
-  announceStateChange();
-});
+document.addEventListener("htmx:afterSettle", announceStateChange);
 
 document.addEventListener("DOMContentLoaded", () => {
   if (document.getElementById("job-status-poller") && window.htmx) setTimeout(askStatus, STATUS_EVERY_MS);
-  showLocalTimes(document);
   announceStateChange();
   const summary = document.querySelector("[data-focus-on-load]");
   if (summary) summary.focus();

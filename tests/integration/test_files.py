@@ -17,8 +17,10 @@ import subprocess
 import tarfile
 import time
 import zipfile
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
 
 import pytest
 import requests
@@ -363,7 +365,7 @@ def test_a_student_uploads_in_chunks_makes_a_folder_and_reads_a_file_in_the_brow
 ):
     settings.GPULAB_FILES_CHUNK_BYTES = 64 * 1024  # the 300 KB file goes up in five chunks
     data = os.urandom(300_000)
-    page = _page(chromium, size)
+    page = _page(chromium, size, timezone_id="America/New_York", locale="en-US")
     log_in(page, live_server, "alice")
     page.goto(f"{live_server.url}/files/")
     page.get_by_role("link", name="Local SLURM").click()
@@ -383,6 +385,12 @@ def test_a_student_uploads_in_chunks_makes_a_folder_and_reads_a_file_in_the_brow
     (space_of(lab, alice) / "notes.txt").write_text("lr=3e-4\nbatch=32\n")
     as_service_user(lab, services)
     page.reload()
+    # "Changed" in the viewer's zone, as on the job page; the server's text was the portal's zone (UTC).
+    changed = page.locator("table.files tr", has_text="notes.txt").locator("time[data-local-time=short]")
+    expect(changed).to_have_attribute("title", "Your time zone: America/New_York")
+    written = datetime.fromtimestamp((space_of(lab, alice) / "notes.txt").stat().st_mtime, ZoneInfo("America/New_York"))
+    expect(changed).to_contain_text(written.strftime("%I:%M %p"))
+    expect(changed).not_to_contain_text("UTC")
     _no_horizontal_scroll(page)
     page.screenshot(path=str(SHOTS / f"files-browser-{size}.png"), full_page=True)
 
