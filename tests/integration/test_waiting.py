@@ -232,9 +232,10 @@ def test_slurmrestd_cluster_gives_the_estimate_and_priority_from_the_polls_own_j
             paths.clear()
             assert not polling.poll_cluster(cluster.pk).error
             wait = JobWait.objects.filter(job=job).first()
-            return wait if wait and wait.estimated_start else None
+            # slurmctld may give a start estimate before its first scheduling pass has set the reason ("None").
+            return wait if wait and wait.estimated_start and wait.reason else None
 
-        wait = wait_for(estimated, timeout=60, interval=2, what="slurmctld's estimate over REST")
+        wait = wait_for(estimated, timeout=60, interval=2, what="slurmctld's estimate and reason over REST")
         assert [p for p in paths if p.endswith("/jobs")] == ["/slurm/v0.0.38/jobs"]  # the poll's list, and no other
         assert wait.priority and wait.factors == [] and "not what makes it" in wait.note
         assert wait.position >= 1 and wait.reason.startswith("The GPUs or cores it asks for are in use")
