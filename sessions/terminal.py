@@ -12,7 +12,8 @@ the target; the kind checks that the target is the job's own.
 Wire: the browser sends keys as binary frames (UTF-8, as typed or pasted) and {"resize": [cols, rows]} as a text
 frame; the portal sends the PTY's output as binary frames and {"closed": "<why>"} (or {"notice": "<text>"}) as text
 frames. Keys cost no JSON, no database and no channel layer: the access helper answered at connect, and _watch
-checks the job on its own clock.
+checks the job on its own clock. Keys are read in a loop of their own (__call__), and the PTY's output is sent from
+the reader's callback by one long-lived task: a key and its echo each wake one task (bench/terminal.py).
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ import asyncio
 import contextlib
 import json
 import time
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
@@ -34,6 +38,9 @@ from clusters.backends.base import BackendError
 from clusters.backends.kind import KindRefusal
 from core.choices import EventKind, JobState
 from jobs import access, states
+
+if TYPE_CHECKING:
+    from clusters.backends.terminal import Terminal
 
 SMALL_WRITE = 1024  # bytes: keystrokes; larger input (a paste) is written from a thread
 
@@ -62,7 +69,7 @@ def _size(query: dict, name: str, default: int) -> int:
 
 
 class TerminalConsumer(AsyncWebsocketConsumer):
-    term = None
+    term: Terminal | None = None
     group = ""
     as_staff = False
     tasks: list[asyncio.Task] = []
@@ -95,9 +102,33 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         except (KindRefusal, BackendError) as exc:
             await self.finish(str(exc))
             return
-        self.last_input, self.outbox = time.monotonic(), asyncio.Queue()
+        self.last_input = time.monotonic()
+        self.output, self.output_ready, self.output_ended = bytearray(), asyncio.Event(), False
         asyncio.get_running_loop().add_reader(self.term.fileno(), self._output_ready)
         self.tasks = [asyncio.create_task(self._pump()), asyncio.create_task(self._watch())]
+
+    async def __call__(self, scope, receive, send):
+        """Channels' consumer loop, with the browser's messages awaited on their own. Channels waits on the socket and
+        the channel layer together, with asyncio.wait and a new task for every message: a key woke the receiving
+        task, then the consumer's, and started the next receiving task before it reached the PTY. The channel
+        layer, which carries only an instructor's arrival, is read by a task of its own."""
+        self.scope, self.base_send = scope, send
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        self.channel_name = await self.channel_layer.new_channel()
+        layer = asyncio.create_task(self._layer_messages())
+        try:
+            while True:
+                await self.dispatch(await receive())
+        except StopConsumer:
+            pass
+        finally:
+            layer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopConsumer):
+                await layer
+
+    async def _layer_messages(self) -> None:
+        while True:
+            await super().dispatch(await self.channel_layer.receive(self.channel_name))
 
     async def dispatch(self, message):
         # A keystroke touches no database, so it skips Channels' close_old_connections (a hop to a worker thread and
@@ -108,19 +139,21 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             await super().dispatch(message)
 
     def _output_ready(self) -> None:
-        """The PTY has output or ended: queue it for _pump, which sends in order."""
-        data = self.term.read()
-        if data:
-            self.outbox.put_nowait(data)
+        """The PTY has output or ended: add it to what _pump sends next."""
+        self.output += self.term.read()
         if self.term.ended:
             self._stop_reading()
-            self.outbox.put_nowait(None)
+            self.output_ended = True
+        self.output_ready.set()
 
     async def _pump(self) -> None:
-        while (data := await self.outbox.get()) is not None:
-            while not self.outbox.empty() and self.outbox._queue[0] is not None:  # coalesce a burst into one frame
-                data += self.outbox.get_nowait()
-            await self.send(bytes_data=data)
+        """Send the PTY's output in order, as one frame whatever arrived while the last one went out."""
+        while self.output or not self.output_ended:
+            await self.output_ready.wait()
+            self.output_ready.clear()
+            if self.output:
+                data, self.output = bytes(self.output), bytearray()
+                await self.send(bytes_data=data)
         failure = await asyncio.to_thread(lambda: self.term.failure) if self.term is not None else ""
         await self.finish(
             failure

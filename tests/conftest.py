@@ -160,6 +160,17 @@ def make_job(db, cluster, sleep_template, course):
     return make
 
 
+@pytest.fixture
+def running_job(make_job, alice):
+    """Alice's job, running as far as the portal knows (no scheduler is asked about it)."""
+    from core.choices import JobState
+
+    job = make_job(alice, seconds=60)
+    job.state, job.scheduler_id = JobState.RUNNING, "4242"
+    job.save()
+    return job
+
+
 @pytest.fixture(scope="session")
 def smtp_server():
     """A real SMTP server on 127.0.0.1 for the session; tests read its inbox (tests/smtp.py)."""

@@ -16,7 +16,6 @@ from channels.routing import URLRouter
 from django.db import connections
 
 from clusters import kinds
-from core.choices import JobState
 from sessions.routing import websocket_urlpatterns
 
 
@@ -60,6 +59,12 @@ def counted_closes(monkeypatch):
     return calls
 
 
+def with_pty(monkeypatch, job, pty):
+    """The job's kind opens `pty` for any terminal."""
+    monkeypatch.setattr(type(kinds.kind_of(job.cluster.kind)), "open_terminal", lambda self, job, **size: pty)
+    return pty
+
+
 def as_user(user):
     """The portal's socket routes, with `user` as the one the session cookie would name."""
     router = URLRouter(websocket_urlpatterns)
@@ -96,12 +101,9 @@ async def _type_and_read(user, job, keys: str, closes: list) -> tuple[str, str, 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_keys_echo_back_without_a_database_hop_per_key(monkeypatch, counted_closes, make_job, alice):
-    job = make_job(alice, seconds=60)
-    job.state, job.scheduler_id = JobState.RUNNING, "4242"
-    job.save()
-    pty = EchoPty()
-    monkeypatch.setattr(type(kinds.kind_of(job.cluster.kind)), "open_terminal", lambda self, job, **size: pty)
+def test_keys_echo_back_without_a_database_hop_per_key(monkeypatch, counted_closes, running_job, alice):
+    job = running_job
+    pty = with_pty(monkeypatch, job, EchoPty())
 
     answer, echoed, closes_while_typing = asyncio.run(_type_and_read(alice, job, "hostname", counted_closes))
 
@@ -110,10 +112,8 @@ def test_keys_echo_back_without_a_database_hop_per_key(monkeypatch, counted_clos
 
 
 @pytest.mark.django_db(transaction=True)
-def test_another_students_job_is_refused_before_any_pty_opens(monkeypatch, make_job, alice, bob):
-    job = make_job(alice, seconds=60)
-    job.state, job.scheduler_id = JobState.RUNNING, "4242"
-    job.save()
+def test_another_students_job_is_refused_before_any_pty_opens(monkeypatch, running_job, bob):
+    job = running_job
     opened = []
     monkeypatch.setattr(
         type(kinds.kind_of(job.cluster.kind)), "open_terminal", lambda self, job, **size: opened.append(1)
@@ -128,3 +128,78 @@ async def _refused(user, job) -> dict:
     _, answer = await _connect(user, job)
     await database_sync_to_async(connections.close_all)()
     return answer
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_instructor_s_arrival_reaches_the_student_s_open_terminal_between_keys(monkeypatch, running_job, alice):
+    """Keys are read in the consumer's own loop and the channel layer by a task of its own: a group message still
+    arrives while the student types, and the socket's end stops that task too."""
+    job = running_job
+    with_pty(monkeypatch, job, EchoPty())
+
+    frames = asyncio.run(_told_while_typing(alice, job))
+
+    assert frames == [b"a", '{"notice": "Ms Ada (instructor) opened a terminal in this job."}', b"b"]
+
+
+async def _told_while_typing(user, job) -> list:
+    from channels.layers import get_channel_layer
+
+    communicator, answer = await _connect(user, job)
+    assert answer["type"] == "websocket.accept"
+    frames = []
+    await communicator.send_input({"type": "websocket.receive", "bytes": b"a"})
+    frames.append((await communicator.receive_output(timeout=5))["bytes"])
+    note = "Ms Ada (instructor) opened a terminal in this job."
+    await get_channel_layer().group_send(f"terminal.job.{job.pk.hex}", {"type": "staff.opened", "text": note})
+    frames.append((await communicator.receive_output(timeout=5))["text"])
+    await communicator.send_input({"type": "websocket.receive", "bytes": b"b"})
+    frames.append((await communicator.receive_output(timeout=5))["bytes"])
+    await communicator.send_input({"type": "websocket.disconnect", "code": 1000})
+    await communicator.wait(timeout=5)  # raises if the consumer, its layer task included, is still running
+    await database_sync_to_async(connections.close_all)()
+    return frames
+
+
+class ExitingPty(EchoPty):
+    """A shell that prints its last words and exits when told `exit`: the PTY then reads empty, as after EIO."""
+
+    failure = ""
+
+    def write(self, data: bytes) -> None:
+        if data == b"exit\r":
+            os.write(self._in, b"logout\r\n")
+            os.close(self._in)
+        else:
+            super().write(data)
+
+    def read(self) -> bytes:
+        data = super().read()
+        self.ended = self.ended or not data
+        return data
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_shell_s_last_output_arrives_before_the_page_is_told_it_ended(monkeypatch, running_job, alice):
+    job = running_job
+    with_pty(monkeypatch, job, ExitingPty())
+
+    frames = asyncio.run(_exit_shell(alice, job))
+
+    assert b"".join(f["bytes"] for f in frames if f.get("bytes")) == b"logout\r\n"
+    told = [f for f in frames if f.get("text")]
+    assert len(told) == 1 and "The shell has ended" in told[0]["text"]
+    assert frames[-1] == {"type": "websocket.close", "code": 1000}
+
+
+async def _exit_shell(user, job) -> list[dict]:
+    communicator, answer = await _connect(user, job)
+    assert answer["type"] == "websocket.accept"
+    await communicator.send_input({"type": "websocket.receive", "bytes": b"exit\r"})
+    frames = []
+    while not frames or frames[-1]["type"] != "websocket.close":
+        frames.append(await communicator.receive_output(timeout=5))
+    await communicator.send_input({"type": "websocket.disconnect", "code": 1000})
+    await communicator.wait(timeout=5)
+    await database_sync_to_async(connections.close_all)()
+    return frames

@@ -9,11 +9,8 @@ from courses.models import Enrollment, Role
 
 
 @pytest.fixture
-def running(make_job, alice):
-    job = make_job(alice, seconds=60)
-    job.state, job.scheduler_id = JobState.RUNNING, "4242"
-    job.save()
-    return job
+def running(running_job):
+    return running_job
 
 
 def url(job) -> str:
