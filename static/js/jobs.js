@@ -1,5 +1,6 @@
 // Job page and launch form: the cancel confirmation, state changes announced once, and the launch form's error
-// summary focused (times in the viewer's zone: local_times.js). Every part has a working page without JavaScript underneath.
+// summary focused (times in the viewer's zone: local_times.js). Every part has a working page without JavaScript
+// underneath.
 "use strict";
 
 // The state panel's parts are swapped in when they change; a polite live region outside it says each new state once.
