@@ -324,11 +324,18 @@ class SlurmBackend(ClusterBackend):
             return status
         return SchedulerStatus(**{**status.__dict__, "exit_code": _parse_exit_code(match.group(1))})
 
+    def _settled_exit_code(self, status: SchedulerStatus) -> SchedulerStatus:
+        try:
+            asked = self._with_exit_code(status)
+        except BackendError:  # slurmctld is down: accounting still answered the poll, and the code stays unknown
+            asked = status
+        return asked if asked is not status else SchedulerStatus(**{**status.__dict__, "exit_code": None})
+
     def _sacct(self, ids: list[str]) -> dict[str, SchedulerStatus]:
         # Steps too (no -X): a cancelled or timed-out job's own line says 0:0, its batch step the signal that stopped
         # it, which is what scontrol (the path without accounting) reports as the job's ExitCode. slurmdbd may store
-        # the step's end a moment after the job's, with 0:0 still: such a job asks scontrol, as the path without
-        # accounting does, while slurmctld still holds it.
+        # the step's end a moment after the job's, with 0:0 still: such a job, if it ran, asks scontrol while
+        # slurmctld still holds it, and has no exit code (not a wrong 0) where scontrol cannot tell.
         result = self._run(
             ["sacct", "-n", "-P", f"--jobs={','.join(ids)}", "--format=JobIDRaw,State,ExitCode,Start,End,Reason"]
         )
@@ -345,8 +352,9 @@ class SlurmBackend(ClusterBackend):
             code = fields[2]
             if code == "0:0" and raw != "COMPLETED":
                 code = batch_codes.get(fields[0], code)
-            unsettled = code == "0:0" and raw in TERMINAL_RAW and raw != "COMPLETED"
-            started_at = _parse_time(fields[3])
+            started_at, finished_at = _parse_time(fields[3]), _parse_time(fields[4])
+            ran = started_at is not None and started_at != finished_at  # cancelled while pending: Start is End
+            unsettled = ran and code == "0:0" and raw in TERMINAL_RAW and raw != "COMPLETED"
             status = SchedulerStatus(
                 scheduler_id=fields[0],
                 state=STATE_MAP.get(raw, JobState.RUNNING),
@@ -355,9 +363,9 @@ class SlurmBackend(ClusterBackend):
                 never_starts=never_starts(reason) if raw == "PENDING" else "",
                 exit_code=_parse_exit_code(code) if raw in TERMINAL_RAW else None,
                 started_at=started_at,
-                finished_at=_parse_time(fields[4]),
+                finished_at=finished_at,
             )
-            statuses[fields[0]] = self._with_exit_code(status) if unsettled else status
+            statuses[fields[0]] = self._settled_exit_code(status) if unsettled else status
         return statuses
 
     def usage(self, scheduler_ids: list[str]) -> dict[str, AccountedUsage]:
