@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
@@ -41,6 +42,8 @@ from jobs import access, states
 
 if TYPE_CHECKING:
     from clusters.backends.terminal import Terminal
+
+logger = logging.getLogger(__name__)
 
 SMALL_WRITE = 1024  # bytes: keystrokes; larger input (a paste) is written from a thread
 
@@ -114,21 +117,29 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         layer, which carries only an instructor's arrival, is read by a task of its own."""
         self.scope, self.base_send = scope, send
         self.channel_layer = get_channel_layer(self.channel_layer_alias)
-        self.channel_name = await self.channel_layer.new_channel()
-        layer = asyncio.create_task(self._layer_messages())
+        layer = None
+        if self.channel_layer is not None:
+            self.channel_name = await self.channel_layer.new_channel()
+            layer = asyncio.create_task(self._layer_messages())
         try:
             while True:
                 await self.dispatch(await receive())
         except StopConsumer:
             pass
         finally:
-            layer.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StopConsumer):
-                await layer
+            self._release()  # however the loop ended (a write to a PTY that died raises): no ssh or task left behind
+            if layer is not None:
+                layer.cancel()
+                await asyncio.wait([layer])
 
     async def _layer_messages(self) -> None:
+        """Group messages for this socket, each on its own: one that fails is logged, and the next still arrives."""
         while True:
-            await super().dispatch(await self.channel_layer.receive(self.channel_name))
+            message = await self.channel_layer.receive(self.channel_name)
+            try:
+                await super().dispatch(message)
+            except Exception:
+                logger.exception("terminal: the group message %r was not delivered", message.get("type"))
 
     async def dispatch(self, message):
         # A keystroke touches no database, so it skips Channels' close_old_connections (a hop to a worker thread and
@@ -196,7 +207,8 @@ class TerminalConsumer(AsyncWebsocketConsumer):
     async def staff_opened(self, event) -> None:
         """An instructor opened a terminal in this job: the student's own terminal says so."""
         if not self.as_staff:
-            await self.send(text_data=json.dumps({"notice": event["text"]}))
+            with contextlib.suppress(RuntimeError):  # the socket closed meanwhile: nobody is left to tell
+                await self.send(text_data=json.dumps({"notice": event["text"]}))
 
     async def finish(self, why: str) -> None:
         """Tell the page why the terminal closed, then close the socket (and the PTY with it)."""

@@ -133,13 +133,14 @@ async def _refused(user, job) -> dict:
 @pytest.mark.django_db(transaction=True)
 def test_an_instructor_s_arrival_reaches_the_student_s_open_terminal_between_keys(monkeypatch, running_job, alice):
     """Keys are read in the consumer's own loop and the channel layer by a task of its own: a group message still
-    arrives while the student types, and the socket's end stops that task too."""
+    arrives while the student types, one that fails does not stop the next, and the socket's end stops that task."""
     job = running_job
     with_pty(monkeypatch, job, EchoPty())
 
-    frames = asyncio.run(_told_while_typing(alice, job))
+    frames, left = asyncio.run(_told_while_typing(alice, job))
 
     assert frames == [b"a", '{"notice": "Ms Ada (instructor) opened a terminal in this job."}', b"b"]
+    assert left == [], "tasks outlived the socket"
 
 
 async def _told_while_typing(user, job) -> list:
@@ -150,15 +151,58 @@ async def _told_while_typing(user, job) -> list:
     frames = []
     await communicator.send_input({"type": "websocket.receive", "bytes": b"a"})
     frames.append((await communicator.receive_output(timeout=5))["bytes"])
-    note = "Ms Ada (instructor) opened a terminal in this job."
-    await get_channel_layer().group_send(f"terminal.job.{job.pk.hex}", {"type": "staff.opened", "text": note})
+    group, note = f"terminal.job.{job.pk.hex}", "Ms Ada (instructor) opened a terminal in this job."
+    await get_channel_layer().group_send(group, {"type": "no.such.handler"})  # logged, and the next one still comes
+    await get_channel_layer().group_send(group, {"type": "staff.opened", "text": note})
     frames.append((await communicator.receive_output(timeout=5))["text"])
     await communicator.send_input({"type": "websocket.receive", "bytes": b"b"})
     frames.append((await communicator.receive_output(timeout=5))["bytes"])
     await communicator.send_input({"type": "websocket.disconnect", "code": 1000})
-    await communicator.wait(timeout=5)  # raises if the consumer, its layer task included, is still running
+    await communicator.wait(timeout=5)
     await database_sync_to_async(connections.close_all)()
-    return frames
+    return frames, _tasks_left()
+
+
+def _tasks_left() -> list[str]:
+    """The consumer's tasks still alive once its socket has gone (the pump, the watch, the channel layer's reader)."""
+    names = ("_pump", "_watch", "_layer_messages")
+    return [repr(t) for t in asyncio.all_tasks() if not t.done() and any(n in repr(t.get_coro()) for n in names)]
+
+
+class BrokenPty(EchoPty):
+    """A PTY whose other end died under a key (EIO on write)."""
+
+    closed = False
+
+    def write(self, data: bytes) -> None:
+        raise OSError(5, "Input/output error")
+
+    def close(self) -> None:
+        self.closed = True
+        super().close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_key_that_cannot_be_written_still_closes_the_pty_and_leaves_no_task(monkeypatch, running_job, alice):
+    pty = with_pty(monkeypatch, running_job, BrokenPty())
+
+    failed, left = asyncio.run(_type_into_broken(alice, running_job))
+
+    assert failed and pty.closed and left == []
+
+
+async def _type_into_broken(user, job) -> tuple[bool, list[str]]:
+    communicator, answer = await _connect(user, job)
+    assert answer["type"] == "websocket.accept"
+    await communicator.send_input({"type": "websocket.receive", "bytes": b"x"})
+    try:
+        await communicator.wait(timeout=5)  # the error ends the consumer, as uvicorn would then see it
+        failed = False
+    except OSError:
+        failed = True
+    await asyncio.sleep(0)  # cancelled tasks run their last step
+    await database_sync_to_async(connections.close_all)()
+    return failed, _tasks_left()
 
 
 class ExitingPty(EchoPty):
