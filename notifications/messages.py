@@ -30,8 +30,8 @@ def compose(event: str, job=None, context: dict | None = None) -> Message:
             # The one start a student waits for at the screen: the link goes straight to the session page.
             url = settings.PORTAL_URL + reverse("sessions:job_notebook", args=[job.pk])
             body = (
-                f"Your session {name} has its node on {job.cluster.display_name}. JupyterLab answers within a minute "
-                "or two: open the session page to start working."
+                f"Your session {name} is starting on {job.cluster.display_name}. JupyterLab is usually ready within "
+                "a minute or two: open the session page to start working."
             )
             return Message(f"{name} is starting", body, url)
         case Event.STARTED:

@@ -104,6 +104,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "courses.context_processors.teaching",
             ],
+            "libraries": {"local_times": "core.local_times"},  # a template library for every app, from below them
         },
     },
 ]

@@ -167,7 +167,7 @@ def test_a_jupyterlab_session_s_start_points_the_student_to_its_session_page(ali
     notebook.refresh_from_db()
     assert transition(notebook, JobState.SUBMITTING) and transition(notebook, JobState.RUNNING)
     told = Notification.objects.get(user=alice, job=notebook, event=Event.STARTED)
-    assert told.subject.endswith("is starting") and "JupyterLab answers" in told.text
+    assert told.subject.endswith("is starting") and "JupyterLab is usually ready" in told.text
     assert told.url.endswith(f"/jobs/{notebook.pk}/jupyter/")
     plain = Notification.objects.get(user=alice, job=batch, event=Event.STARTED)
     assert plain.url.endswith(f"/jobs/{batch.pk}/") and plain.subject.endswith("started")

@@ -1,35 +1,16 @@
-"""Times on job pages: instants as <time> elements the browser shows in the viewer's own zone, durations in words.
-
-The server writes the instant in the portal's zone, named, so a page read without JavaScript is still exact;
-static/js/local_times.js (on every page) rewrites it with Intl in the viewer's zone.
-"""
+"""Times on job pages: instants in the viewer's own zone (core/local_times.py's tag, offered here too) and durations
+in words."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from django import template
-from django.utils import timezone
-from django.utils.html import format_html
+
+from core.local_times import local_time
 
 register = template.Library()
-
-
-FALLBACK_FORMATS = {"datetime": "%Y-%m-%d %H:%M:%S %Z", "time": "%H:%M:%S", "short": "%Y-%m-%d %H:%M %Z"}
-
-
-@register.simple_tag
-def local_time(value: datetime | None, style: str = "datetime"):
-    """`style`: "datetime" (date, time and zone name), "time" (a timeline's clock time) or "short" (a table's
-    date and minute)."""
-    if value is None:
-        return "—"
-    return format_html(
-        '<time datetime="{}" data-local-time="{}">{}</time>',
-        value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        style,
-        timezone.localtime(value).strftime(FALLBACK_FORMATS[style]),
-    )
+register.simple_tag(local_time)
 
 
 @register.filter

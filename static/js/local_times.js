@@ -19,7 +19,7 @@
   function showLocalTimes(root) {
     for (const element of root.querySelectorAll("time[data-local-time]")) {
       const format = FORMATS[element.dataset.localTime];
-      const instant = new Date(element.getAttribute("datetime"));
+      const instant = new Date(element.dateTime || NaN);  // no datetime: new Date(null) would say 1970
       if (!format || Number.isNaN(instant.getTime())) continue;
       // Only where the words change: a neighbour's swap must not touch (and re-render) times already shown.
       const text = format.format(instant);
