@@ -2,47 +2,40 @@
 
 from __future__ import annotations
 
-import pytest
-
 from core.choices import JobState
 from courses.models import Enrollment, Role
-
-
-@pytest.fixture
-def running(running_job):
-    return running_job
 
 
 def url(job) -> str:
     return f"/jobs/{job.pk}/terminal/"
 
 
-def test_anonymous_is_sent_to_log_in(client, running):
-    response = client.get(url(running))
+def test_anonymous_is_sent_to_log_in(client, running_job):
+    response = client.get(url(running_job))
     assert response.status_code == 302 and "/login/" in response["Location"]
 
 
-def test_another_student_gets_404(login, running, bob, carol):
-    assert login(bob).get(url(running)).status_code == 404
-    assert login(carol).get(url(running)).status_code == 404
+def test_another_student_gets_404(login, running_job, bob, carol):
+    assert login(bob).get(url(running_job)).status_code == 404
+    assert login(carol).get(url(running_job)).status_code == 404
 
 
-def test_owner_gets_the_terminal_wired_to_its_socket(login, running, alice):
-    response = login(alice).get(url(running))
+def test_owner_gets_the_terminal_wired_to_its_socket(login, running_job, alice):
+    response = login(alice).get(url(running_job))
     assert response.status_code == 200
-    assert f'data-socket="/ws/jobs/{running.pk}/terminal/"' in response.content.decode()
+    assert f'data-socket="/ws/jobs/{running_job.pk}/terminal/"' in response.content.decode()
     assert b"staff-notice" not in response.content
 
 
-def test_instructor_is_told_the_student_will_see_it(login, running, instructor):
-    response = login(instructor).get(url(running))
+def test_instructor_is_told_the_student_will_see_it(login, running_job, instructor):
+    response = login(instructor).get(url(running_job))
     assert response.status_code == 200 and b"staff-notice" in response.content
 
 
-def test_teaching_assistant_is_refused_with_a_reason(login, running, make_user, course):
+def test_teaching_assistant_is_refused_with_a_reason(login, running_job, make_user, course):
     ta = make_user("tara")
     Enrollment.objects.create(user=ta, course=course, role=Role.TA)
-    response = login(ta).get(url(running))
+    response = login(ta).get(url(running_job))
     assert response.status_code == 403
 
 
@@ -52,11 +45,11 @@ def test_a_job_that_is_not_running_says_so_instead_of_a_terminal(login, make_job
     assert response.status_code == 200 and b"not running" in response.content and b"data-socket" not in response.content
 
 
-def test_job_page_offers_the_terminal_only_while_running(login, running, alice):
-    assert b'id="open-terminal"' in login(alice).get(f"/jobs/{running.pk}/").content
-    running.state = JobState.COMPLETED
-    running.save()
-    assert b'id="open-terminal"' not in login(alice).get(f"/jobs/{running.pk}/").content
+def test_job_page_offers_the_terminal_only_while_running(login, running_job, alice):
+    assert b'id="open-terminal"' in login(alice).get(f"/jobs/{running_job.pk}/").content
+    running_job.state = JobState.COMPLETED
+    running_job.save()
+    assert b'id="open-terminal"' not in login(alice).get(f"/jobs/{running_job.pk}/").content
 
 
 def _opened_argv(monkeypatch, job) -> tuple[str, list[str]]:
@@ -72,18 +65,18 @@ def _opened_argv(monkeypatch, job) -> tuple[str, list[str]]:
     return seen["login"].username, seen["argv"]
 
 
-def test_the_shell_runs_as_the_jobs_own_login(monkeypatch, running):
-    login, argv = _opened_argv(monkeypatch, running)
+def test_the_shell_runs_as_the_jobs_own_login(monkeypatch, running_job):
+    login, argv = _opened_argv(monkeypatch, running_job)
     assert (login, argv) == ("labsvc", ["srun", "--jobid=4242", "--overlap", "--pty", "bash", "-l"])
 
 
-def test_the_shell_runs_as_the_students_user_through_sudo_when_jobs_do(monkeypatch, running, alice):
+def test_the_shell_runs_as_the_students_user_through_sudo_when_jobs_do(monkeypatch, running_job, alice):
     from clusters.models import AuthMethod, ClusterAccount
 
-    running.account = ClusterAccount.objects.create(
-        cluster=running.cluster, user=alice, username="jalice", auth_method=AuthMethod.VIA_SERVICE
+    running_job.account = ClusterAccount.objects.create(
+        cluster=running_job.cluster, user=alice, username="jalice", auth_method=AuthMethod.VIA_SERVICE
     )
-    running.save()
-    login, argv = _opened_argv(monkeypatch, running)
+    running_job.save()
+    login, argv = _opened_argv(monkeypatch, running_job)
     assert login == "labsvc"
     assert argv == ["sudo", "-n", "-u", "jalice", "--", "srun", "--jobid=4242", "--overlap", "--pty", "bash", "-l"]
