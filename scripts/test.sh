@@ -34,8 +34,8 @@ echo "[test] lint and checks"
 .venv/bin/python manage.py check
 .venv/bin/python manage.py makemigrations --check --dry-run
 
-echo "[test] portal: unit and integration tests"
-.venv/bin/pytest "$@"
+echo "[test] portal: unit and integration tests, in parallel (pytest-xdist; the SLURM node's tests in one group)"
+.venv/bin/pytest -n "${GPULAB_TEST_PROCESSES:-4}" --dist loadgroup --durations=25 "$@"
 
 echo "[test] workloads: trainer, inference server, load generator, manifests (CPU)"
 (cd workloads && .venv/bin/pytest)

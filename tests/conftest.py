@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
@@ -189,3 +192,53 @@ def inbox(smtp_server, settings):
     settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", smtp_server.port
     smtp_server.inbox.clear()
     return smtp_server.inbox
+
+
+# -- Chromium: one browser per test process, a fresh context per test ---------------------------------------------
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+@pytest.fixture(scope="session")
+def _chromium_process():
+    """Debian's Chromium, launched once per test process (a launch costs seconds; a context costs milliseconds)."""
+    from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        pytest.fail("Debian's chromium is not installed; `make test` installs it.")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        # Playwright's sync API leaves its event loop marked as running in this thread between its calls. Between
+        # browser tests the thread goes without it, so the other tests' asyncio, asgiref and ORM calls work as usual.
+        loop = asyncio.events._get_running_loop()
+        asyncio.events._set_running_loop(None)
+        yield browser, loop
+        asyncio.events._set_running_loop(loop)
+        browser.close()
+
+
+@pytest.fixture
+def chromium(_chromium_process, monkeypatch):
+    """The process's Chromium for one test: every context the test opens is closed after it."""
+    browser, loop = _chromium_process
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop runs in the test's thread
+    asyncio.events._set_running_loop(loop)
+    try:
+        yield browser
+    finally:
+        for context in list(browser.contexts):
+            context.close()
+        asyncio.events._set_running_loop(None)
+
+
+@pytest.fixture
+def browser(chromium):
+    return chromium

@@ -11,7 +11,14 @@ os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-" + "k" * 40)
 os.environ.setdefault("CREDENTIAL_KEYS", "dGVzdHMtb25seS1jcmVkZW50aWFsLWtleS0wMDAwMDE=")
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost,127.0.0.1")
 
-from portal.settings import *  # noqa: F403
+# Parallel runs (pytest-xdist): each worker process gets a Redis database of its own (2, 3, ...: 0 is a demo's, 1 the
+# serial suite's), so its broker, channel layer, cache and telemetry rings are its own. The worker, collector and
+# web processes a test starts inherit this environment, and with it the same database.
+_xdist_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _xdist_worker.startswith("gw") and os.environ.get("REDIS_URL"):
+    os.environ["REDIS_URL"] = f"{os.environ['REDIS_URL'].rsplit('/', 1)[0]}/{2 + int(_xdist_worker[2:])}"
+
+from portal.settings import *  # noqa: E402, F403
 
 if not os.environ.get("REDIS_URL"):
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -161,6 +161,15 @@ class Slapd:
             "LDAP_STAFF_GROUP": f"cn=portal-admins,ou=groups,{BASE_DN}",
         }
 
+    def reset(self) -> None:
+        """Put the directory back as it started (people, groups, services), for the next test: a test changes entries
+        through `modify` or the portal, never the base entry, so the three subtrees are deleted and added again."""
+        admin = ["-x", "-H", self.url, "-D", f"cn=admin,{BASE_DN}", "-w", self.root_password]
+        subtrees = [f"ou={name},{BASE_DN}" for name in ("people", "groups", "services")]
+        subprocess.run(["ldapdelete", *admin, "-r", *subtrees], check=True, capture_output=True)
+        entries = directory_ldif(self.extra_people).split("\n\n")[1:]  # all but the base entry
+        subprocess.run(["ldapadd", *admin], input="\n\n".join(entries), text=True, check=True, capture_output=True)
+
     def modify(self, ldif: str) -> None:
         """Change the directory as its administrator would (ldapmodify as the root DN)."""
         argv = ["ldapmodify", "-x", "-H", self.url, "-D", f"cn=admin,{BASE_DN}", "-w", self.root_password]

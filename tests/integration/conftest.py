@@ -23,10 +23,29 @@ ROOT = Path(__file__).resolve().parents[2]
 REQUIRED = ["GPULAB_SSH_HOST", "GPULAB_SSH_PORT", "GPULAB_SERVICE_KEY", "GPULAB_HOST_KEY", "REDIS_URL", "DATABASE_URL"]
 
 
+# A parallel run (pytest-xdist, --dist loadgroup) shares one local SLURM node between its test processes. The tests that
+# put jobs or reservations on it (the SLURM cluster with the Celery worker or the collector behind it) run in one group,
+# one after another, on one process; every other test runs beside them. A test process has its own database, Redis
+# database, Celery worker and web server, so the Kubernetes, sign-on, browser and files tests need no group.
+SLURM_GROUP = "slurm-node"
+SLURM_CLUSTERS = {"cluster", "rest_cluster", "lab_cluster"}
+SLURM_DRIVERS = {"worker", "collector"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if "tests/integration" in str(item.fspath):
-            item.add_marker(pytest.mark.integration)
+        if "tests/integration" not in str(item.fspath):
+            continue
+        item.add_marker(pytest.mark.integration)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if (fixtures & SLURM_CLUSTERS and fixtures & SLURM_DRIVERS) or item.get_closest_marker("slurm_node"):
+            item.add_marker(pytest.mark.xdist_group(SLURM_GROUP))
+    # The node's group is the longest: it goes first, so its process starts on it while the others share the rest.
+    items.sort(key=lambda item: not _in_slurm_group(item))
+
+
+def _in_slurm_group(item) -> bool:
+    return any(mark.args == (SLURM_GROUP,) for mark in item.iter_markers("xdist_group"))
 
 
 @pytest.fixture(scope="session")
@@ -48,6 +67,31 @@ def wait_for(predicate: Callable[[], object], *, timeout: float = 60, interval: 
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def wait_for_polls(cluster: str, cycles: int = 3, timeout: float = 60) -> None:
+    """Wait until the worker's beat has finished `cycles` more poll cycles of `cluster` (each one records its time)."""
+    from core import measurements
+
+    def last() -> float:
+        return measurements.polls().get(cluster, {}).get("at", 0.0)
+
+    for cycle in range(cycles):
+        before = last()
+        wait_for(
+            lambda b=before: last() > b, timeout=timeout, interval=0.2, what=f"poll cycle {cycle + 1} of {cluster}"
+        )
+
+
+def wait_for_the_node_to_end(scheduler_id: str, timeout: float = 90) -> None:
+    """Wait until the SLURM job's processes have left the node (its slurmstepd is gone), whether or not slurmctld or
+    slurmrestd can say so."""
+
+    def ended() -> bool:
+        found = subprocess.run(["pgrep", "-f", f"slurmstepd: \\[{scheduler_id}\\."], capture_output=True, check=False)
+        return found.returncode == 1
+
+    wait_for(ended, timeout=timeout, what=f"job {scheduler_id} to end on the node")
 
 
 def stop_group(proc: subprocess.Popen | None, grace: float) -> None:
@@ -155,6 +199,10 @@ def worker(portal_env, django_db_blocker, tmp_path_factory):
         )
 
 
+# Each test process its own lab folder on the cluster: student spaces are named by user id, which databases repeat.
+LAB_DIR = "~/gpulab-test" + (f"-{os.environ['PYTEST_XDIST_WORKER']}" if os.environ.get("PYTEST_XDIST_WORKER") else "")
+
+
 @pytest.fixture
 def cluster(transactional_db, course, services):
     """The local SLURM cluster, reached through sshd on 127.0.0.1 with its pinned host key."""
@@ -166,7 +214,7 @@ def cluster(transactional_db, course, services):
         host_key=services["GPULAB_HOST_KEY"],
         partitions=["debug", "gpu"],
         gpu_types=["demo"],
-        lab_dir="~/gpulab-test",
+        lab_dir=LAB_DIR,
     )
     account = ClusterAccount(cluster=cluster, username=services["GPULAB_SERVICE_USER"], auth_method=AuthMethod.KEY)
     account.set_secret(Path(services["GPULAB_SERVICE_KEY"]).read_text())
@@ -175,34 +223,88 @@ def cluster(transactional_db, course, services):
     return cluster
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _flush_retried_on_deadlock():
+    """The flush after a test TRUNCATEs every table at once; a worker's task that locked a row first and then needs a
+    table the TRUNCATE already holds makes PostgreSQL pick one of the two as a deadlock victim. When that is the
+    flush, it is run again (it is all-or-nothing): the test's teardown does not fail for the worker's timing."""
+    from django.db import OperationalError
+    from django.db.backends.base.operations import BaseDatabaseOperations
+
+    flush = BaseDatabaseOperations.execute_sql_flush
+
+    def retried(self, sql_list):
+        for attempt in range(5):
+            try:
+                return flush(self, sql_list)
+            except OperationalError as exc:
+                if "deadlock detected" not in str(exc) or attempt == 4:
+                    raise
+                time.sleep(0.2)
+
+    BaseDatabaseOperations.execute_sql_flush = retried
+    yield
+    BaseDatabaseOperations.execute_sql_flush = flush
+
+
 @pytest.fixture(autouse=True)
 def _quiesce(request, transactional_db):
-    """After each test, before its tables are flushed: leave the session's worker nothing to do.
+    """After each test, before its tables are flushed: stop on SLURM what this test made, and nothing else.
 
-    Depending on transactional_db makes this teardown run before the flush, whose TRUNCATE would otherwise
-    deadlock with a worker still submitting or polling the test's jobs.
+    Depending on transactional_db makes this teardown run before the flush. Other tests run beside this one (other
+    test processes, a demo on the same machine), so nothing is cancelled by user: only the scheduler ids and the
+    reservations recorded in this test's own rows.
     """
+    _drop_reservations(_LEFT_BEHIND)  # a reservation an earlier test's task made after that test had ended
     yield
     from core.choices import ACTIVE_STATES
+    from courses.models import LabSession, LabSessionState
     from jobs.models import Job
 
-    ended = Job.objects.filter(state__in=ACTIVE_STATES).update(state="cancelled")
-    for user in (os.environ.get("GPULAB_SERVICE_USER"), os.environ.get("GPULAB_PERSONAL_USER")):
-        if user:
-            subprocess.run(["scancel", f"--user={user}"], capture_output=True, check=False)
-    if ended or "worker" in request.fixturenames:
-        time.sleep(2)  # a task already past its state check finishes within this
-    _drop_lab_reservations()
+    # A submit holds its job's row lock through the sbatch, so this update waits for any sbatch under way: once it
+    # returns, every job the scheduler was given carries its id in its row, and no later submit will start.
+    Job.objects.filter(state__in=ACTIVE_STATES).update(state="cancelled")
+    scheduler_ids = [i for i in Job.objects.values_list("scheduler_id", flat=True) if SLURM_JOB_ID.fullmatch(i)]
+    if scheduler_ids:
+        subprocess.run(["scancel", *scheduler_ids], capture_output=True, check=False)
+    sessions = LabSession.objects.select_related("course")
+    names = {session.reservation_name for session in sessions}
+    sessions.update(state=LabSessionState.CANCELLED)
+    _LEFT_BEHIND.update(names)
+    _drop_reservations(names)
+    if "worker" in request.fixturenames or "collector" in request.fixturenames:
+        _wait_for_a_quiet_database()
 
 
-def _drop_lab_reservations() -> None:
-    """A lab session booked by a test (its worker may make the real reservation after the test has moved on) must not
-    hold the one node for the tests after it: every reservation the portal named is deleted, as root."""
+SLURM_JOB_ID = re.compile(r"\d+(_\d+)?")
+_LEFT_BEHIND: set[str] = set()  # reservation names tests made, checked again before each later test
+
+
+def _drop_reservations(names: set[str]) -> None:
+    if not names:
+        return
     shown = subprocess.run(
         ["scontrol", "show", "reservation", "--oneliner"], capture_output=True, text=True, check=False
     ).stdout
-    for name in re.findall(r"ReservationName=(gpulab-\S+)", shown):
+    for name in set(re.findall(r"ReservationName=(\S+)", shown)) & names:
         subprocess.run(["scontrol", "delete", f"reservation={name}"], capture_output=True, check=False)
+
+
+def _wait_for_a_quiet_database(timeout: float = 10) -> None:
+    """Wait until no other session on the test database is inside a statement or a transaction, twice in a row: a
+    worker's task that was under way has then finished, and the flush's TRUNCATE meets no half-done task."""
+    from django.db import connection
+
+    query = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+        "AND state IN ('active', 'idle in transaction', 'idle in transaction (aborted)')"
+    )
+    quiet_in_a_row, deadline = 0, time.monotonic() + timeout
+    while quiet_in_a_row < 2 and time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute(query)
+            quiet_in_a_row = quiet_in_a_row + 1 if cursor.fetchone()[0] == 0 else 0
+        time.sleep(0.05)
 
 
 @pytest.fixture

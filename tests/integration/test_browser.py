@@ -4,37 +4,18 @@ import os
 import re
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from jobs.models import Job
 from tests.conftest import PASSWORD
 
-CHROMIUM = "/usr/bin/chromium"
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def page(live_server, monkeypatch):
-    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    if not os.path.exists(CHROMIUM):
-        pytest.fail("Debian's chromium is not installed; `make test` installs it.")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                "--disable-quic",
-            ],
-        )
-        context = browser.new_context(viewport={"width": 1280, "height": 720})
-        yield context.new_page()
-        browser.close()
+def page(live_server, chromium):
+    """A laptop-sized page in a fresh context of the process's Chromium."""
+    return chromium.new_context(viewport={"width": 1280, "height": 720}).new_page()
 
 
 def log_in(page, live_server, username: str) -> None:

@@ -12,13 +12,13 @@ import time
 import pytest
 import redis
 from django.contrib.auth import get_user_model
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from courses.models import Enrollment, Role
 from jobs.models import Job
 from telemetry.stream import KEY_PREFIX, Publisher, course_group
 
-from .test_browser import CHROMIUM, log_in
+from .test_browser import log_in
 
 pytestmark = pytest.mark.browser
 
@@ -26,15 +26,6 @@ STUDENTS = 60
 IDLE = {7, 23, 41}  # these students' GPUs sit at 0 % and have for 400 s
 MARKUP = "<b>Student</b>"
 SHOTS = os.environ.get("GPULAB_SHOTS", "/tmp/gpulab-shots")
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
 
 
 def open_page(browser, width: int):

@@ -38,6 +38,8 @@ from .test_job_page_browser import SHOTS, WIDTHS, _no_horizontal_scroll, _page
 from .ws import session_cookie
 
 LAB_DIR = "~/gpulab-files-test"
+# One lab folder on the cluster for the module, emptied after each test: its tests run one after another.
+pytestmark = pytest.mark.xdist_group("files")
 
 
 @pytest.fixture
@@ -341,20 +343,6 @@ def test_another_student_gets_404_on_every_page_and_endpoint_of_a_job_s_files(al
     page = client.get(pages[2]).content.decode()
     assert "model.pt" in page and "output.log" in page
     assert body(api_for(alice).get(api_base + "download/?path=model.pt")) == b"weights" * 1000
-
-
-@pytest.fixture
-def chromium(monkeypatch):
-    from playwright.sync_api import sync_playwright
-
-    from .test_browser import CHROMIUM
-
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop runs in the test's thread
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
 
 
 @pytest.mark.browser

@@ -16,14 +16,14 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from jobs.models import Job, JobTemplate
 from telemetry.live import JobRef
 from telemetry.models import Node, SeriesChunk
 from telemetry.parsers import CpuSample, DiskSample, GpuSample, HostSample, TrainerPoint
 
-from .test_browser import CHROMIUM, log_in
+from .test_browser import log_in
 
 pytestmark = pytest.mark.browser
 SHOTS = os.environ.get("GPULAB_SCREENSHOT_DIR", "/tmp")
@@ -31,16 +31,11 @@ GPUS = 8
 
 
 @pytest.fixture
-def browser(monkeypatch):
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+def browser(chromium):
+    def new_page(width: int = 1280, height: int = 900):
+        return chromium.new_context(viewport={"width": width, "height": height}).new_page()
 
-        def new_page(width: int = 1280, height: int = 900):
-            return chromium.new_context(viewport={"width": width, "height": height}).new_page()
-
-        yield new_page
-        chromium.close()
+    return new_page
 
 
 @pytest.fixture

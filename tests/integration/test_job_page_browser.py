@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.utils import timezone
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from core import measurements
 from core.choices import JobState
@@ -19,11 +19,12 @@ from jobs import enqueue
 from jobs.models import Job, JobTemplate
 from jobs.states import transition
 
-from .test_browser import CHROMIUM, log_in
+from .test_browser import log_in
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(os.environ.get("GPULAB_SCREENSHOT_DIR", "/tmp/gpulab-shots"))
 WIDTHS = {"laptop": (1280, 800), "phone": (390, 844)}
+SHOTS.mkdir(parents=True, exist_ok=True)
 
 TRAINER_BODY = (
     "for i in 1 2 3 4 5 6 7 8; do\n"
@@ -37,16 +38,6 @@ TRAINER_PARAMS = [
     {"name": "time_minutes", "type": "int", "label": "Time limit (minutes)", "default": 10, "min": 1, "max": 10},
     {"name": "max_steps", "type": "int", "label": "Max steps", "default": 200, "min": 10, "max": 1000},
 ]
-
-
-@pytest.fixture
-def chromium(monkeypatch):
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop runs in the test's thread
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
 
 
 def _page(chromium, size: str, **options):

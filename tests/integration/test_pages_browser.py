@@ -8,25 +8,16 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 from rest_framework.authtoken.models import Token
 
 from jobs.models import Job
 from jobs.states import transition
 
-from .test_browser import CHROMIUM, log_in
+from .test_browser import log_in
 
 pytestmark = pytest.mark.browser
 SHOTS = os.environ.get("GPULAB_SHOTS", "/tmp/gpulab-shots")
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
 
 
 def signed_in(browser, server, username: str, width: int):

@@ -14,7 +14,7 @@ from clusters.models import Cluster
 from jobs.models import Job
 from tests.integration.jobs_api import launch, read_whole_log
 
-from .conftest import slurm, wait_for
+from .conftest import slurm, wait_for, wait_for_polls, wait_for_the_node_to_end
 
 
 def test_launch_from_the_form_runs_pending_running_completed(
@@ -176,9 +176,8 @@ def test_slurmctld_outage_keeps_last_state_and_recovers(worker, api_for, alice, 
         what="slurmctld to stop",
     )
     try:
-        import time
-
-        time.sleep(25)  # many poll cycles, and the job itself ends meanwhile
+        wait_for_the_node_to_end(job.scheduler_id)  # the job ends while nobody can tell the portal
+        wait_for_polls(cluster.name)
         job.refresh_from_db()
         assert job.state == "running"
         assert not job.events.filter(to_state__in=["failed", "lost", "submit_failed"]).exists()

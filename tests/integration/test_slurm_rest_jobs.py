@@ -26,7 +26,7 @@ from core import measurements
 from jobs.models import Job
 from tests.integration.jobs_api import launch, read_whole_log
 
-from .conftest import slurm, wait_for
+from .conftest import slurm, wait_for, wait_for_polls, wait_for_the_node_to_end
 
 
 @pytest.fixture
@@ -174,7 +174,8 @@ def test_unreachable_server_keeps_a_running_job_running(
         timeout=30,
         what="a poll to find slurmrestd unreachable",
     )
-    time.sleep(25)  # many poll cycles, and the job itself ends meanwhile
+    wait_for_the_node_to_end(job.scheduler_id)  # the job ends while the portal cannot ask
+    wait_for_polls(rest_cluster.name)
     job.refresh_from_db()
     assert job.state == "running"
     assert not job.events.filter(to_state__in=["failed", "lost", "submit_failed"]).exists()
@@ -202,7 +203,8 @@ def test_expired_token_tells_the_admin_and_fails_no_job(
     client.force_login(admin_user)
     page = client.get(reverse("admin:clusters_cluster_change", args=[rest_cluster.pk])).content.decode()
     assert "EXPIRED on" in page
-    time.sleep(20)  # the job ends on the cluster while the portal cannot ask
+    wait_for_the_node_to_end(job.scheduler_id)  # the job ends on the cluster while the portal cannot ask
+    wait_for_polls(rest_cluster.name)
     job.refresh_from_db()
     assert job.state == "running"
     assert not job.events.filter(to_state__in=["failed", "lost", "submit_failed"]).exists()

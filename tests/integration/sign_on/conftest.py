@@ -36,11 +36,19 @@ def campus_settings(settings, monkeypatch):
     return apply
 
 
-@pytest.fixture
-def directory():
+@pytest.fixture(scope="session")
+def _slapd():
+    """One slapd per test process: starting one costs a second or more, putting its entries back a few ms."""
     slapd = Slapd().start()
     yield slapd
     slapd.stop()
+
+
+@pytest.fixture
+def directory(_slapd):
+    """The campus directory, as tests/sign_on.py writes it, whatever the test before changed in it."""
+    _slapd.reset()
+    return _slapd
 
 
 @pytest.fixture

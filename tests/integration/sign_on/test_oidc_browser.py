@@ -5,26 +5,14 @@ from __future__ import annotations
 import os
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from courses.models import Enrollment
 from signon.models import CourseGroup, Source
 from tests.sign_on import PEOPLE_PASSWORD
 
-CHROMIUM = "/usr/bin/chromium"
 SHOTS = os.environ.get("GPULAB_SCREENSHOTS", "/tmp")
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def chromium(live_server, monkeypatch):
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    if not os.path.exists(CHROMIUM):
-        pytest.fail("Debian's chromium is not installed; `make test` installs it.")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
 
 
 def portal_url(live_server) -> str:
