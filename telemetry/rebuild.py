@@ -1,6 +1,6 @@
 """Loss and tok/s of a finished job rebuilt from its log, for runs whose trainer points were never stored.
 
-The log is the trainer's own record (DESIGN.md: "epoch=… step=… loss=… tok/s=…"), read from the start through the
+The log is the trainer's own record (docs/architecture.md: "epoch=… loss=… tok/s=…"), read from the start through the
 cluster's backend like the log API does; the points go into one SeriesChunk, as the collector would have stored
 them. A job that already has stored trainer points is left alone.
 """

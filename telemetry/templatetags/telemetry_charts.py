@@ -11,7 +11,7 @@ from telemetry.series import CHARTS
 
 register = template.Library()
 
-# The bundled trainer, or any script printing the trainer's line (DESIGN.md: "epoch=… step=… loss=… tok/s=…").
+# The bundled trainer, or any script printing its line (docs/architecture.md: "epoch=… step=… loss=… tok/s=…").
 TRAINER_MARKS = re.compile(r"trainer/train\.py|\btrain\.py\b|loss=")
 
 

@@ -20,7 +20,7 @@ SERVER = WORKLOADS / "inference" / "server.py"
 # In-process tests import the workloads' modules the way their scripts find them: by their own directories.
 sys.path.insert(0, str(WORKLOADS / "trainer"))
 sys.path.insert(0, str(WORKLOADS / "inference"))
-# The documented log line (DESIGN.md: the trainer's contract with the portal's telemetry parser).
+# The documented log line (docs/architecture.md: the trainer's contract with the portal's telemetry parser).
 LOG_LINE = re.compile(
     r"^epoch=(?P<epoch>\d+) step=(?P<step>\d+) loss=(?P<loss>[0-9.]+) tok/s=(?P<toks>[0-9.]+)"
     r"(?: step_ms=(?P<step_ms>[0-9.]+))?(?: mfu=(?P<mfu>[0-9.]+))?$"

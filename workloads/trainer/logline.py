@@ -1,5 +1,5 @@
 """What rank 0 prints. One of these lines is a contract: the step line the portal's telemetry parses into curves
-(DESIGN.md, "The trainer's log line"; telemetry/parsers.py reads it):
+(docs/architecture.md, "The trainer's log line"; telemetry/parsers.py reads it):
 
     epoch=<int> step=<int> loss=<float> tok/s=<float> step_ms=<float> [mfu=<float>]
 
