@@ -9,13 +9,13 @@ from clusters.choices import RunAs
 from clusters.identity import set_cluster_username
 from clusters.models import ClusterAccount
 
-from .test_pages_browser import SHOTS, browser, no_sideways_scroll, signed_in  # noqa: F401 (browser is a fixture)
+from .test_pages_browser import SHOTS, no_sideways_scroll, signed_in
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.mark.timeout(120)
-def test_student_gets_a_generated_key_and_copies_its_public_half(live_server, browser, alice, cluster):  # noqa: F811
+def test_student_gets_a_generated_key_and_copies_its_public_half(live_server, browser, alice, cluster):
     set_cluster_username(alice, "alice01")
     page = signed_in(browser, live_server, "alice", 1280)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
@@ -39,7 +39,7 @@ def test_student_gets_a_generated_key_and_copies_its_public_half(live_server, br
 @pytest.mark.timeout(120)
 def test_admin_picks_how_jobs_run_and_reads_whether_students_are_isolated(
     live_server,
-    browser,  # noqa: F811
+    browser,
     admin_user,
     cluster,
     services,

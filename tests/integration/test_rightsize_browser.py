@@ -13,11 +13,8 @@ from playwright.sync_api import expect
 from jobs.models import Job, JobTemplate, JobUsage
 from telemetry.models import JobSummary
 
-from . import test_job_page_browser as job_page_browser
 from .test_browser import log_in
 from .test_job_page_browser import SHOTS, WIDTHS, _no_horizontal_scroll, _page
-
-chromium = job_page_browser.chromium  # the fixture, shared
 
 pytestmark = pytest.mark.browser
 GIB = 1024**3

@@ -27,7 +27,6 @@ from jobs.models import Job
 
 from .jobs_api import read_whole_log
 from .test_browser import log_in
-from .test_files import chromium  # noqa: F401  (Chromium, with the test's thread allowed to use the database)
 from .test_job_page_browser import SHOTS, _page
 
 LAB_DIR = Path("/srv/gpulab-tinylm-test")  # shared: the service account's staged trainer, the students' runs
@@ -64,7 +63,7 @@ def tinylm_cluster(cluster, course, bob, services):
 @pytest.mark.timeout(420)
 def test_upload_a_data_file_train_tiny_lm_on_it_and_download_model_pt_with_the_cluster_s_checksum(
     worker,
-    chromium,  # noqa: F811
+    chromium,
     live_server,
     tinylm_cluster,
     bob,

@@ -23,12 +23,9 @@ from jobs import polling
 from jobs.models import Job, JobWait
 from tests.integration.jobs_api import launch
 
-from . import test_job_page_browser as job_page_browser
 from .conftest import slurm, wait_for
 from .test_browser import log_in
 from .test_job_page_browser import SHOTS, WIDTHS, _no_horizontal_scroll, _page
-
-chromium = job_page_browser.chromium  # the fixture, shared
 
 
 def _learn_partitions(cluster) -> None:
