@@ -40,6 +40,7 @@ def pytest_collection_modifyitems(config, items):
         fixtures = set(getattr(item, "fixturenames", ()))
         if (fixtures & SLURM_CLUSTERS and fixtures & SLURM_DRIVERS) or item.get_closest_marker("slurm_node"):
             item.add_marker(pytest.mark.xdist_group(SLURM_GROUP))
+            item.add_marker(pytest.mark.slurm_node)
     # The node's group is the longest: it goes first, so its process starts on it while the others share the rest.
     items.sort(key=lambda item: not _in_slurm_group(item))
 
@@ -88,7 +89,9 @@ def wait_for_the_node_to_end(scheduler_id: str, timeout: float = 90) -> None:
     slurmrestd can say so."""
 
     def ended() -> bool:
-        found = subprocess.run(["pgrep", "-f", f"slurmstepd: \\[{scheduler_id}\\."], capture_output=True, check=False)
+        # The batch step: the job's extern step stays on the node until slurmctld cleans the allocation up.
+        batch = f"slurmstepd: \\[{scheduler_id}\\.batch\\]"
+        found = subprocess.run(["pgrep", "-f", batch], capture_output=True, check=False)
         return found.returncode == 1
 
     wait_for(ended, timeout=timeout, what=f"job {scheduler_id} to end on the node")
@@ -305,6 +308,22 @@ def _wait_for_a_quiet_database(timeout: float = 10) -> None:
             cursor.execute(query)
             quiet_in_a_row = quiet_in_a_row + 1 if cursor.fetchone()[0] == 0 else 0
         time.sleep(0.05)
+
+
+@pytest.fixture(autouse=True)
+def _nothing_onto_the_node_outside_its_group(request, monkeypatch):
+    """A test outside the node's group sends no task that would put a job or a reservation on the node: the process's
+    Celery worker, which an earlier Kubernetes test may have started, must not run them beside the group's tests."""
+    if request.node.get_closest_marker("slurm_node") or "worker" in request.fixturenames:
+        return
+    from core import enqueue
+    from courses.lab_sessions import MAKE_RESERVATION
+    from jobs.enqueue import SUBMIT_JOB
+
+    send = enqueue.send
+    monkeypatch.setattr(
+        enqueue, "send", lambda name, args: None if name in (SUBMIT_JOB, MAKE_RESERVATION) else send(name, args)
+    )
 
 
 @pytest.fixture

@@ -38,8 +38,8 @@ from .test_job_page_browser import SHOTS, WIDTHS, _no_horizontal_scroll, _page
 from .ws import session_cookie
 
 LAB_DIR = "~/gpulab-files-test"
-# One lab folder on the cluster for the module, emptied after each test: its tests run one after another.
-pytestmark = pytest.mark.xdist_group("files")
+# The download checks find the login node's OpenSSH readers by process: they run with the node group's tests.
+pytestmark = pytest.mark.slurm_node
 
 
 @pytest.fixture
