@@ -59,7 +59,8 @@ TABLE: dict[tuple[str, str], str] = {
     ("telemetry:report", "GET"): TEACH,
     # The instructor's pages: roster, quotas, a new term, lab sessions, webhook, budgets, templates
     ("courses:roster", "GET"): MANAGE,
-    ("courses:roster", "POST"): MANAGE_DO,
+    ("courses:roster", "POST"): MANAGE_DO,  # a file, previewed
+    ("courses:roster_import", "POST"): MANAGE_DO,  # the preview, saved
     ("courses:roster_add", "POST"): MANAGE_DO,
     ("courses:roster_invite_all", "POST"): MANAGE_DO,
     ("courses:roster_role", "POST"): MANAGE_DO,
