@@ -166,8 +166,14 @@ NOT_COURSE_SCOPED = {
     "api:docs": "the OpenAPI page",
 }
 
-# Path parameters that make a URL a course's or a job's.
+# Path parameters that make a URL a course's or a job's (and any parameter naming a course or a job).
 SCOPED_PARAMS = {"slug", "course_slug", "job_id", "pk", "session_id", "user_id"}
+
+
+def _scoped(name: str, route: str) -> bool:
+    params = _params(route)
+    named = any("course" in param or "job" in param for param in params)
+    return name.startswith("api:") or "course" in route or named or bool(params & SCOPED_PARAMS)
 
 
 def _walk(patterns, prefix: str = "", namespace: str | None = None):
@@ -191,7 +197,7 @@ def _params(route: str) -> set[str]:
 def scoped_url_names() -> set[str]:
     names = set()
     for name, route in _walk(get_resolver().url_patterns):
-        if name.startswith("api:") or _params(route) & SCOPED_PARAMS:
+        if _scoped(name, route):
             names.add(name)
     return names
 
