@@ -112,6 +112,7 @@ async def output(cluster, login, remote: list[str], *, chunk: int = 1 << 20) -> 
         except OSError as exc:
             raise BackendError(f"OpenSSH could not start: {exc}") from None
         try:
+            assert proc.stdout is not None  # stdout=PIPE
             while data := await proc.stdout.read(chunk):
                 yield data
             if await proc.wait():

@@ -70,7 +70,7 @@ def job_properties(script: str) -> dict:
             continue
         match = _DIRECTIVE.match(line)
         option = OPTIONS.get(match.group(1)) if match else None
-        if option is None:
+        if match is None or option is None:
             raise RestRejected(f"This cluster's REST API cannot take “{line}”; tell your instructor.")
         name, read = option
         try:
