@@ -15,7 +15,7 @@ from django.utils.text import capfirst
 from . import kinds, services
 from .backends import BackendError
 from .backends.ssh import fingerprint, probe_host_key
-from .choices import accounting_in_words
+from .choices import RunAs, accounting_in_words
 from .forms import TOKEN_WARNING, ApiTokenField, ClusterAccountForm, token_expiry_text
 from .identity import set_cluster_username, validate_cluster_username
 from .kinds import get_backend
@@ -114,7 +114,7 @@ class ClusterAdmin(admin.ModelAdmin):
         if obj is not None and "run_as" in form.base_fields:  # only the modes the cluster's kind supports
             modes = kinds.backend_class(obj.kind).run_as_modes
             field = cast(forms.ChoiceField, form.base_fields["run_as"])
-            field.choices = [(value, label) for value, label in field.choices if value in modes]
+            field.choices = [(value, label) for value, label in RunAs.choices if value in modes]
         return form
 
     def change_view(self, request, object_id, form_url="", extra_context=None):

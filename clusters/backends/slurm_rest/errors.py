@@ -36,7 +36,7 @@ class ImpersonationRefused(PermissionDenied):
 class RestRejected(SubmitRejected):
     """SLURM refused the request; the message carries SLURM's own errors."""
 
-    numbers: tuple[int, ...] = ()  # SLURM's error numbers, where it gave them
+    numbers: tuple[int | None, ...] = ()  # SLURM's number for each error, where it gave one
 
 
 class UnsupportedApi(BackendError):
