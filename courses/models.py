@@ -128,7 +128,10 @@ class Enrollment(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrollments")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.STUDENT)
     created_at = models.DateTimeField(auto_now_add=True)
-    active: int  # not a column: the student's unfinished jobs, counted for the course's jobs page (jobs.views)
+    # Not columns: what a page sets on the enrollments it lists.
+    active: int  # the student's unfinished jobs, counted for the course's jobs page (jobs.views)
+    invitation: "Invitation | None"  # their latest invitation, for those not signed in yet (invitations.py)
+    pending: bool  # not signed in yet (the roster page)
 
     class Meta:
         ordering = ["course", "user__username"]
