@@ -1,5 +1,6 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.forms.utils import ErrorList
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -72,6 +73,7 @@ def template_preview(request, course_slug: str):
     course = access.get_managed_course(request.user, course_slug, TEMPLATES)
     form = TemplateForm(request.POST, teaching=access.managed_courses(request.user))
     form.is_valid()
+    errors: list[str] | ErrorList
     if "parameters" in form.errors:
         result = None
         errors = form.errors["parameters"]
