@@ -2,7 +2,8 @@
 
 Invariant: every path a request names is cleaned by sessions/paths.py, then resolved on the cluster (symlinks
 followed by the server's realpath) and used only when the result is the space's root or under it and is a regular
-file or a folder: a symlink leading out, a device, a FIFO or a socket is refused. A space is one of:
+file or a folder: a symlink leading out, a device, a FIFO or a socket is refused, and so is a JupyterLab session's
+secret, in every listing, download, view, archive and rename (sessions/secret_files.py). A space is one of:
 - the student's lab space on a cluster: as their own registered account or their own user (through the service
   account's sudo rule, which runs the login node's sftp-server as them), the cluster's lab directory in their home
   (`<lab directory>/students/<user>` when it is a shared absolute path); under the shared service account,
@@ -33,7 +34,7 @@ from clusters.backends.base import BackendError
 from clusters.identity import IdentityMissing, account_for
 from clusters.lab_space import files_subdir
 
-from . import paths
+from . import paths, secret_files
 from .paths import PathRefused
 
 PARTIAL_SUFFIX = ".gpulab-upload"  # an upload in progress: `.<name>.gpulab-upload` beside where it will land
@@ -157,6 +158,8 @@ class Session:
     def resolve(self, relative: str) -> tuple[str, object]:
         """(absolute path, attributes) of an existing file or folder in the space; PathRefused otherwise."""
         target = paths.join(self.root, paths.clean(relative))
+        if secret_files.is_secret(relative):
+            raise PathRefused(secret_files.REFUSAL)
         try:
             real = self.sftp.normalize(target)
         except FileNotFoundError:
@@ -169,6 +172,8 @@ class Session:
             raise FileNotFoundError(relative) from None
         if not (stat.S_ISREG(attrs.st_mode) or stat.S_ISDIR(attrs.st_mode)):
             raise PathRefused("That is not a regular file or a folder (a device, a pipe or a socket).")
+        if secret_files.is_secret(real[len(self.root) :], attrs.st_mode):  # by its own name, through a link too
+            raise PathRefused(secret_files.REFUSAL)
         return real, attrs
 
     def resolve_dir(self, relative: str) -> str:
@@ -206,8 +211,8 @@ class Session:
         folder = self.resolve_dir(relative)
         entries = []
         for attrs in self.sftp.listdir_attr(folder):
-            if attrs.filename.endswith(PARTIAL_SUFFIX):
-                continue  # an upload still in progress
+            if attrs.filename.endswith(PARTIAL_SUFFIX) or secret_files.is_secret(attrs.filename, attrs.st_mode):
+                continue  # an upload still in progress, or a session's secret
             kind = self._kind_of(folder, attrs)
             child = posixpath.join(relative, attrs.filename) if relative else attrs.filename
             entries.append(Entry(attrs.filename, child, kind, attrs.st_size or 0, attrs.st_mtime or 0))
@@ -254,6 +259,8 @@ class Session:
             for attrs in self.sftp.listdir_attr(folder):
                 mode = attrs.st_mode or 0
                 path, name = posixpath.join(folder, attrs.filename), f"{inner}/{attrs.filename}"
+                if secret_files.is_secret(attrs.filename, mode):
+                    continue
                 if stat.S_ISDIR(mode):
                     pending.append((path, name))
                 elif stat.S_ISREG(mode) and not attrs.filename.endswith(PARTIAL_SUFFIX):
@@ -288,8 +295,11 @@ class Session:
             raise PathRefused("The top folder of your space cannot be renamed.")
         parent = self.resolve_dir(paths.parent(relative))
         source = posixpath.join(parent, posixpath.basename(relative))
-        if self._exists(source) is None:
+        found = self._exists(source)
+        if found is None:
             raise FileNotFoundError(relative)
+        if secret_files.is_secret(relative, found.st_mode) or secret_files.is_secret(new_name):
+            raise PathRefused(secret_files.REFUSAL)  # renamed, it would be served under another name
         target = posixpath.join(parent, paths.check_name(new_name))
         if self._exists(target):
             raise PathRefused(f"“{new_name}” already exists here: pick another name or delete it first.")

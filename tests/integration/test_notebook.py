@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,6 +19,7 @@ from websockets.exceptions import InvalidStatus
 from clusters.choices import RunAs
 from core.choices import JobState
 from courses.access import launchable_clusters
+from courses.models import Enrollment, Role
 from jobs import session_tokens
 from jobs.models import Job
 from sessions import notebook
@@ -137,10 +139,21 @@ def _files_holding(root: Path, secret: str) -> list[str]:
 
 
 @pytest.mark.timeout(300)
-def test_the_token_is_the_portals_and_lies_nowhere_files_could_serve(notebook_job, web, alice, students):  # noqa: F811
+def test_the_token_is_the_portals_and_lies_nowhere_files_could_serve(
+    notebook_job,
+    web,
+    alice,
+    instructor,
+    make_user,
+    course,
+    students,  # noqa: F811
+    api_for,
+):
     """Not in the run directory (owner, instructor and TA all read it through Files), not in the script the job page
     shows; JupyterLab's own runtime files (its server file, the kernels' connection files) are in the session's
-    private runtime directory outside it, and the file that carried the token there is gone once read."""
+    private runtime directory outside it, and the file that carried the token there is gone once read. Copied into
+    the run directory (as an older template wrote them), Files refuses them to all three: by name, and a kernel's
+    connection file by its 0600 mode."""
     token = _server_token(notebook_job, students[0])
     lab = Browserless(web, alice, notebook_job)
     kernel = lab.post("api/kernels", {"name": "python3"})
@@ -155,6 +168,26 @@ def test_the_token_is_the_portals_and_lies_nowhere_files_could_serve(notebook_jo
     assert any(n.startswith("jpserver-") and n.endswith(".json") for n in names), names
     assert any(n.startswith("kernel-") for n in names), names  # the kernel's connection file (its HMAC key)
     assert not list(run.glob("jpserver-*")) and not list(run.glob("kernel-*.json"))
+
+    owner = run.stat()
+    planted = []
+    for found in (next(runtime.glob("jpserver-*.json")), next(runtime.glob("kernel-*.json"))):
+        shutil.copy2(found, run / found.name)
+        os.chown(run / found.name, owner.st_uid, owner.st_gid)
+        assert stat.S_IMODE((run / found.name).stat().st_mode) == 0o600
+        planted.append(found.name)
+    ta = make_user("tara")
+    Enrollment.objects.create(course=course, user=ta, role=Role.TA)
+    base = f"/api/v1/files/jobs/{notebook_job.pk}/"
+    for user in (alice, instructor, ta):
+        listed = api_for(user).get(base)
+        assert listed.status_code == 200, listed.content
+        assert not set(planted) & {e["name"] for e in listed.json()["entries"]}
+        for name in planted:
+            for endpoint in ("download/", "text/"):
+                assert api_for(user).get(base + endpoint, {"path": name}).status_code == 400, (user, name)
+        archive = api_for(user).get(base + "download/", {"path": "", "archive": "zip"})
+        assert archive.status_code == 200 and token.encode() not in b"".join(archive)
 
 
 @pytest.mark.timeout(300)
