@@ -256,7 +256,10 @@ GPULAB_FILES_MAX_UPLOAD_COUNT = env_int("FILES_MAX_UPLOAD_COUNT", 200)
 GPULAB_FILES_UPLOAD_WINDOW_SECONDS = env_float("FILES_UPLOAD_WINDOW_SECONDS", 600.0)
 GPULAB_FILES_CHUNK_BYTES = env_int("FILES_CHUNK_BYTES", 16 * 2**20)
 GPULAB_FILES_VIEW_BYTES = env_int("FILES_VIEW_BYTES", 512 * 1024)
-GPULAB_FILES_ARCHIVE_MAX_FILES = env_int("FILES_ARCHIVE_MAX_FILES", 20000)
+# A folder archive is refused, in words, before it streams when its folder holds more entries (folders and files) or
+# more bytes than these: one listing on the cluster counts them (sessions/files.py, Session.walk).
+GPULAB_FILES_ARCHIVE_MAX_ENTRIES = env_int("FILES_ARCHIVE_MAX_ENTRIES", 10_000)
+GPULAB_FILES_ARCHIVE_MAX_BYTES = env_int("FILES_ARCHIVE_MAX_BYTES", 2 * 2**30)
 # Large downloads read by OpenSSH's client at once per web process (each a login on the cluster); more go over the
 # pooled SFTP connection, slower but without another login (sessions/streaming.py).
 GPULAB_FILES_OPENSSH_DOWNLOADS = env_int("FILES_OPENSSH_DOWNLOADS", 8)
