@@ -115,7 +115,7 @@ def test_the_ports_a_job_is_told_leave_out_the_denied_ones_inside_the_range(sett
 def test_the_template_takes_the_portals_token_and_keeps_jupyters_runtime_files_outside_the_run_directory():
     body = next(d for d in builtin_definitions() if d["slug"] == "jupyterlab")["body"]
     assert f'--ServerApp.base_url="{PREFIX.format(job_id="$GPULAB_JOB_ID")}"' in body
-    assert 'runtime="$GPULAB_LAB_DIR/.gpulab-runtime/$GPULAB_JOB_ID"' in body
+    assert 'runtime="${PWD%/jobs/*}/.gpulab-runtime/$GPULAB_JOB_ID"' in body  # beside jobs/, outside the run dir
     assert 'JUPYTER_RUNTIME_DIR="$runtime"' in body and 'rm -f "$runtime/session.env"' in body
     assert 'JUPYTER_TOKEN="$GPULAB_SESSION_TOKEN"' in body and "--ServerApp.token" not in body  # not in `ps`
     assert "secrets.token" not in body and ".jupyter-server.json" not in body  # the job makes no token, writes none
