@@ -126,7 +126,7 @@ def call(app, scope) -> tuple[int, dict[str, str], bytes]:
     return start["status"], headers, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
 
 
-def test_the_browser_gets_none_of_the_headers_that_widen_the_servers_reach(monkeypatch, jupyter):
+def test_the_browser_gets_none_of_the_headers_that_widen_the_servers_reach(db, monkeypatch, jupyter):
     found = NotebookAddress(url=jupyter.url, token=TOKEN)
     monkeypatch.setattr(notebook_proxy, "_authorize", lambda user, job_id: (SimpleNamespace(pk=job_id), found))
     status, headers, body = call(NotebookProxy(), scope_for((PREFIX + "api//./status").encode()))
@@ -140,7 +140,7 @@ def test_the_browser_gets_none_of_the_headers_that_widen_the_servers_reach(monke
     assert path == PREFIX + "api/status" and sent_headers["Authorization"] == f"token {TOKEN}"
 
 
-def test_a_traversal_is_404_before_the_access_check_or_the_server(monkeypatch, jupyter):
+def test_a_traversal_is_404_before_the_access_check_or_the_server(db, monkeypatch, jupyter):
     asked = []
     monkeypatch.setattr(notebook_proxy, "_authorize", lambda user, job_id: asked.append(job_id))
     status, _, _ = call(NotebookProxy(), scope_for((PREFIX + "%2e%2e/%2e%2e/%2e%2e/api/v1/jobs/").encode()))
