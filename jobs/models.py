@@ -128,6 +128,9 @@ class Job(models.Model):
     submitted_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # An interactive session's secret (JupyterLab's token): made by the portal before the submit and handed to the
+    # job outside anything Files serves (jobs/session_tokens.py); encrypted with the portal's credential keys.
+    session_token_encrypted = models.TextField(editable=False, default="")
 
     objects = JobQuerySet.as_manager()
 

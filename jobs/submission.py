@@ -31,7 +31,7 @@ from core.choices import EventKind, JobState
 from courses.lab_sessions import reservation_for
 from jobs import access
 
-from . import enqueue
+from . import enqueue, session_tokens
 from .models import Job
 from .states import record, transition
 
@@ -198,10 +198,17 @@ def _failed(job: Job, exc: BackendError) -> Outcome:
 
 def submit_request(job: Job) -> SubmitRequest:
     """What the backend needs: the script or objects, what the kind prepares first (Kubernetes: the namespace with the
-    course's quota), and the reservation of the course's lab session on now, which the job goes into."""
+    course's quota), the reservation of the course's lab session on now, which the job goes into, and an interactive
+    session's token, made now if the job has none yet."""
     plan = kinds.kind_of(job.cluster.kind).namespace_plan(job.course, job.owner)
     reservation = reservation_for(job.course_id, job.cluster_id)
-    return SubmitRequest(job_id=job.pk, script=job.script, namespace=plan, reservation=reservation)
+    return SubmitRequest(
+        job_id=job.pk,
+        script=job.script,
+        namespace=plan,
+        reservation=reservation,
+        session_token=session_tokens.ensure(job),
+    )
 
 
 def resume_waiting() -> int:

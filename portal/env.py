@@ -58,6 +58,26 @@ def env_float(name: str, default: float) -> float:
         raise ImproperlyConfigured(f"{name}={value!r} is not a number.") from exc
 
 
+def port_range(value: str, name: str) -> tuple[int, int]:
+    """(low, high) of "low-high", unprivileged ports with low <= high; ImproperlyConfigured otherwise."""
+    low, sep, high = value.partition("-")
+    try:
+        bounds = (int(low), int(high)) if sep else (int(low), int(low))
+    except ValueError:
+        bounds = (0, 0)
+    if not 1024 <= bounds[0] <= bounds[1] <= 65535:
+        raise ImproperlyConfigured(f"{name}={value!r}: give unprivileged ports as low-high, e.g. 8800-8999.")
+    return bounds
+
+
+def env_ports(name: str, default: list[int]) -> frozenset[int]:
+    """Port numbers, comma-separated."""
+    try:
+        return frozenset(int(port) for port in env_list(name, [str(port) for port in default]))
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} lists port numbers separated by commas, e.g. 22,5432,6379.") from None
+
+
 def env_list(name: str, default: list[str] | None = None) -> list[str]:
     value = env_str(name, "")
     if not value:

@@ -7,7 +7,7 @@ from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
-from .env import database_from_url, env_bool, env_float, env_int, env_list, env_str
+from .env import database_from_url, env_bool, env_float, env_int, env_list, env_ports, env_str, port_range
 from .sign_on import sign_on_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -278,10 +278,21 @@ GPULAB_FILES_MAX_UPLOAD_COUNT = env_int("FILES_MAX_UPLOAD_COUNT", 200)
 GPULAB_FILES_UPLOAD_WINDOW_SECONDS = env_float("FILES_UPLOAD_WINDOW_SECONDS", 600.0)
 GPULAB_FILES_CHUNK_BYTES = env_int("FILES_CHUNK_BYTES", 16 * 2**20)
 GPULAB_FILES_VIEW_BYTES = env_int("FILES_VIEW_BYTES", 512 * 1024)
-GPULAB_FILES_ARCHIVE_MAX_FILES = env_int("FILES_ARCHIVE_MAX_FILES", 20000)
+# A folder archive is refused, in words, before it streams when its folder holds more entries (folders and files) or
+# more bytes than these: one listing on the cluster counts them (sessions/files.py, Session.walk).
+GPULAB_FILES_ARCHIVE_MAX_ENTRIES = env_int("FILES_ARCHIVE_MAX_ENTRIES", 10_000)
+GPULAB_FILES_ARCHIVE_MAX_BYTES = env_int("FILES_ARCHIVE_MAX_BYTES", 2 * 2**30)
 # Large downloads read by OpenSSH's client at once per web process (each a login on the cluster); more go over the
 # pooled SFTP connection, slower but without another login (sessions/streaming.py).
 GPULAB_FILES_OPENSSH_DOWNLOADS = env_int("FILES_OPENSSH_DOWNLOADS", 8)
+# JupyterLab on SLURM (clusters/backends/batch_notebook.py): the ports a session's server may listen on (its job picks
+# a free one in this range and reports which; the proxy opens no other), and ports it never opens even inside the
+# range. The portal's own services are added to these where it runs (its database, Redis, web server, the cluster's
+# SSH and slurmrestd ports); the defaults name SSH, HTTP(S), MySQL, PostgreSQL, Redis and SLURM's daemons.
+GPULAB_NOTEBOOK_PORTS = port_range(env_str("NOTEBOOK_PORT_RANGE", "8800-8999"), "NOTEBOOK_PORT_RANGE")
+GPULAB_NOTEBOOK_DENIED_PORTS = env_ports(
+    "NOTEBOOK_DENIED_PORTS", [22, 80, 443, 3306, 5432, 6379, 6817, 6818, 6819, 6820, 8000]
+)
 # The job terminal (sessions/terminal.py): closed after this long without a keystroke (it holds an SSH channel and
 # a step in the student's allocation), and how often it checks that the job still runs.
 GPULAB_TERMINAL_IDLE_SECONDS = env_float("TERMINAL_IDLE_SECONDS", 30 * 60.0)

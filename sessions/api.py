@@ -28,7 +28,7 @@ from .serializers import (
     UploadStateSerializer,
 )
 from .spaces import space_for
-from .streaming import archive_response, file_response, preferring
+from .streaming import archive_response, file_response, preferring, release_database
 
 PATH = OpenApiParameter("path", str, description="Relative to the space's top folder; empty for the top folder.")
 ERRORS = {
@@ -88,19 +88,22 @@ class DownloadView(SpaceView):
         space = self.space(request, kwargs)
         relative = paths.clean(request.query_params.get("path"))
         fmt = request.query_params.get("archive", "")
-        with opened(space) as session:  # refusals answered before the stream starts
+        if fmt not in ("", "zip", "tar"):
+            raise PathRefused("archive is zip or tar.")
+        # Every access check and database read is done: nothing below touches the ORM, so the cluster and the browser
+        # may take their time without holding one of the pool's connections (sessions/streaming.py).
+        release_database()
+        with opened(space) as session:  # refusals (and an archive's limits) answered before the stream starts
             if fmt:
-                session.resolve_dir(relative)
+                files = session.walk(relative)
             else:
                 real, attrs = session.resolve_file(relative)
         if fmt:
-            if fmt not in ("zip", "tar"):
-                raise PathRefused("archive is zip or tar.")
             name = posixpath.basename(relative) or "files"
 
             def make_archive():
                 with opened(space) as session:
-                    yield from archive(session, relative, fmt)
+                    yield from archive(session, files, fmt)
 
             return archive_response(request, make_archive, name, fmt)
 

@@ -2,7 +2,8 @@
 
 Invariant: every path a request names is cleaned by sessions/paths.py, then resolved on the cluster (symlinks
 followed by the server's realpath) and used only when the result is the space's root or under it and is a regular
-file or a folder: a symlink leading out, a device, a FIFO or a socket is refused. A space is one of:
+file or a folder: a symlink leading out, a device, a FIFO or a socket is refused, and so is a JupyterLab session's
+secret, in every listing, download, view, archive and rename (sessions/secret_files.py). A space is one of:
 - the student's lab space on a cluster: as their own registered account or their own user (through the service
   account's sudo rule, which runs the login node's sftp-server as them), the cluster's lab directory in their home
   (`<lab directory>/students/<user>` when it is a shared absolute path); under the shared service account,
@@ -34,7 +35,7 @@ from clusters.identity import IdentityMissing, account_for
 from clusters.lab_space import files_subdir
 from clusters.models import Cluster, ClusterAccount
 
-from . import paths
+from . import paths, secret_files
 from .paths import PathRefused
 
 PARTIAL_SUFFIX = ".gpulab-upload"  # an upload in progress: `.<name>.gpulab-upload` beside where it will land
@@ -159,6 +160,8 @@ class Session:
     def resolve(self, relative: str) -> tuple[str, paramiko.SFTPAttributes]:
         """(absolute path, attributes) of an existing file or folder in the space; PathRefused otherwise."""
         target = paths.join(self.root, paths.clean(relative))
+        if secret_files.is_secret(relative):
+            raise PathRefused(secret_files.REFUSAL)
         try:
             real = self.sftp.normalize(target)
         except FileNotFoundError:
@@ -172,6 +175,8 @@ class Session:
         mode = attrs.st_mode or 0
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             raise PathRefused("That is not a regular file or a folder (a device, a pipe or a socket).")
+        if secret_files.is_secret(real[len(self.root) :], attrs.st_mode):  # by its own name, through a link too
+            raise PathRefused(secret_files.REFUSAL)
         return real, attrs
 
     def resolve_dir(self, relative: str) -> str:
@@ -209,8 +214,8 @@ class Session:
         folder = self.resolve_dir(relative)
         entries = []
         for attrs in self.sftp.listdir_attr(folder):
-            if attrs.filename.endswith(PARTIAL_SUFFIX):
-                continue  # an upload still in progress
+            if attrs.filename.endswith(PARTIAL_SUFFIX) or secret_files.is_secret(attrs.filename, attrs.st_mode):
+                continue  # an upload still in progress, or a session's secret
             kind = self._kind_of(folder, attrs)
             child = posixpath.join(relative, attrs.filename) if relative else attrs.filename
             entries.append(Entry(attrs.filename, child, kind, attrs.st_size or 0, attrs.st_mtime or 0))
@@ -246,27 +251,30 @@ class Session:
             raise PathRefused("This looks like a binary file: download it instead.")
         return data.decode("utf-8", errors="replace"), size, size > cap
 
-    def walk(self, relative: str) -> Iterator[tuple[str, str, paramiko.SFTPAttributes]]:
+    def walk(self, relative: str) -> list[tuple[str, str, paramiko.SFTPAttributes]]:
         """(absolute path, path inside the archive, attributes) of each regular file under a folder, links not
-        followed; FilesUnavailable past GPULAB_FILES_ARCHIVE_MAX_FILES."""
+        followed: the whole listing, made before an archive starts to stream. FilesUnavailable, in words, as soon as
+        it counts more than GPULAB_FILES_ARCHIVE_MAX_ENTRIES entries (folders, files and the rest) or files of more
+        than GPULAB_FILES_ARCHIVE_MAX_BYTES."""
         top = self.resolve_dir(relative)
         base = posixpath.basename(top) or "files"
-        pending, count = [(top, base)], 0
+        pending, files, entries, size = [(top, base)], [], 0, 0
         while pending:
             folder, inner = pending.pop()
-            for attrs in self.sftp.listdir_attr(folder):
+            listed = self.sftp.listdir_attr(folder)
+            entries += len(listed)
+            for attrs in listed:
                 mode = attrs.st_mode or 0
                 path, name = posixpath.join(folder, attrs.filename), f"{inner}/{attrs.filename}"
+                if secret_files.is_secret(attrs.filename, mode):
+                    continue
                 if stat.S_ISDIR(mode):
                     pending.append((path, name))
                 elif stat.S_ISREG(mode) and not attrs.filename.endswith(PARTIAL_SUFFIX):
-                    count += 1
-                    if count > settings.GPULAB_FILES_ARCHIVE_MAX_FILES:
-                        raise FilesUnavailable(
-                            f"This folder holds more than {settings.GPULAB_FILES_ARCHIVE_MAX_FILES} files: download "
-                            "its sub-folders one by one."
-                        )
-                    yield path, name, attrs
+                    size += attrs.st_size or 0
+                    files.append((path, name, attrs))
+            _check_archive_limits(entries, size)
+        return files
 
     # -- changing ---------------------------------------------------------------------------------------------
     def _new_path(self, folder_relative: str, name: str) -> str:
@@ -291,8 +299,11 @@ class Session:
             raise PathRefused("The top folder of your space cannot be renamed.")
         parent = self.resolve_dir(paths.parent(relative))
         source = posixpath.join(parent, posixpath.basename(relative))
-        if self._exists(source) is None:
+        found = self._exists(source)
+        if found is None:
             raise FileNotFoundError(relative)
+        if secret_files.is_secret(relative, found.st_mode) or secret_files.is_secret(new_name):
+            raise PathRefused(secret_files.REFUSAL)  # renamed, it would be served under another name
         target = posixpath.join(parent, paths.check_name(new_name))
         if self._exists(target):
             raise PathRefused(f"“{new_name}” already exists here: pick another name or delete it first.")
@@ -412,33 +423,35 @@ class _Pipe(io.RawIOBase):
         return data
 
 
-class _Reader:
-    """A file object over chunks, for tarfile.addfile."""
-
-    def __init__(self, chunks: Iterator[bytes]):
-        self.chunks, self.buffer = chunks, b""
-
-    def read(self, size: int = -1) -> bytes:
-        while size < 0 or len(self.buffer) < size:
-            chunk = next(self.chunks, None)
-            if chunk is None:
-                break
-            self.buffer += chunk
-        data, self.buffer = (self.buffer, b"") if size < 0 else (self.buffer[:size], self.buffer[size:])
-        return data
+def _check_archive_limits(entries: int, size: int) -> None:
+    most, largest = settings.GPULAB_FILES_ARCHIVE_MAX_ENTRIES, settings.GPULAB_FILES_ARCHIVE_MAX_BYTES
+    if entries > most:
+        raise FilesUnavailable(
+            f"This folder holds more than {most:,} entries; download a smaller folder or use the terminal."
+        )
+    if size > largest:
+        raise FilesUnavailable(
+            f"This folder holds more than {_bytes_in_words(largest)}; download a smaller folder or use the terminal."
+        )
 
 
-def archive(session: Session, relative: str, fmt: str) -> Iterator[bytes]:
-    """A folder as a .zip or .tar, produced while it is sent (nothing held whole in memory or on disk)."""
+def _bytes_in_words(size: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{size} bytes"
+
+
+def archive(session: Session, files: list[tuple[str, str, object]], fmt: str) -> Iterator[bytes]:
+    """The files Session.walk listed as a .zip or .tar, produced while it is sent (nothing held whole in memory or on
+    disk); each step reads at most one chunk or opens one file, so an abandoned download stops within one step."""
     pipe = _Pipe()
-    files = session.walk(relative)
     if fmt == "tar":
         with tarfile.open(fileobj=pipe, mode="w|") as tar:
             for path, name, attrs in files:
                 info = tarfile.TarInfo(name)
                 info.size, info.mtime, info.mode = attrs.st_size or 0, attrs.st_mtime or 0, 0o644
-                tar.addfile(info, _Reader(session.read_range(path, 0, info.size)))
-                yield pipe.take()
+                yield from _tar_member(tar, info, session.read_range(path, 0, info.size), pipe)
         yield pipe.take()
         return
     with zipfile.ZipFile(pipe, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
@@ -448,4 +461,23 @@ def archive(session: Session, relative: str, fmt: str) -> Iterator[bytes]:
                 for chunk in session.read_range(path, 0, attrs.st_size or 0):
                     out.write(chunk)
                     yield pipe.take()
+            yield pipe.take()
+    yield pipe.take()
+
+
+def _tar_member(tar: tarfile.TarFile, info: tarfile.TarInfo, chunks: Iterator[bytes], pipe: _Pipe) -> Iterator[bytes]:
+    """One member as tarfile.addfile writes it (header, data, padding to a block), chunk by chunk; a file that shrank
+    while it was read is padded with NULs to the size its header says."""
+    header = info.tobuf(tar.format, tar.encoding, tar.errors)
+    tar.fileobj.write(header)
+    written = 0
+    for chunk in chunks:
+        chunk = chunk[: info.size - written]
+        tar.fileobj.write(chunk)
+        written += len(chunk)
+        yield pipe.take()
+    blocks, remainder = divmod(info.size, tarfile.BLOCKSIZE)
+    tar.fileobj.write(tarfile.NUL * (info.size - written + (tarfile.BLOCKSIZE - remainder if remainder else 0)))
+    tar.offset += len(header) + (blocks + (1 if remainder else 0)) * tarfile.BLOCKSIZE
+    tar.members.append(info)
     yield pipe.take()

@@ -17,7 +17,7 @@ import math
 import os
 import ssl
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
@@ -27,8 +27,9 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from clusters import crypto, kinds
-from clusters.backends.kind import NotebookAddress
+from clusters.backends.kind import ActionRefused, NotebookAddress
 from core.choices import SessionKind
+from jobs import session_tokens
 from jobs.models import Job
 
 ADDRESS_SECONDS = 300  # a server keeps its port for its life; a restart is found when this runs out or fails
@@ -51,7 +52,8 @@ def _key(job_id) -> str:
 
 
 def address(job: Job) -> NotebookAddress:
-    """The kind's answer for this job, from the cache when it was asked within ADDRESS_SECONDS."""
+    """The kind's answer for this job, from the cache when it was asked within ADDRESS_SECONDS, with the token the
+    portal made for the session (jobs/session_tokens.py): never one a file on the cluster names."""
     kept = cache.get(_key(job.pk))
     if kept:
         found = NotebookAddress(**json.loads(crypto.decrypt(kept)))
@@ -59,6 +61,11 @@ def address(job: Job) -> NotebookAddress:
             return found
         # The certificate's files belong to the process that asked the kind (gone, or another one's): ask again here.
     found = kinds.kind_of(job.cluster.kind).notebook_address(job)
+    token = session_tokens.of(job)
+    if token:
+        found = replace(found, token=token)
+    elif not found.token:
+        raise ActionRefused("This session was launched before the portal kept its token; launch it again.")
     cache.set(_key(job.pk), crypto.encrypt(json.dumps(found.__dict__)), ADDRESS_SECONDS)
     return found
 

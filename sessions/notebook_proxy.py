@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from urllib.parse import urlsplit
+import posixpath
+from urllib.parse import quote_from_bytes, unquote_to_bytes, urlsplit
 
 import aiohttp
 from asgiproxy.config import ProxyConfig
@@ -59,9 +60,41 @@ DROP_UPSTREAM = frozenset(
         "x-real-ip",
     ]
 )
-# Never passed back: the server's cookies (they would land on the portal's origin) and hop-by-hop headers.
-DROP_DOWNSTREAM = frozenset(["set-cookie", "connection", "keep-alive", "transfer-encoding", "upgrade"])
+# Never passed back: the server's cookies (they would land on the portal's origin), hop-by-hop headers, and what
+# would widen what the server's pages may do on the portal's origin (a service worker for the whole site, other
+# origins reading answers, HSTS or site-data clearing for the portal, a web server's internal redirects).
+DROP_DOWNSTREAM = frozenset(
+    [
+        "set-cookie",
+        "set-cookie2",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "service-worker-allowed",
+        "access-control-allow-origin",
+        "access-control-allow-credentials",
+        "access-control-allow-headers",
+        "access-control-allow-methods",
+        "access-control-allow-private-network",
+        "access-control-expose-headers",
+        "access-control-max-age",
+        "timing-allow-origin",
+        "strict-transport-security",
+        "public-key-pins",
+        "public-key-pins-report-only",
+        "clear-site-data",
+        "alt-svc",
+        "x-accel-redirect",
+        "x-sendfile",
+    ]
+)
 UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+PATH_SAFE = "/!$&'()*+,;=:@~"  # RFC 3986's path characters, kept as they are when a path is escaped again
 
 
 class Refused(Exception):
@@ -70,16 +103,29 @@ class Refused(Exception):
         self.status, self.text = status, text
 
 
+def upstream_path(scope, job_id) -> str:
+    """The request's path as the server gets it: percent-escapes decoded, backslashes read as slashes, `.`, `..` and
+    doubled slashes resolved, then each part escaped again; Refused(404) when the result leaves the session's prefix
+    (a `..` or `%2e%2e` reaching past it toward the portal's, or a proxy's, other paths)."""
+    raw = scope.get("raw_path") or scope["path"].encode()
+    decoded = unquote_to_bytes(raw).replace(b"\\", b"/")
+    normal = posixpath.normpath(decoded)
+    if decoded.endswith(b"/") and not normal.endswith(b"/"):
+        normal += b"/"
+    if not normal.startswith(notebook.prefix(job_id).encode()):
+        raise Refused(404, "No such page.")
+    return "/".join(quote_from_bytes(part, safe=PATH_SAFE) for part in normal.split(b"/"))
+
+
 class ToNotebook(ProxyConfig):
-    """Where each request goes: the address the access check put in the scope, the path unchanged."""
+    """Where each request goes: the address the access check put in the scope, the path as upstream_path made it."""
 
     # A URL, not asgiproxy's str: aiohttp takes either, and encoded=True keeps the escapes the browser sent
     def get_upstream_url_with_query(self, *, scope) -> URL:  # type: ignore[override]
         found = scope["gpulab.notebook"]
-        raw = scope.get("raw_path") or scope["path"].encode()
         asked = (scope.get("query_string") or b"").decode("latin-1")
         query = "&".join(filter(None, [asked, notebook.upstream_query(found)]))
-        target = found.url + raw.decode("latin-1") + ("?" + query if query else "")
+        target = found.url + scope["gpulab.path"] + ("?" + query if query else "")
         return URL(target, encoded=True)
 
     def get_upstream_http_options(self, *, scope, client_request, data) -> dict:
@@ -99,7 +145,9 @@ class ToNotebook(ProxyConfig):
 
     def process_upstream_headers(self, *, scope, proxy_response):
         found = scope["gpulab.notebook"]
-        kept = {k: v for k, v in proxy_response.headers.items() if k.lower() not in DROP_DOWNSTREAM}
+        named = {n.strip().lower() for v in proxy_response.headers.getall("Connection", []) for n in v.split(",")}
+        dropped = DROP_DOWNSTREAM | named  # and what the server's Connection header names as hop-by-hop
+        kept = {k: v for k, v in proxy_response.headers.items() if k.lower() not in dropped}
         if "Location" in kept or "location" in kept:  # a redirect a proxy on the way pointed at its own path
             name = "Location" if "Location" in kept else "location"
             kept[name] = notebook.unrewritten(kept[name].encode("latin-1"), found).decode("latin-1")
@@ -108,7 +156,7 @@ class ToNotebook(ProxyConfig):
 
 def _is_static(scope) -> bool:
     """JupyterLab's bundles (/lab/static/…): compressed as the browser asks; they never hold the token."""
-    return scope["path"].partition("/lab/")[2].startswith("static/")
+    return scope["gpulab.path"].partition("/lab/")[2].startswith("static/")
 
 
 async def proxy_http(*, context: ProxyContext, scope, receive, send) -> None:
@@ -166,11 +214,12 @@ class NotebookProxy:
         try:
             if scope["type"] == "http" and scope["method"] in UNSAFE and not _same_origin(scope):
                 raise Refused(403, "Requests to JupyterLab must come from the portal's own pages.")
+            path = upstream_path(scope, job_id)
             job, found = await database_sync_to_async(_authorize)(scope["user"], job_id)
         except Refused as refused:
             await _refuse(scope, send, refused)
             return
-        scope = {**scope, "gpulab.notebook": found}
+        scope = {**scope, "gpulab.notebook": found, "gpulab.path": path}
         try:
             if scope["type"] == "websocket":
                 await proxy_websocket(context=self.context, scope=scope, receive=receive, send=send)

@@ -4,19 +4,29 @@ Invariant: the response is produced chunk by chunk while it is sent (uvicorn rea
 file or folder is never held whole in memory; the SFTP channel, or OpenSSH's client, closes when the download ends
 or is abandoned. At most GPULAB_FILES_OPENSSH_DOWNLOADS downloads per web process run an OpenSSH client (each a
 login on the cluster); more go over the pooled SFTP connection.
+
+No database connection is held while a download waits on the cluster or the browser: the view does every access
+check and read first and gives its connections back (release_database) before it asks the cluster anything, and the
+stream gives back whatever the request's thread took since before its first byte. The stream itself never touches
+the ORM. Its blocking reads run in one thread of its own, which also closes the reader: an abandoned download waits
+for the read under way to return, then closes it there (closing a generator from another thread while it runs is
+"generator already executing"), with nothing logged; the SFTP channel and any remote process end with it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import re
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Literal
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connections
 from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 
@@ -45,18 +55,45 @@ def parse_range(header: str, size: int) -> tuple[int, int] | Literal[False] | No
     return start, end - start + 1
 
 
-async def _in_threads(make: Callable[[], Generator[bytes, None, None]]) -> AsyncGenerator[bytes, None]:
-    # Blocking SFTP reads run in worker threads, not the thread Django keeps for ORM code.
-    iterator = await sync_to_async(make, thread_sensitive=False)()
+def release_database() -> None:
+    """Give back this thread's database connections (to the pool, or closed): called once every access check and read
+    of a download is done, before the cluster or the browser may keep it waiting. A connection inside a transaction is
+    left alone (a test's, or a caller's that still needs it)."""
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close()
+
+
+def _close_quietly(made: Future) -> None:
+    """In the stream's own thread, after the read under way returned: end the reader make() made (its SFTP channel,
+    its remote process), and give back any connection the thread opened."""
     try:
-        while True:
-            chunk = await sync_to_async(lambda: next(iterator, None), thread_sensitive=False)()
-            if chunk is None:
-                return
+        iterator = None if made.cancelled() or made.exception() else made.result()
+        if hasattr(iterator, "close"):
+            iterator.close()
+    except Exception:  # the download is over; what failed while closing changes nothing for anyone
+        logger.info("download: closing an abandoned reader failed", exc_info=True)
+    finally:
+        connections.close_all()
+
+
+async def _in_threads(make: Callable[[], Iterator[bytes]]) -> AsyncIterator[bytes]:
+    """make()'s chunks, its blocking reads run one after the other in a thread of this stream's own (never the
+    thread Django keeps for the request's ORM code, nor a pool other requests wait on)."""
+    await sync_to_async(release_database, thread_sensitive=True)()  # what the request's thread took since the view
+    loop = asyncio.get_running_loop()
+    reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpulab-download")
+    made = reader.submit(make)
+    try:
+        iterator = await asyncio.wrap_future(made)
+        while (chunk := await loop.run_in_executor(reader, next, iterator, None)) is not None:
             if chunk:
                 yield chunk
     finally:
-        await sync_to_async(iterator.close, thread_sensitive=False)()
+        # Queued behind a read still under way (an abandoned download): never runs beside it. Not awaited, so a
+        # cancelled stream ends at once; the thread ends once it has closed the reader.
+        reader.submit(_close_quietly, made)
+        reader.shutdown(wait=False)
 
 
 class _Slots:
@@ -89,6 +126,7 @@ async def preferring(
     """The bytes [start, start+length): fast()'s (OpenSSH) while a slot is free, else slow(start, length)'s (the
     pooled SFTP connection, in threads). Should OpenSSH fail part way (a login refused, a dropped connection), the
     rest comes by SFTP from where it stopped: the status and Content-Length are already sent."""
+    await sync_to_async(release_database, thread_sensitive=True)()  # what the request's thread took since the view
     sent = 0
     if fast is not None and openssh_slots.take():
         try:

@@ -10,6 +10,7 @@ from clusters.backends.base import (
     ClusterUnreachable,
     ConnectionReport,
     LogChunk,
+    NodeInfo,
     NotSupported,
     SchedulerStatus,
     SubmitRequest,
@@ -24,6 +25,7 @@ class FakeBackend(ClusterBackend):
     logs: dict[uuid.UUID, str] = {}
     job_files: dict[tuple[uuid.UUID, str], str] = {}  # (portal job id, name) → what the job wrote in its directory
     nodes_of: dict[str, list[str]] = {}  # scheduler id → the nodes it holds
+    node_addresses: dict[str, str] = {}  # node name → its address as the scheduler records it (NodeAddr)
     files_unreadable = (
         ""  # set: read_job_file refuses with these words (a cluster whose job files the portal cannot read)
     )
@@ -44,6 +46,7 @@ class FakeBackend(ClusterBackend):
         cls.usages, cls.usage_calls, cls.requests = {}, [], []
         cls.reservations, cls.reservation_calls, cls.refuse_reservations = {}, [], ""
         cls.down, cls.job_files, cls.nodes_of, cls.files_unreadable = False, {}, {}, ""
+        cls.node_addresses = {}
 
     def _check(self) -> None:
         if FakeBackend.down:
@@ -86,6 +89,12 @@ class FakeBackend(ClusterBackend):
     def job_nodes(self, scheduler_id):
         self._check()
         return FakeBackend.nodes_of.get(scheduler_id, [])
+
+    def nodes(self):
+        self._check()
+        return [
+            NodeInfo(name, address, gpus=1, state="ALLOCATED") for name, address in FakeBackend.node_addresses.items()
+        ]
 
     def read_log(self, job_id, offset, limit, *, scheduler_id="", stream=""):
         data = FakeBackend.logs.get(job_id, "").encode()

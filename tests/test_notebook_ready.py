@@ -1,7 +1,8 @@
 """The session page's readiness answers (sessions/notebook_ready.py, GET /jobs/<id>/jupyter/ready/): what the page
 says while the job waits for a node and while its server starts, and the frame's address once the server answers.
-The server here is a real HTTP server on 127.0.0.1 that answers only with the session's token; the cluster is the
-fake at the backend interface (the job's file and nodes)."""
+The server here is a real HTTP server on 127.0.0.1 that answers only with the session's token (the portal's, kept on
+the job's row); the cluster is the fake at the backend interface (the port the job reports, its nodes and their
+addresses)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.utils import timezone
 
+from clusters import crypto
 from core.choices import JobState, SessionKind
 from jobs.models import Job
 
@@ -20,14 +22,19 @@ TOKEN = "t0ken-" + "x" * 40
 
 
 @pytest.fixture
-def session(make_job, alice, sleep_template, fake_backend):
+def session(make_job, alice, sleep_template, fake_backend, settings):
+    settings.GPULAB_NOTEBOOK_PORTS = (1024, 65535)  # the test's server listens on whatever port was free
     sleep_template.session = SessionKind.JUPYTERLAB
     sleep_template.save()
     job = make_job(alice, seconds=60, time_minutes=10)
     Job.objects.filter(pk=job.pk).update(
-        state=JobState.PENDING, scheduler_id="4242", created_at=timezone.now() - timedelta(seconds=40)
+        state=JobState.PENDING,
+        scheduler_id="4242",
+        created_at=timezone.now() - timedelta(seconds=40),
+        session_token_encrypted=crypto.encrypt(TOKEN),
     )
-    fake_backend.nodes_of["4242"] = ["127.0.0.1"]
+    fake_backend.nodes_of["4242"] = ["node01"]
+    fake_backend.node_addresses["node01"] = "127.0.0.1"
     job.refresh_from_db()
     return job
 
@@ -46,9 +53,8 @@ def start(job, minutes_ago: float = 0.5) -> None:
     )
 
 
-def wrote(fake_backend, job, port: int, host: str = "127.0.0.1") -> None:
-    text = json.dumps({"host": host, "port": port, "token": TOKEN})
-    fake_backend.job_files[(job.pk, ".jupyter-server.json")] = text
+def wrote(fake_backend, job, port: int) -> None:
+    fake_backend.job_files[(job.pk, ".gpulab-notebook.json")] = json.dumps({"port": port})
 
 
 @pytest.fixture
@@ -131,11 +137,12 @@ def test_the_frame_loads_once_the_server_answers_the_portal_with_its_token(
     assert TOKEN not in json.dumps(answer)
 
 
-def test_an_address_off_the_jobs_nodes_is_refused_in_words(login, session, alice, fake_backend, jupyter):
+def test_a_port_outside_the_portals_range_is_refused_in_words(login, session, alice, fake_backend, jupyter, settings):
+    settings.GPULAB_NOTEBOOK_PORTS = (8800, 8999)
     start(session)
-    wrote(fake_backend, session, jupyter, host="10.1.2.3")
+    wrote(fake_backend, session, 6379)
     answer = ready(login(alice), session)
-    assert answer["phase"] == "refused" and "not a node of this job" in answer["message"]
+    assert answer["phase"] == "refused" and "8800 to 8999" in answer["message"]
 
 
 def test_a_cluster_whose_job_files_the_portal_cannot_read_stops_the_asking_with_the_reason(

@@ -68,6 +68,9 @@ class SubmitRequest:
     script: str  # a batch script, or Kubernetes objects as YAML documents
     namespace: NamespacePlan | None = None
     reservation: str = ""  # the course's lab session on now: the job goes into its SLURM reservation
+    # An interactive session's secret, made by the portal (jobs/session_tokens.py): the kind hands it to the job
+    # outside its script and its run directory, and never logs it.
+    session_token: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ class BatchKind(Kind):
         return terminal.srun_in_job(job.cluster, account, job.scheduler_id, cols=cols, rows=rows)
 
     def notebook_address(self, job) -> NotebookAddress:
-        """The node and port the job's JupyterLab wrote, checked against the nodes SLURM gave the job."""
+        """The job's node at the address SLURM records for it, on the port the job reports from the portal's range."""
         if not SLURM_JOB_NUMBER.match(job.scheduler_id or ""):
             raise ActionRefused("This job has no SLURM job number yet; open JupyterLab once it runs.")
         return batch_notebook.address(self.backend(job.cluster, job.account), job)

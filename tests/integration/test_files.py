@@ -7,19 +7,24 @@ links. Screenshots go to $GPULAB_SCREENSHOT_DIR (default /tmp/gpulab-shots)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
+import itertools
 import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import tarfile
+import threading
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -32,7 +37,7 @@ from clusters.backends import openssh
 from jobs.models import Job
 from sessions.files import OPENSSH_FROM_BYTES
 
-from .conftest import wait_for
+from .conftest import start_web, wait_for
 from .test_browser import log_in
 from .test_job_page_browser import SHOTS, WIDTHS, _no_horizontal_scroll, _page
 from .ws import session_cookie
@@ -468,3 +473,136 @@ def test_the_run_directory_card_says_when_it_appears_and_lists_it_once_the_job_s
     as_service_user(lab, services)
     Job.objects.filter(pk=job.pk).update(state="running")
     expect(card.get_by_role("link", name="model.pt")).to_be_visible(timeout=20_000)
+
+
+def _abort_after_first_bytes(web, cookie: str, url: str, patience: float = 5.0) -> int:
+    """GET `url` as a browser would, then leave: once some of the body arrived (or after `patience` seconds), close
+    the connection. The body bytes that arrived."""
+    parts = urlsplit(web.url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=patience) as sock:
+        sock.sendall(f"GET {url} HTTP/1.1\r\nHost: {parts.netloc}\r\nCookie: sessionid={cookie}\r\n\r\n".encode())
+        received, deadline = b"", time.monotonic() + patience
+        with contextlib.suppress(TimeoutError, OSError):
+            while time.monotonic() < deadline:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+                _, _, rest = received.partition(b"\r\n\r\n")
+                if rest:
+                    break
+        return len(received.partition(b"\r\n\r\n")[2])
+
+
+def _sftp_servers(user: str) -> int:
+    table = subprocess.run(["ps", "-eo", "user:32=,args="], capture_output=True, text=True, check=True).stdout
+    return sum(1 for line in table.splitlines() if line.split(None, 1)[0] == user and "sftp-server" in line)
+
+
+class PageWatch:
+    """Another user's pages, asked one after another while something else runs: each answer's status and time."""
+
+    PAGES = ("/jobs/", "/files/", "/")
+
+    def __init__(self, web, user):
+        self.web, self.cookie = web, session_cookie(user)
+        self.answers: list[tuple[str, int, float]] = []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        http = requests.Session()
+        http.cookies.set("sessionid", self.cookie)
+        for page in itertools.cycle(self.PAGES):
+            if self.done.is_set():
+                return
+            started = time.monotonic()
+            try:
+                status = http.get(self.web.url + page, timeout=30).status_code
+            except requests.RequestException:
+                status = 0
+            self.answers.append((page, status, time.monotonic() - started))
+            time.sleep(0.1)
+
+    def __enter__(self) -> PageWatch:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        self.thread.join(timeout=60)
+
+    def slow_or_failed(self, within: float = 2.0) -> list[tuple[str, int, float]]:
+        return [(page, status, round(took, 2)) for page, status, took in self.answers if status >= 500 or status == 0
+                or took >= within]  # fmt: skip
+
+
+def _clean_log(text: str) -> list[str]:
+    """Lines of a web server's log that say something went wrong."""
+    bad = ("generator already executing", "Traceback", "PoolTimeout", " ERROR ", "Exception in ASGI application")
+    return [line for line in text.splitlines() if any(word in line for word in bad)]
+
+
+@pytest.mark.timeout(900)
+def test_twenty_aborted_zip_downloads_of_a_20000_entry_tree_leave_other_users_pages_answering(
+    alice_job, lab, alice, bob, portal_env, services, tmp_path
+):
+    """The incident, streamed: a 20,000-entry tree (100 folders of 199 empty files) in alice's run directory, on a web
+    server with a pool of 4 database connections and the archive limit raised so that the tree streams. Twenty
+    downloads of it as a zip start at once and each is left after its first bytes. Meanwhile bob's pages answer,
+    each in under 2 s and none with a 5xx; no download holds a connection of the pool; the web server logs no error
+    (no `generator already executing`); every SFTP channel the downloads opened is closed soon after."""
+    tree = lab / "jobs" / str(alice_job.pk) / "tree"
+    for folder in range(100):
+        (tree / f"f{folder:03}").mkdir(parents=True)
+        for name in range(199):
+            (tree / f"f{folder:03}" / f"e{name:03}.txt").touch()
+    as_service_user(lab, services)
+    env = {**portal_env, "DATABASE_POOL_SIZE": "4", "FILES_ARCHIVE_MAX_ENTRIES": "25000"}
+    web = start_web(env, tmp_path / "web.log")
+    try:
+        service_user = services["GPULAB_SERVICE_USER"]
+        baseline = _sftp_servers(service_user)
+        cookie = session_cookie(alice)
+        url = (
+            reverse("api:files-job", args=[alice_job.pk]) + "download/?" + urlencode({"path": "tree", "archive": "zip"})
+        )
+        with PageWatch(web, bob) as watch, ThreadPoolExecutor(20) as browsers:
+            received = list(browsers.map(lambda _: _abort_after_first_bytes(web, cookie, url, 30), range(20)))
+            time.sleep(3)  # bob keeps asking while the abandoned downloads wind down
+        assert all(received), received  # every download had started to stream when it was left
+        assert watch.answers and not watch.slow_or_failed(), watch.slow_or_failed()
+        wait_for(
+            lambda: _sftp_servers(service_user) <= baseline, timeout=60, what="the downloads' SFTP channels to close"
+        )
+        finished = requests.get(web.url + url, cookies={"sessionid": cookie}, timeout=300)
+        assert finished.status_code == 200 and len(zipfile.ZipFile(io.BytesIO(finished.content)).namelist()) == 19_900
+    finally:
+        web.stop()
+    assert not _clean_log(web.logs()), _clean_log(web.logs())
+
+
+@pytest.mark.timeout(300)
+def test_a_folder_of_20000_empty_folders_is_refused_in_words_and_aborted_downloads_of_it_stall_nothing(
+    alice_job, lab, alice, bob, web, services
+):
+    """The incident as it was found: a run-directory folder holding 20,000 empty folders. Its archive is refused
+    before anything streams (more than FILES_ARCHIVE_MAX_ENTRIES, 10,000), twenty downloads of it left at once stall
+    no one, and the web server logs no error."""
+    many = lab / "jobs" / str(alice_job.pk) / "many"
+    for n in range(20_000):
+        (many / f"d{n:05}").mkdir(parents=True)
+    as_service_user(lab, services)
+    log_before = len(web.logs())
+    cookie = session_cookie(alice)
+    url = reverse("api:files-job", args=[alice_job.pk]) + "download/?" + urlencode({"path": "many", "archive": "zip"})
+    with PageWatch(web, bob) as watch, ThreadPoolExecutor(20) as browsers:
+        list(browsers.map(lambda _: _abort_after_first_bytes(web, cookie, url, 0.2), range(20)))
+        time.sleep(3)
+    assert watch.answers and not watch.slow_or_failed(), watch.slow_or_failed()
+    answer = requests.get(web.url + url, cookies={"sessionid": cookie}, timeout=60)
+    assert answer.status_code == 409
+    assert answer.json()["detail"] == (
+        "This folder holds more than 10,000 entries; download a smaller folder or use the terminal."
+    )
+    assert not _clean_log(web.logs()[log_before:]), _clean_log(web.logs()[log_before:])

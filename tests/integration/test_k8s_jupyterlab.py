@@ -18,6 +18,8 @@ from playwright.sync_api import expect
 from websockets.exceptions import InvalidStatus
 
 from clusters.backends.kubernetes import notebook
+from jobs import session_tokens
+from jobs.models import Job
 from sessions import notebook as portal_notebook
 
 from .conftest import wait_for
@@ -133,6 +135,7 @@ def test_the_template_makes_a_deployment_a_service_and_a_token_only_the_portal_h
     assert container["env"][0]["valueFrom"]["secretKeyRef"]["name"] == f"{deployment['metadata']['name']}-session"
     token = session_token(kube, job)
     assert len(token) >= 32 and token not in job.script  # the page shows the script; the token is not in it
+    assert token == session_tokens.of(Job.objects.get(pk=job.pk))  # the portal's, kept on the job's row
     assert service["spec"]["ports"][0]["port"] == 8888
 
     with pytest.raises(notebook.NotReady):  # no pod yet: the page says it is starting

@@ -5,12 +5,24 @@ the slurm-rest kind: submitted through slurmrestd as the student, reached the sa
 
 from __future__ import annotations
 
+import http.client
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+from urllib.parse import urlsplit
+
 import pytest
 from websockets.exceptions import InvalidStatus
 
 from clusters.choices import RunAs
 from core.choices import JobState
 from courses.access import launchable_clusters
+from courses.models import Enrollment, Role
+from jobs import session_tokens
+from jobs.models import Job
+from sessions import notebook
 
 from .conftest import slurm
 from .notebooks import V1_PROTOCOL, Browserless, kernel_info_v1, launch_notebook, run_code
@@ -108,10 +120,125 @@ def test_jupyterlab_on_a_slurmrest_cluster_answers_its_owner_through_the_portal(
 
 
 def _server_token(job, student: str) -> str:
-    """The token the job wrote on the cluster (as the student, mode 0600), read as root: what must never reach the
-    browser."""
-    import json
+    """The token the portal made for the session (kept encrypted on the job's row): what must never reach the
+    browser, nor lie in a file the portal's Files could serve."""
+    token = session_tokens.of(Job.objects.get(pk=job.pk))
+    assert len(token) >= 40
+    return token
 
-    path = run_dir(student, job) / ".jupyter-server.json"
-    assert oct(path.stat().st_mode & 0o777) == "0o600" and path.owner() == student
-    return json.loads(path.read_text())["token"]
+
+def _files_holding(root: Path, secret: str) -> list[str]:
+    """Every file under `root` (read as root) whose bytes hold `secret`."""
+    found = []
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = Path(folder) / name
+            if path.is_file() and not path.is_symlink() and secret.encode() in path.read_bytes():
+                found.append(str(path.relative_to(root)))
+    return found
+
+
+@pytest.mark.timeout(300)
+def test_the_token_is_the_portals_and_lies_nowhere_files_could_serve(
+    notebook_job,
+    web,
+    alice,
+    instructor,
+    make_user,
+    course,
+    students,  # noqa: F811
+    api_for,
+):
+    """Not in the run directory (owner, instructor and TA all read it through Files), not in the script the job page
+    shows; JupyterLab's own runtime files (its server file, the kernels' connection files) are in the session's
+    private runtime directory outside it, and the file that carried the token there is gone once read. Copied into
+    the run directory (as an older template wrote them), Files refuses them to all three: by name, and a kernel's
+    connection file by its 0600 mode."""
+    token = _server_token(notebook_job, students[0])
+    lab = Browserless(web, alice, notebook_job)
+    kernel = lab.post("api/kernels", {"name": "python3"})
+    assert kernel.status_code == 201, kernel.text
+    run = run_dir(students[0], notebook_job)
+    assert _files_holding(run, token) == []
+    assert token not in notebook_job.script
+    runtime = run.parent.parent / ".gpulab-runtime" / str(notebook_job.pk)
+    assert stat.S_IMODE(runtime.stat().st_mode) == 0o700 and runtime.owner() == students[0]
+    assert not (runtime / "session.env").exists()  # read and deleted by the job
+    names = sorted(p.name for p in runtime.iterdir())
+    assert any(n.startswith("jpserver-") and n.endswith(".json") for n in names), names
+    assert any(n.startswith("kernel-") for n in names), names  # the kernel's connection file (its HMAC key)
+    assert not list(run.glob("jpserver-*")) and not list(run.glob("kernel-*.json"))
+
+    owner = run.stat()
+    planted = []
+    for found in (next(runtime.glob("jpserver-*.json")), next(runtime.glob("kernel-*.json"))):
+        shutil.copy2(found, run / found.name)
+        os.chown(run / found.name, owner.st_uid, owner.st_gid)
+        assert stat.S_IMODE((run / found.name).stat().st_mode) == 0o600
+        planted.append(found.name)
+    ta = make_user("tara")
+    Enrollment.objects.create(course=course, user=ta, role=Role.TA)
+    base = f"/api/v1/files/jobs/{notebook_job.pk}/"
+    for user in (alice, instructor, ta):
+        listed = api_for(user).get(base)
+        assert listed.status_code == 200, listed.content
+        assert not set(planted) & {e["name"] for e in listed.json()["entries"]}
+        for name in planted:
+            for endpoint in ("download/", "text/"):
+                assert api_for(user).get(base + endpoint, {"path": name}).status_code == 400, (user, name)
+        archive = api_for(user).get(base + "download/", {"path": "", "archive": "zip"})
+        assert archive.status_code == 200 and token.encode() not in b"".join(archive)
+
+
+@pytest.mark.timeout(300)
+def test_a_port_file_rewritten_by_the_student_never_moves_the_proxy(notebook_job, web, alice, students, portal_env):  # noqa: F811
+    """The student's job may write anything into .gpulab-notebook.json: a host is ignored (the portal connects to
+    SLURM's NodeAddr for the job's node), and a port outside the portal's range or of its own Redis is refused."""
+    run = run_dir(students[0], notebook_job)
+    port_file = run / ".gpulab-notebook.json"
+    port = json.loads(port_file.read_text())["port"]
+    lab = Browserless(web, alice, notebook_job)
+    node = slurm("squeue", "--noheader", f"--jobs={notebook_job.scheduler_id}", "--format=%N").strip()
+    redis_port = urlsplit(portal_env["REDIS_URL"]).port or 6379
+    try:
+        port_file.write_text(json.dumps({"host": f"{node}.attacker.example", "port": port}))
+        notebook.forget(notebook_job.pk)
+        assert lab.get("api/status").status_code == 200  # the host is not the file's: still the node's NodeAddr
+        for hostile in (redis_port, 22, 5432, 1):
+            port_file.write_text(json.dumps({"host": "127.0.0.1", "port": hostile}))
+            notebook.forget(notebook_job.pk)
+            answer = lab.get("api/status")
+            assert answer.status_code == 502 and "ports" in answer.text, (hostile, answer.text)
+    finally:
+        port_file.write_text(json.dumps({"port": port}))
+        notebook.forget(notebook_job.pk)
+
+
+def _raw_get(lab: Browserless, raw_path: str) -> tuple[int, dict[str, str]]:
+    """GET a path sent exactly as written (requests would resolve its dot segments first), as the owner."""
+    parts = urlsplit(lab.web.url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    try:
+        connection.putrequest("GET", raw_path, skip_accept_encoding=True)
+        connection.putheader("Cookie", f"sessionid={lab.http.cookies['sessionid']}")
+        connection.endheaders()
+        answer = connection.getresponse()
+        answer.read()
+        return answer.status, dict(answer.getheaders())
+    finally:
+        connection.close()
+
+
+@pytest.mark.timeout(300)
+def test_traversal_out_of_the_sessions_path_is_404_and_widening_headers_are_dropped(notebook_job, web, alice):
+    lab = Browserless(web, alice, notebook_job)
+    base = f"/jobs/{notebook_job.pk}/lab/"
+    for path in ("../../api/v1/jobs/", "..%2f..%2fapi/status", "%2e%2e/%2e%2e/x", "api/..%5c..%5c..%5cx", "..\\..\\x"):
+        status, _ = _raw_get(lab, base + path)
+        assert status == 404 or (status == 400 and "\\" in path), (path, status)  # uvicorn may refuse a raw "\\"
+    status, headers = _raw_get(lab, base + "api//status")  # a doubled slash is normalized, still under the prefix
+    assert status == 200, status
+    status, headers = _raw_get(lab, base + "lab")
+    assert status == 200
+    names = {name.lower() for name in headers}
+    assert "service-worker-allowed" not in names and "access-control-allow-origin" not in names

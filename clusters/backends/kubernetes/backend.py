@@ -175,7 +175,7 @@ class KubernetesBackend(ClusterBackend):
 
     def _create_all(self, request: SubmitRequest, namespace: str, objects: list[dict]) -> str:
         created: list[dict] = []
-        secret = session_secret(objects, secrets.token_urlsafe(32))
+        secret = session_secret(objects, request.session_token or secrets.token_urlsafe(32))
         objects = [secret, *objects] if secret else objects  # before the pod that reads it
         try:
             for obj in objects:

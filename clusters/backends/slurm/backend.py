@@ -17,7 +17,7 @@ from django.utils import timezone
 from clusters.choices import accounting_in_words
 from core.choices import JobState
 
-from .. import as_student, reservations, ssh, sudo_rule
+from .. import as_student, batch_notebook, reservations, ssh, sudo_rule
 from ..accounting import SACCT_FIELDS, AccountedUsage, parse_sacct
 from ..base import (
     BackendError,
@@ -199,6 +199,8 @@ class SlurmBackend(ClusterBackend):
         else:
             job_dir = self._write_script(request)
             script, stdin = [posixpath.join(job_dir, SCRIPT_NAME)], ""
+        if request.session_token:
+            self._hand_over_token(request)
         argv = ["sbatch", "--parsable", f"--comment={COMMENT_PREFIX}{request.job_id}", f"--chdir={job_dir}"]
         if request.reservation:
             argv.append(f"--reservation={reservations.checked_name(request.reservation)}")
@@ -223,6 +225,23 @@ class SlurmBackend(ClusterBackend):
                 fh.write(request.script)
             sftp.chmod(script_path, 0o700)
         return job_dir
+
+    def _hand_over_token(self, request: SubmitRequest) -> None:
+        """The session's token for the job to read (and delete) at its start: a 0600 file in its private runtime
+        directory, written as the job's identity, outside the run directory and the script (batch_notebook.py)."""
+        text = batch_notebook.session_file(self.cluster, request.session_token)
+        try:
+            if self.student:
+                runtime = self.student.path(self.cluster.lab_dir, batch_notebook.RUNTIME_DIR, str(request.job_id))
+                self.student.make_private_dir(runtime)
+                with self.student.sftp() as sftp:
+                    batch_notebook.write_session_file(sftp, runtime, text)
+                return
+            runtime = batch_notebook.runtime_dir(self.lab_path(), request.job_id)
+            with ssh.sftp(self.cluster, self.account) as sftp:
+                batch_notebook.write_session_file(sftp, runtime, text)
+        except OSError as exc:
+            raise BackendError(f"Could not hand the session its token on the cluster: {exc}") from None
 
     def find_submitted(self, request: SubmitRequest) -> str | None:
         comment = f"{COMMENT_PREFIX}{request.job_id}"

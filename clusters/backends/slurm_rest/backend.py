@@ -21,7 +21,7 @@ from pathlib import Path
 
 from clusters.choices import RunAs, accounting_in_words
 
-from .. import as_student, ssh, tokens
+from .. import as_student, batch_notebook, ssh, tokens
 from ..accounting import AccountedUsage
 from ..base import (
     BackendError,
@@ -148,6 +148,8 @@ class SlurmRestBackend(ClusterBackend):
             # sbatch would pass the login environment; slurmrestd passes only what it is given.
             "environment": {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "USER": self.account.username},
         }
+        if request.session_token:  # the job's environment: never in its script or its run directory
+            job["environment"].update(batch_notebook.session_environment(self.cluster, request.session_token))
         body = {"script": request.script, "job": job}
         status, answer = self._actor().request("POST", version.path("job/submit"), body=body)
         errors = error_messages(answer)
