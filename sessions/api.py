@@ -96,7 +96,7 @@ class DownloadView(SpaceView):
         if fmt:
             if fmt not in ("zip", "tar"):
                 raise PathRefused("archive is zip or tar.")
-            name = posixpath.basename(relative) or "files"
+            name = paths.shown(posixpath.basename(relative)) or "files"
 
             def make_archive():
                 with opened(space) as session:
@@ -112,7 +112,7 @@ class DownloadView(SpaceView):
         def stream(start: int, length: int):
             return preferring(openssh_range(space, real, start, length), over_sftp, start, length)
 
-        return file_response(request, stream, posixpath.basename(relative), attrs.st_size or 0)
+        return file_response(request, stream, paths.shown(posixpath.basename(relative)), attrs.st_size or 0)
 
 
 class TextView(SpaceView):

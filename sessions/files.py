@@ -2,7 +2,11 @@
 
 Invariant: every path a request names is cleaned by sessions/paths.py, then resolved on the cluster (symlinks
 followed by the server's realpath) and used only when the result is the space's root or under it and is a regular
-file or a folder: a symlink leading out, a device, a FIFO or a socket is refused. A space is one of:
+file or a folder: a symlink leading out, a device, a FIFO or a socket is refused. A regular file is read (download,
+view, archive) only when it has one name: a hard link has no "outside" a path could show, so a file with other
+names may be someone else's, linked in. SFTP's attributes carry no link count; the directory listing's `ls -l` line
+(the longname OpenSSH's sftp-server sends with each entry) does, and a file whose count cannot be read is not read
+either. A space is one of:
 - the student's lab space on a cluster: as their own registered account or their own user (through the service
   account's sudo rule, which runs the login node's sftp-server as them), the cluster's lab directory in their home
   (`<lab directory>/students/<user>` when it is a shared absolute path); under the shared service account,
@@ -63,9 +67,14 @@ class Space:
 class Entry:
     name: str
     path: str  # relative to the space's root
-    kind: str  # "dir", "file", "link-out" (a symlink leading out: listed, never opened), "other"
+    kind: str  # "dir", "file", "link-out" (a symlink leading out), "linked" (a hard link), "other": listed, not opened
     size: int
     mtime: float
+
+    @property
+    def shown(self) -> str:
+        """The name as pages show it (Unicode direction controls written out: sessions/paths.py)."""
+        return paths.shown(self.name)
 
     @property
     def changed(self) -> datetime:
@@ -78,6 +87,25 @@ class Entry:
     @property
     def is_file(self) -> bool:
         return self.kind == "file"
+
+
+def link_count(attrs) -> int | None:
+    """How many names a listed file has, from its `ls -l` line ("-rw-r--r--    2 user group ..."); None if the
+    server sent none that reads so (then the file is treated as one that may have others)."""
+    fields = (getattr(attrs, "longname", None) or "").split(None, 2)
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+def _one_name(attrs) -> bool:
+    return link_count(attrs) == 1
+
+
+def hard_link_refusal(name: str, count: int | None) -> str:
+    many = f"{count} names" if count else "other names, or the cluster would not say how many"
+    return (
+        f"“{paths.shown(name)}” has {many} on the cluster (a hard link): it may be another person's file linked "
+        "into this folder, so the portal does not open it. Copy it on the cluster (cp) and open the copy."
+    )
 
 
 def _lab(cluster) -> str:
@@ -178,17 +206,29 @@ class Session:
         return real
 
     def resolve_file(self, relative: str) -> tuple[str, object]:
+        """(absolute path, attributes) of a regular file with one name, to read; PathRefused otherwise."""
         real, attrs = self.resolve(relative)
         if not stat.S_ISREG(attrs.st_mode):
             raise PathRefused("That is a folder: download it as a .zip or .tar instead.")
+        count = self._link_count(real)
+        if count != 1:
+            raise PathRefused(hard_link_refusal(posixpath.basename(real), count))
         return real, attrs
+
+    def _link_count(self, real: str) -> int | None:
+        """The resolved file's link count, from its folder's listing (stat over SFTP does not carry it)."""
+        folder, name = posixpath.split(real)
+        for attrs in self.sftp.listdir_iter(folder or "/"):
+            if attrs.filename == name:
+                return link_count(attrs)
+        return None
 
     def _kind_of(self, folder: str, attrs) -> str:
         mode = attrs.st_mode or 0
         if stat.S_ISDIR(mode):
             return "dir"
         if stat.S_ISREG(mode):
-            return "file"
+            return "file" if _one_name(attrs) else "linked"
         if stat.S_ISLNK(mode):
             try:
                 real = self.sftp.normalize(posixpath.join(folder, attrs.filename))
@@ -243,9 +283,10 @@ class Session:
             raise PathRefused("This looks like a binary file: download it instead.")
         return data.decode("utf-8", errors="replace"), size, size > cap
 
-    def walk(self, relative: str) -> Iterator[tuple[str, str, object]]:
+    def walk(self, relative: str, left_out: list[str] | None = None) -> Iterator[tuple[str, str, object]]:
         """(absolute path, path inside the archive, attributes) of each regular file under a folder, links not
-        followed; FilesUnavailable past GPULAB_FILES_ARCHIVE_MAX_FILES."""
+        followed, hard-linked files left out (their archive paths appended to `left_out`); FilesUnavailable past
+        GPULAB_FILES_ARCHIVE_MAX_FILES."""
         top = self.resolve_dir(relative)
         base = posixpath.basename(top) or "files"
         pending, count = [(top, base)], 0
@@ -257,6 +298,10 @@ class Session:
                 if stat.S_ISDIR(mode):
                     pending.append((path, name))
                 elif stat.S_ISREG(mode) and not attrs.filename.endswith(PARTIAL_SUFFIX):
+                    if not _one_name(attrs):
+                        if left_out is not None:
+                            left_out.append(name)
+                        continue
                     count += 1
                     if count > settings.GPULAB_FILES_ARCHIVE_MAX_FILES:
                         raise FilesUnavailable(
@@ -425,10 +470,25 @@ class _Reader:
         return data
 
 
+LEFT_OUT_NAME = "LEFT-OUT.txt"
+
+
+def _left_out_note(left_out: list[str]) -> bytes:
+    lines = [
+        "These files were left out of the archive: each has other names on the cluster (a hard link), so it may be",
+        "another person's file linked in, and the portal does not read it. Copy one on the cluster (cp) to include it.",
+        "",
+        *(paths.shown(name) for name in left_out),
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
 def archive(session: Session, relative: str, fmt: str) -> Iterator[bytes]:
-    """A folder as a .zip or .tar, produced while it is sent (nothing held whole in memory or on disk)."""
-    pipe = _Pipe()
-    files = session.walk(relative)
+    """A folder as a .zip or .tar, produced while it is sent (nothing held whole in memory or on disk). Hard-linked
+    files are left out, and a LEFT-OUT.txt at the archive's top says which and why."""
+    pipe, left_out = _Pipe(), []
+    files = session.walk(relative, left_out)
+    base = posixpath.basename(session.resolve_dir(relative)) or "files"
     if fmt == "tar":
         with tarfile.open(fileobj=pipe, mode="w|") as tar:
             for path, name, attrs in files:
@@ -436,6 +496,11 @@ def archive(session: Session, relative: str, fmt: str) -> Iterator[bytes]:
                 info.size, info.mtime, info.mode = attrs.st_size or 0, attrs.st_mtime or 0, 0o644
                 tar.addfile(info, _Reader(session.read_range(path, 0, info.size)))
                 yield pipe.take()
+            if left_out:
+                note = _left_out_note(left_out)
+                info = tarfile.TarInfo(f"{base}/{LEFT_OUT_NAME}")
+                info.size, info.mtime, info.mode = len(note), time.time(), 0o644
+                tar.addfile(info, io.BytesIO(note))
         yield pipe.take()
         return
     with zipfile.ZipFile(pipe, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
@@ -445,4 +510,6 @@ def archive(session: Session, relative: str, fmt: str) -> Iterator[bytes]:
                 for chunk in session.read_range(path, 0, attrs.st_size or 0):
                     out.write(chunk)
                     yield pipe.take()
+        if left_out:
+            zf.writestr(zipfile.ZipInfo(f"{base}/{LEFT_OUT_NAME}", time.localtime()[:6]), _left_out_note(left_out))
     yield pipe.take()
