@@ -103,12 +103,14 @@ def process_gauge(name: str) -> dict[str, float]:
 
 
 @_safely
-def record_poll(cluster: str, seconds: float, error: str) -> None:
-    """A finished poll cycle: its time for the histogram, and the cluster's reachability for the ops page."""
+def record_poll(cluster: str, seconds: float, error: str, *, heard: bool = True, note: str = "") -> None:
+    """A finished poll cycle: its time for the histogram, and the cluster's reachability for the ops page. Only an
+    answer of the scheduler's controller (`heard`) marks the cluster as heard from: one from its accounting records
+    alone holds states the controller reported before it went silent."""
     observe("poll_cycle_seconds", seconds, cluster)
-    entry = {"at": time.time(), "seconds": round(seconds, 3), "error": error[:300]}
+    entry = {"at": time.time(), "seconds": round(seconds, 3), "error": error[:300], "note": note[:300]}
     client().hset(f"{PREFIX}polls", cluster, json.dumps(entry))
-    if not error:
+    if not error and heard:
         heard_from(cluster)
 
 

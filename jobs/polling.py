@@ -1,8 +1,12 @@
-"""Following jobs: one scheduler call per cluster per cycle, moves applied through the state machine.
+"""Following jobs: one scheduler call per cluster per cycle (with SLURM accounting, a second asks the controller), moves
+applied through the state machine.
 
-A cluster that does not answer changes nothing: jobs keep their last known state until it is back. Jobs that ended
-in a cycle have what accounting recorded of them read in one more call (clusters without accounting answer nothing);
-while any job is pending, why it waits is read once more for all of them (jobs/waiting.py).
+A cluster that does not answer changes nothing: jobs keep their last known state until it is back. A poll answered
+by the scheduler's records alone (SLURM accounting while slurmctld is down) applies what they say but does not count
+as hearing from the scheduler (`heard` False): the pages keep saying states may be out of date (jobs/staleness.py).
+
+Jobs that ended in a cycle have what accounting recorded of them read in one more call (clusters without accounting
+answer nothing); while any job is pending, why it waits is read once more for all of them (jobs/waiting.py).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from django.utils import timezone
 
 from clusters.backends import BackendError
 from clusters.backends.accounting import USAGE_RETRY_SECONDS
-from clusters.backends.base import SchedulerStatus
+from clusters.backends.base import SchedulerStatus, from_controller
 from clusters.kinds import get_backend
 from clusters.models import Cluster
 from core.choices import ON_SCHEDULER_STATES, TERMINAL_STATES, JobState
@@ -34,6 +38,8 @@ class PollReport:
     polled: int = 0
     moved: int = 0
     error: str = ""
+    heard: bool = True  # the scheduler's controller itself answered (not only its accounting records)
+    note: str = ""  # why not, for the operations page
 
 
 def clusters_with_active_jobs() -> list[int]:
@@ -66,6 +72,9 @@ def poll_cluster(cluster_id: int) -> PollReport:
         report.error = str(exc)
         logger.warning("poll %s: %s (no job changes)", cluster.name, exc)
         return report
+    report.heard, report.note = from_controller(statuses), getattr(statuses, "note", "")
+    if not report.heard:
+        logger.warning("poll %s: %s", cluster.name, report.note)
     now = timezone.now()
     lost_before = now - timedelta(seconds=settings.GPULAB_LOST_AFTER)
     seen, ended = [], []

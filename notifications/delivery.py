@@ -16,10 +16,11 @@ from django.conf import settings
 from django.core.mail import EmailMessage
 from django.utils import timezone
 
+from . import webhook_post
 from .events import Event
 from .models import Notification
 from .unsubscribe import link
-from .webhook_urls import UnsafeURL, check
+from .webhook_urls import UnsafeURL, resolve
 
 if TYPE_CHECKING:
     from jobs.models import Job
@@ -57,14 +58,14 @@ def post_webhook(row: Notification) -> None:
         give_up(row, "The course has no webhook any more.")
         return
     try:
-        url = check(hook.url)
+        target = resolve(hook.url)
     except UnsafeURL as exc:
         give_up(row, str(exc))
         return
     _add_details(row)
     text = f"*{row.subject}*\n{row.text}\n{row.url}".strip()
     try:
-        answer = requests.post(url, json={"text": text}, timeout=settings.NOTIFY_WEBHOOK_TIMEOUT, allow_redirects=False)
+        answer = webhook_post.post(target, {"text": text}, timeout=settings.NOTIFY_WEBHOOK_TIMEOUT)
     except requests.RequestException as exc:
         raise WebhookDown(f"{type(exc).__name__}: {exc}"[:300]) from exc
     if answer.status_code >= 500 or answer.status_code == 429:

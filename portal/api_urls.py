@@ -2,7 +2,8 @@ from django.contrib.auth.decorators import login_required
 from django.urls import path
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework import status
+from rest_framework import serializers, status
+from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import MultiPartParser
@@ -13,6 +14,7 @@ from rest_framework.throttling import AnonRateThrottle
 from courses.api import CourseLabSession, CourseLabSessions
 from jobs.api import ClusterViewSet, JobViewSet, TemplateViewSet
 from sessions.api_urls import urlpatterns as files_urls
+from signon import credentials
 from signon.views import DIRECTORY_DOWN
 
 from .api_limits import BoundedFormParser, BoundedJSONParser
@@ -25,6 +27,25 @@ class TokenThrottle(AnonRateThrottle):
     scope = "token"  # guessing passwords through the token endpoint is slow
 
 
+class BoundedTokenSerializer(AuthTokenSerializer):
+    """A too-long username or password is a 400 in words before authenticate() runs (signon/credentials.py)."""
+
+    username = serializers.CharField(
+        label="Username",
+        write_only=True,
+        max_length=credentials.USERNAME_MAX,
+        error_messages={"max_length": credentials.MESSAGES["username"]},
+    )
+    password = serializers.CharField(
+        label="Password",
+        style={"input_type": "password"},
+        trim_whitespace=False,
+        write_only=True,
+        max_length=credentials.PASSWORD_MAX,
+        error_messages={"max_length": credentials.MESSAGES["password"]},
+    )
+
+
 class TokenView(ObtainAuthToken):
     """POST username and password; returns {"token": …} for `Authorization: Token …`.
 
@@ -34,6 +55,7 @@ class TokenView(ObtainAuthToken):
     """
 
     throttle_classes = [TokenThrottle]
+    serializer_class = BoundedTokenSerializer
     parser_classes = [BoundedFormParser, MultiPartParser, BoundedJSONParser]  # `curl -d`, `curl -F` and JSON
 
     @extend_schema(operation_id="token_create")

@@ -150,6 +150,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "signon.credentials.PasswordLengthValidator"},  # what the sign-in forms accept (signon/credentials.py)
 ]
 # Sign-in: local passwords, campus OIDC, campus LDAP, any combination (portal/sign_on.py; docs/operations.md
 # "Single sign-on"). Sets AUTHENTICATION_BACKENDS (django-axes' lockout first) and each method's settings.

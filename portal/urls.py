@@ -8,11 +8,13 @@ from courses import urls as course_urls
 from jobs import course_urls as course_job_urls
 from ops import views as ops_views
 from signon import views as signon_views
+from signon.credentials import AdminLoginForm, bad_request_when_too_long
 from signon.oidc import LogoutView
 
 admin.site.site_header = "GPU Lab Portal administration"
 admin.site.site_title = "GPU Lab Portal admin"
 admin.site.index_title = "Clusters, courses, templates and jobs"
+admin.site.login_form = AdminLoginForm  # over-long credentials are refused before the lockout records them
 
 
 class FaviconView(RedirectView):
@@ -36,11 +38,12 @@ urlpatterns = [
     path("profile/accounts/<int:account_id>/remove/", cluster_views.remove_account, name="remove_account"),
     path("profile/accounts/<int:account_id>/new-key/", cluster_views.new_key, name="new_account_key"),
     path("profile/accounts/<int:account_id>/test/", cluster_views.test_login, name="test_account_login"),
-    path("login/", signon_views.LoginView.as_view(), name="login"),
+    path("login/", signon_views.login, name="login"),
     path("logout/", LogoutView.as_view(), name="logout"),  # and at the campus provider, after an OIDC sign-in
     path("oidc/", include("signon.urls")),
     path("password/", include("passwords.urls")),
     path("api/v1/", include("portal.api_urls")),
     path("admin/operations/", admin.site.admin_view(ops_views.operations), name="operations"),
+    path("admin/login/", bad_request_when_too_long(admin.site.login)),  # the admin's own, answering 400 then
     path("admin/", admin.site.urls),
 ]

@@ -95,15 +95,15 @@ class DownloadView(SpaceView):
         release_database()
         with opened(space) as session:  # refusals (and an archive's limits) answered before the stream starts
             if fmt:
-                files = session.walk(relative)
+                listed = session.walk(relative)
             else:
                 real, attrs = session.resolve_file(relative)
         if fmt:
-            name = posixpath.basename(relative) or "files"
+            name = paths.shown(posixpath.basename(relative)) or "files"
 
             def make_archive():
                 with opened(space) as session:
-                    yield from archive(session, files, fmt)
+                    yield from archive(session, listed, fmt)
 
             return archive_response(request, make_archive, name, fmt)
 
@@ -115,7 +115,7 @@ class DownloadView(SpaceView):
         def stream(start: int, length: int):
             return preferring(openssh_range(space, real, start, length), over_sftp, start, length)
 
-        return file_response(request, stream, posixpath.basename(relative), attrs.st_size or 0)
+        return file_response(request, stream, paths.shown(posixpath.basename(relative)), attrs.st_size or 0)
 
 
 class TextView(SpaceView):

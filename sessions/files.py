@@ -3,7 +3,11 @@
 Invariant: every path a request names is cleaned by sessions/paths.py, then resolved on the cluster (symlinks
 followed by the server's realpath) and used only when the result is the space's root or under it and is a regular
 file or a folder: a symlink leading out, a device, a FIFO or a socket is refused, and so is a JupyterLab session's
-secret, in every listing, download, view, archive and rename (sessions/secret_files.py). A space is one of:
+secret, in every listing, download, view, archive and rename (sessions/secret_files.py). A regular file is read
+(download, view, archive) only when it has one name: a hard link has no "outside" a path could show, so a file with
+other names may be someone else's, linked in. SFTP's attributes carry no link count; the directory listing's `ls -l`
+line (the longname OpenSSH's sftp-server sends with each entry) does, and a file whose count cannot be read is not read
+either. A space is one of:
 - the student's lab space on a cluster: as their own registered account or their own user (through the service
   account's sudo rule, which runs the login node's sftp-server as them), the cluster's lab directory in their home
   (`<lab directory>/students/<user>` when it is a shared absolute path); under the shared service account,
@@ -65,9 +69,14 @@ class Space:
 class Entry:
     name: str
     path: str  # relative to the space's root
-    kind: str  # "dir", "file", "link-out" (a symlink leading out: listed, never opened), "other"
+    kind: str  # "dir", "file", "link-out" (a symlink leading out), "linked" (a hard link), "other": listed, not opened
     size: int
     mtime: float
+
+    @property
+    def shown(self) -> str:
+        """The name as pages show it (Unicode direction controls written out: sessions/paths.py)."""
+        return paths.shown(self.name)
 
     @property
     def changed(self) -> datetime:
@@ -80,6 +89,34 @@ class Entry:
     @property
     def is_file(self) -> bool:
         return self.kind == "file"
+
+
+@dataclass(frozen=True)
+class FolderWalk:
+    """A folder listed whole for an archive (Session.walk), before anything streams."""
+
+    top: str  # the folder's name: the archive's top folder
+    files: list[tuple[str, str, paramiko.SFTPAttributes]]  # (absolute path, path inside the archive, attributes)
+    left_out: list[str]  # paths inside the archive of hard-linked files, named in its LEFT-OUT.txt
+
+
+def link_count(attrs) -> int | None:
+    """How many names a listed file has, from its `ls -l` line ("-rw-r--r--    2 user group ..."); None if the
+    server sent none that reads so (then the file is treated as one that may have others)."""
+    fields = (getattr(attrs, "longname", None) or "").split(None, 2)
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+def _one_name(attrs) -> bool:
+    return link_count(attrs) == 1
+
+
+def hard_link_refusal(name: str, count: int | None) -> str:
+    many = f"{count} names" if count else "other names, or the cluster would not say how many"
+    return (
+        f"“{paths.shown(name)}” has {many} on the cluster (a hard link): it may be another person's file linked "
+        "into this folder, so the portal does not open it. Copy it on the cluster (cp) and open the copy."
+    )
 
 
 def _lab(cluster) -> str:
@@ -186,17 +223,29 @@ class Session:
         return real
 
     def resolve_file(self, relative: str) -> tuple[str, paramiko.SFTPAttributes]:
+        """(absolute path, attributes) of a regular file with one name, to read; PathRefused otherwise."""
         real, attrs = self.resolve(relative)
         if not stat.S_ISREG(attrs.st_mode or 0):
             raise PathRefused("That is a folder: download it as a .zip or .tar instead.")
+        count = self._link_count(real)
+        if count != 1:
+            raise PathRefused(hard_link_refusal(posixpath.basename(real), count))
         return real, attrs
+
+    def _link_count(self, real: str) -> int | None:
+        """The resolved file's link count, from its folder's listing (stat over SFTP does not carry it)."""
+        folder, name = posixpath.split(real)
+        for attrs in self.sftp.listdir_iter(folder or "/"):
+            if attrs.filename == name:
+                return link_count(attrs)
+        return None
 
     def _kind_of(self, folder: str, attrs) -> str:
         mode = attrs.st_mode or 0
         if stat.S_ISDIR(mode):
             return "dir"
         if stat.S_ISREG(mode):
-            return "file"
+            return "file" if _one_name(attrs) else "linked"
         if stat.S_ISLNK(mode):
             try:
                 real = self.sftp.normalize(posixpath.join(folder, attrs.filename))
@@ -251,14 +300,16 @@ class Session:
             raise PathRefused("This looks like a binary file: download it instead.")
         return data.decode("utf-8", errors="replace"), size, size > cap
 
-    def walk(self, relative: str) -> list[tuple[str, str, paramiko.SFTPAttributes]]:
-        """(absolute path, path inside the archive, attributes) of each regular file under a folder, links not
-        followed: the whole listing, made before an archive starts to stream. FilesUnavailable, in words, as soon as
-        it counts more than GPULAB_FILES_ARCHIVE_MAX_ENTRIES entries (folders, files and the rest) or files of more
-        than GPULAB_FILES_ARCHIVE_MAX_BYTES."""
+    def walk(self, relative: str) -> FolderWalk:
+        """Each regular file under a folder, links not followed, to archive: the whole listing, made before an archive
+        starts to stream. A session's secrets are skipped unnamed; hard-linked files are left out and named in
+        `left_out`. FilesUnavailable, in words, as soon as it counts more than GPULAB_FILES_ARCHIVE_MAX_ENTRIES entries
+        (folders, files and the rest) or files to archive of more than GPULAB_FILES_ARCHIVE_MAX_BYTES."""
         top = self.resolve_dir(relative)
         base = posixpath.basename(top) or "files"
-        pending, files, entries, size = [(top, base)], [], 0, 0
+        pending, entries, size = [(top, base)], 0, 0
+        files: list[tuple[str, str, paramiko.SFTPAttributes]] = []
+        left_out: list[str] = []
         while pending:
             folder, inner = pending.pop()
             listed = self.sftp.listdir_attr(folder)
@@ -271,10 +322,13 @@ class Session:
                 if stat.S_ISDIR(mode):
                     pending.append((path, name))
                 elif stat.S_ISREG(mode) and not attrs.filename.endswith(PARTIAL_SUFFIX):
+                    if not _one_name(attrs):
+                        left_out.append(name)
+                        continue
                     size += attrs.st_size or 0
                     files.append((path, name, attrs))
             _check_archive_limits(entries, size)
-        return files
+        return FolderWalk(top=base, files=files, left_out=left_out)
 
     # -- changing ---------------------------------------------------------------------------------------------
     def _new_path(self, folder_relative: str, name: str) -> str:
@@ -442,26 +496,46 @@ def _bytes_in_words(size: int) -> str:
     return f"{size} bytes"
 
 
-def archive(session: Session, files: list[tuple[str, str, object]], fmt: str) -> Iterator[bytes]:
+LEFT_OUT_NAME = "LEFT-OUT.txt"
+
+
+def _left_out_note(left_out: list[str]) -> bytes:
+    lines = [
+        "These files were left out of the archive: each has other names on the cluster (a hard link), so it may be",
+        "another person's file linked in, and the portal does not read it. Copy one on the cluster (cp) to include it.",
+        "",
+        *(paths.shown(name) for name in left_out),
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def archive(session: Session, walk: FolderWalk, fmt: str) -> Iterator[bytes]:
     """The files Session.walk listed as a .zip or .tar, produced while it is sent (nothing held whole in memory or on
-    disk); each step reads at most one chunk or opens one file, so an abandoned download stops within one step."""
-    pipe = _Pipe()
+    disk); each step reads at most one chunk or opens one file, so an abandoned download stops within one step.
+    Hard-linked files are left out, and a LEFT-OUT.txt at the archive's top says which and why."""
+    pipe, note = _Pipe(), _left_out_note(walk.left_out) if walk.left_out else None
     if fmt == "tar":
         with tarfile.open(fileobj=pipe, mode="w|") as tar:
-            for path, name, attrs in files:
+            for path, name, attrs in walk.files:
                 info = tarfile.TarInfo(name)
                 info.size, info.mtime, info.mode = attrs.st_size or 0, attrs.st_mtime or 0, 0o644
                 yield from _tar_member(tar, info, session.read_range(path, 0, info.size), pipe)
+            if note is not None:
+                info = tarfile.TarInfo(f"{walk.top}/{LEFT_OUT_NAME}")
+                info.size, info.mtime, info.mode = len(note), time.time(), 0o644
+                tar.addfile(info, io.BytesIO(note))
         yield pipe.take()
         return
     with zipfile.ZipFile(pipe, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for path, name, attrs in files:
+        for path, name, attrs in walk.files:
             entry = zipfile.ZipInfo(name, time.localtime(max(attrs.st_mtime or 0, ZIP_EPOCH))[:6])
             with zf.open(entry, "w", force_zip64=True) as out:
                 for chunk in session.read_range(path, 0, attrs.st_size or 0):
                     out.write(chunk)
                     yield pipe.take()
             yield pipe.take()
+        if note is not None:
+            zf.writestr(zipfile.ZipInfo(f"{walk.top}/{LEFT_OUT_NAME}", time.localtime()[:6]), note)
     yield pipe.take()
 
 

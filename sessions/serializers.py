@@ -3,8 +3,12 @@ from rest_framework import serializers
 
 class EntrySerializer(serializers.Serializer):
     name = serializers.CharField()
+    shown = serializers.CharField(help_text="The name to show people: Unicode direction controls written as \\uXXXX.")
     path = serializers.CharField(help_text="Relative to the space's top folder; pass it back as `path`.")
-    kind = serializers.ChoiceField(["dir", "file", "link-out", "other"], help_text="link-out: a symlink leading out.")
+    kind = serializers.ChoiceField(
+        ["dir", "file", "link-out", "linked", "other"],
+        help_text="link-out: a symlink leading out; linked: a file with other names (a hard link). Neither opens.",
+    )
     size = serializers.IntegerField()
     mtime = serializers.FloatField(help_text="Seconds since the epoch.")
 

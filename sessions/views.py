@@ -49,6 +49,7 @@ def _browse(request, space_of, api_base: str, page_base: str, context: dict):
         entries=entries,
         error=error,
         viewing=viewing,
+        viewing_shown=paths.shown(viewing or ""),
         text=text,
         tail=request.GET.get("tail") == "1",
         api_base=api_base,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 
+from .credentials import LoginForm, bad_request_when_too_long
+
 DIRECTORY_DOWN = "The campus directory did not answer, so your password could not be checked. Try again in a minute."
 
 
@@ -20,6 +22,8 @@ def sign_in_context() -> dict:
 
 
 class LoginView(auth_views.LoginView):
+    form_class = LoginForm  # a too-long username or password is refused before the lockout counts it
+
     def get_form(self, form_class=None):
         form = super().get_form(form_class)
         if settings.SIGNON_OIDC:  # the campus button comes first: a phone's keyboard must not pop up for the field
@@ -31,3 +35,6 @@ class LoginView(auth_views.LoginView):
         if getattr(self.request, "campus_directory_down", False):  # set by signon.ldap.directory_trouble
             context["directory_down"] = DIRECTORY_DOWN
         return context
+
+
+login = bad_request_when_too_long(LoginView.as_view())

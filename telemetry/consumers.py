@@ -17,7 +17,7 @@ from django.http import Http404
 from core.measurements import SocketGauge
 from jobs import access, trainer_curve
 
-from . import recorder, series, stream
+from . import recorder, resync, series, stream
 from .access import get_node
 
 _clients: dict[int, object] = {}
@@ -37,6 +37,8 @@ class TelemetryConsumer(AsyncWebsocketConsumer):
     history_seconds = stream.RING_SECONDS
     group: str | None = None
     counted = False  # in open_sockets
+    resyncs: resync.Coalescer | None = None
+    resync_interval = resync.INTERVAL_SECONDS
 
     async def connect(self):
         try:
@@ -54,13 +56,15 @@ class TelemetryConsumer(AsyncWebsocketConsumer):
 
     async def first_message(self) -> str:
         """What the page draws first: the ring's frames as they are."""
-        return stream.history_message(await self._history(None, self.history_seconds))
+        return stream.history_message(await self._history(self.history_seconds))
 
     def authorize(self, user, route) -> str | None:
         """The group this user may watch, or None / Http404."""
         raise NotImplementedError
 
     async def disconnect(self, code):
+        if self.resyncs is not None:
+            await self.resyncs.stop()
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
         if self.counted:
@@ -68,18 +72,30 @@ class TelemetryConsumer(AsyncWebsocketConsumer):
             await open_sockets.changed(-1)
 
     async def receive(self, text_data=None, bytes_data=None):
-        """{"resync": <t of the last frame held>}: the client saw a gap in seq and wants the frames after it."""
-        try:
-            after = int(json.loads(text_data or "{}")["resync"])
-        except (ValueError, KeyError, TypeError):
+        """{"resync": <t of the last frame held>}: the client saw a gap in seq and wants the frames after it. A value
+        that is not a time is ignored; the answer is bounded and coalesced to one a second (telemetry/resync.py)."""
+        after = resync.requested_after(text_data)
+        if after is None:
             return
-        await self.send(text_data=stream.history_message(await self._history(after, self.history_seconds)))
+        if self.resyncs is None:
+            self.resyncs = resync.Coalescer(self._answer_resync, self.resync_interval)
+        self.resyncs.ask(after)
 
-    async def _history(self, after_ms: int | None, seconds: int) -> list[str]:
+    async def _answer_resync(self, after_ms: int) -> None:
+        if self.group is None:  # refused at connect: nothing of anyone's
+            return
+        try:
+            frames = await stream.newest(_redis(), self.group, after_ms=after_ms, limit=resync.MAX_FRAMES)
+        except OSError:
+            return  # Redis restarting: live frames resume by themselves
+        with contextlib.suppress(RuntimeError):  # the socket closed meanwhile: nobody is left to answer
+            await self.send(text_data=stream.history_message(frames))
+
+    async def _history(self, seconds: int) -> list[str]:
         if self.group is None:  # refused at connect: nothing of anyone's
             return []
         try:
-            return await stream.history(_redis(), self.group, after_ms=after_ms, seconds=seconds)
+            return await stream.history(_redis(), self.group, seconds=seconds)
         except OSError:
             return []  # Redis restarting: live frames resume by themselves, the page just opens without history
 
@@ -94,7 +110,7 @@ class SeriesConsumer(TelemetryConsumer):
     recorded = False
 
     async def first_message(self) -> str:
-        ring = await self._history(None, self.history_seconds)
+        ring = await self._history(self.history_seconds)
         stored, end = await database_sync_to_async(recorder.stored)(**self.owner)
         extra = await self.extra_frames()
         return await asyncio.to_thread(self._series_text, stored, end, ring, extra)

@@ -3,7 +3,8 @@
 A frame is JSON text built once by the collector. Each group has a Redis counter (its sequence) and a sorted set
 scored by publish time in ms (its ring); the frame goes to the group through the Channels layer exactly as it
 was serialized, so a consumer forwards text without decoding it. A client that sees seq jump asks for the ring
-from the time of the last frame it holds, and drops what it already has by seq.
+from the time of the last frame it holds (answered in bounded pieces, telemetry/resync.py), and drops what it
+already has by seq.
 """
 
 from __future__ import annotations
@@ -102,10 +103,16 @@ class Publisher:
         await self.redis.aclose()
 
 
-async def history(redis, group: str, *, after_ms: int | None = None, seconds: int = RING_SECONDS) -> list[str]:
-    """The ring's frames (JSON text, oldest first) after `after_ms`, or from the last `seconds`."""
-    low = f"({after_ms}" if after_ms is not None else int(time.time() * 1000) - seconds * 1000
+async def history(redis, group: str, *, seconds: int = RING_SECONDS) -> list[str]:
+    """The ring's frames (JSON text, oldest first) from the last `seconds`: what a page opens with."""
+    low = int(time.time() * 1000) - seconds * 1000
     return [t.decode() if isinstance(t, bytes) else t for t in await redis.zrangebyscore(_ring_key(group), low, "+inf")]
+
+
+async def newest(redis, group: str, *, after_ms: int, limit: int) -> list[str]:
+    """At most `limit` of the ring's newest frames after `after_ms` (JSON text, oldest first)."""
+    texts = await redis.zrevrangebyscore(_ring_key(group), "+inf", f"({after_ms}", start=0, num=limit)
+    return [t.decode() if isinstance(t, bytes) else t for t in reversed(texts)]
 
 
 def history_message(frames: Iterable[str]) -> str:

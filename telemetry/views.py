@@ -5,7 +5,6 @@ The live parts arrive over the WebSocket (telemetry/consumers.py); these views r
 
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 
 from django.conf import settings
@@ -26,6 +25,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from core import csv_cells
 from core.choices import ACTIVE_STATES, JobState
 from jobs import access
 from jobs.models import Job
@@ -125,7 +125,7 @@ def course_report_csv(request, slug: str):
     course = access.get_course(request.user, slug, teach=True)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{course.slug}-gpu-report.csv"'
-    writer = csv.writer(response)
+    writer = csv_cells.writer(response)
     writer.writerow(REPORT_COLUMNS)
     writer.writerows(course_report(course))
     return response

@@ -22,7 +22,7 @@ from rest_framework.authtoken.models import Token
 
 from sessions import api, streaming
 from sessions.files import Session
-from tests.local_sftp import LocalSftp
+from tests.local_sftp import LocalSFTP
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ class Recorder:
 
     def __init__(self, monkeypatch, home):
         self.events: list[tuple[str, str]] = []
-        self.channels: list[LocalSftp] = []
+        self.channels: list[LocalSFTP] = []
         recorder = self
         wrapper = type(connections["default"])  # SQLite keeps an in-memory database on close
         real_close, real_cursor = wrapper.close, BaseDatabaseWrapper.cursor
@@ -53,7 +53,7 @@ class Recorder:
         monkeypatch.setattr(wrapper, "close", close)
         monkeypatch.setattr(BaseDatabaseWrapper, "cursor", cursor)
 
-        class Channel(LocalSftp):
+        class Channel(LocalSFTP):
             def _path(self, path):
                 recorder.events.append(("sftp", threading.current_thread().name))
                 return super()._path(path)
@@ -178,7 +178,7 @@ def test_a_download_the_browser_leaves_mid_stream_ends_quietly_and_closes_its_ch
     (run_dir / "big.bin").write_bytes(b"x" * (8 * 2**20))
     recorder = Recorder(monkeypatch, tmp_path)
     reading, release = threading.Event(), threading.Event()
-    real_read = LocalSftp.open
+    real_read = LocalSFTP.open
 
     def slow_open(self, path, mode="r"):
         handle = real_read(self, path, mode)
@@ -194,7 +194,7 @@ def test_a_download_the_browser_leaves_mid_stream_ends_quietly_and_closes_its_ch
         handle.read = read
         return handle
 
-    monkeypatch.setattr(LocalSftp, "open", slow_open)
+    monkeypatch.setattr(LocalSFTP, "open", slow_open)
     token = Token.objects.create(user=alice).key
     path = f"/api/v1/files/jobs/{running_job.pk}/download/"
     scope = {

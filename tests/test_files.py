@@ -1,12 +1,21 @@
-"""The file browser's rules that need no cluster: path cleaning, HTTP ranges, who reaches which space, and clusters
-where files are not available (Kubernetes). The SFTP side is tests/integration/test_files.py."""
+"""The file browser's rules that need no cluster: path cleaning, HTTP ranges, who reaches which space, clusters
+where files are not available (Kubernetes), and a Session's refusals over a local folder (tests/local_sftp.py: hard
+links, names with Unicode direction controls). The real SFTP side is tests/integration/test_files.py."""
+
+import io
+import os
+import zipfile
+from contextlib import contextmanager
+from html.parser import HTMLParser
 
 import pytest
 from django.urls import reverse
 
 from clusters.models import Cluster
-from sessions import paths
+from sessions import files, paths
+from sessions.files import Session, Space
 from sessions.streaming import parse_range
+from tests.local_sftp import LocalSFTP
 
 
 @pytest.mark.parametrize(
@@ -90,3 +99,109 @@ def test_the_api_schema_describes_the_files_endpoints(api_for, alice):
     for suffix in ("", "download/", "text/", "mkdir/", "rename/", "delete/", "upload/"):
         assert f"/api/v1/files/clusters/{{cluster_id}}/{suffix}" in schema["paths"]
         assert f"/api/v1/files/jobs/{{job_id}}/{suffix}" in schema["paths"]
+
+
+BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e",
+        "\u200f", "\u061c"]  # fmt: skip
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    """A student's run directory with an answer of their own, and another student's secret beside it."""
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    mine.mkdir()
+    other.mkdir()
+    (mine / "own.txt").write_text("my own output")
+    (other / "secret.txt").write_text("bob's answers")
+    return mine
+
+
+def session_on(folder, **fake) -> Session:
+    return Session(Space(cluster=None, account=None, root=str(folder), title="run directory"), LocalSFTP(**fake))
+
+
+def test_a_hard_linked_file_is_neither_downloaded_nor_previewed_and_the_refusal_says_why(run_dir):
+    os.link(run_dir.parent / "other" / "secret.txt", run_dir / "answers.txt")
+    session = session_on(run_dir)
+    assert session.resolve_file("own.txt")[0] == str(run_dir / "own.txt")
+    for read in (lambda: session.resolve_file("answers.txt"), lambda: session.text("answers.txt", tail=False)):
+        with pytest.raises(paths.PathRefused, match="has 2 names on the cluster \\(a hard link\\)"):
+            read()
+
+
+def test_a_symlink_inside_the_space_to_a_hard_linked_file_is_refused_too(run_dir):
+    os.link(run_dir.parent / "other" / "secret.txt", run_dir / "answers.txt")
+    (run_dir / "shortcut.txt").symlink_to("answers.txt")
+    with pytest.raises(paths.PathRefused, match="hard link"):
+        session_on(run_dir).resolve_file("shortcut.txt")
+
+
+def test_a_file_whose_link_count_the_server_does_not_say_is_not_read(run_dir):
+    with pytest.raises(paths.PathRefused, match="would not say how many"):
+        session_on(run_dir, longnames=False).resolve_file("own.txt")
+
+
+def test_the_listing_marks_a_hard_link_and_shows_no_download_for_it(run_dir):
+    os.link(run_dir.parent / "other" / "secret.txt", run_dir / "answers.txt")
+    kinds = {entry.name: entry.kind for entry in session_on(run_dir).listing("")}
+    assert kinds == {"answers.txt": "linked", "own.txt": "file"}
+
+
+def test_an_archive_leaves_hard_links_out_and_says_which_and_why(run_dir):
+    (run_dir / "sub").mkdir()
+    os.link(run_dir.parent / "other" / "secret.txt", run_dir / "sub" / "answers.txt")
+    zipped = zipfile.ZipFile(io.BytesIO(b"".join(files.archive(session_on(run_dir), "", "zip"))))
+    assert sorted(zipped.namelist()) == ["mine/LEFT-OUT.txt", "mine/own.txt"]
+    note = zipped.read("mine/LEFT-OUT.txt").decode()
+    assert "mine/sub/answers.txt" in note and "hard link" in note and "bob's answers" not in note
+
+
+@pytest.mark.parametrize("control", BIDI)
+def test_a_new_name_with_a_direction_control_is_refused_in_words(run_dir, control):
+    name = f"invoice{control}txt.exe"
+    with pytest.raises(paths.PathRefused, match="direction controls"):
+        paths.check_name(name)
+    session = session_on(run_dir)
+    with pytest.raises(paths.PathRefused, match="direction controls"):
+        session.rename("own.txt", name)
+    with pytest.raises(paths.PathRefused, match="direction controls"):
+        session.upload_chunk("", name, 4, 0, io.BytesIO(b"evil"))
+    with pytest.raises(paths.PathRefused, match="direction controls"):
+        session.mkdir("", name)
+    assert sorted(os.listdir(run_dir)) == ["own.txt"]
+
+
+def test_a_name_a_job_wrote_with_a_direction_control_is_shown_escaped_and_can_be_renamed(run_dir):
+    (run_dir / "invoice\u202etxt.exe").write_text("x")
+    session = session_on(run_dir)
+    shown = {entry.shown for entry in session.listing("")}
+    assert shown == {"invoice\\u202etxt.exe", "own.txt"}
+    assert session.rename("invoice\u202etxt.exe", "invoice.exe") == "invoice.exe"
+
+
+def test_the_files_page_shows_direction_controls_written_out(client, monkeypatch, cluster, alice, run_dir):
+    (run_dir / "invoice\u202etxt.exe").write_text("x")
+    (run_dir / "dir\u2067x").mkdir()
+    space = Space(cluster=cluster, account=None, root=str(run_dir), title="Your files")
+
+    @contextmanager
+    def opened(space):
+        yield Session(space, LocalSFTP())
+
+    monkeypatch.setattr("sessions.views.home_space", lambda cluster, user: space)
+    monkeypatch.setattr("sessions.views.opened", opened)
+    client.force_login(alice)
+    page = shown_text(client.get(reverse("sessions:cluster_files", args=[cluster.pk])))
+    assert "invoice\\u202etxt.exe" in page and "dir\\u2067x/" in page
+    assert not any(control in page for control in BIDI)
+    inside = shown_text(client.get(reverse("sessions:cluster_files", args=[cluster.pk]), {"path": "dir\u2067x"}))
+    assert "dir\\u2067x" in inside and not any(control in inside for control in BIDI)  # the breadcrumb
+
+
+def shown_text(response) -> str:
+    """The text a person sees (attributes such as data-path, which the page's script sends back, left out)."""
+    parser = HTMLParser()
+    seen: list[str] = []
+    parser.handle_data = seen.append
+    parser.feed(response.content.decode())
+    return "".join(seen)

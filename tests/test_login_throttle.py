@@ -80,3 +80,52 @@ def test_the_token_endpoint_counts_towards_the_same_lockout(alice):
 def test_the_token_endpoint_still_hands_out_tokens(alice):
     response = Client(REMOTE_ADDR="10.0.6.1").post("/api/v1/token/", {"username": "alice", "password": PASSWORD})
     assert response.status_code == 200 and len(response.json()["token"]) == 40
+
+
+LONG = "a" * 300_000
+
+
+@pytest.mark.parametrize("field", ["username", "password"])
+def test_an_overlong_field_at_the_token_endpoint_is_a_400_in_words_and_no_attempt_row(alice, field):
+    from axes.models import AccessAttempt
+
+    credentials = {"username": "alice", "password": "wrong", field: LONG}
+    response = Client(REMOTE_ADDR="10.0.7.1").post("/api/v1/token/", credentials)
+    assert response.status_code == 400
+    assert f"A {field} is at most" in response.json()[field][0]
+    assert not AccessAttempt.objects.exists()
+
+
+@pytest.mark.parametrize("url", ["/login/", "/admin/login/"])
+@pytest.mark.parametrize("field", ["username", "password"])
+def test_an_overlong_field_on_a_login_page_is_a_400_in_words_and_no_attempt_row(alice, url, field):
+    from axes.models import AccessAttempt
+
+    credentials = {"username": "alice", "password": "wrong", field: LONG}
+    response = Client(REMOTE_ADDR="10.0.7.2").post(url, credentials)
+    assert response.status_code == 400
+    assert f"A {field} is at most" in response.content.decode() and LONG not in response.content.decode()
+    assert not AccessAttempt.objects.exists()
+
+
+def test_a_username_of_the_longest_allowed_length_still_counts_as_a_failed_try(alice):
+    from axes.models import AccessAttempt
+
+    assert Client(REMOTE_ADDR="10.0.7.3").post("/login/", {"username": "b" * 150, "password": "x"}).status_code == 200
+    assert AccessAttempt.objects.filter(username="b" * 150).count() == 1
+
+
+def test_the_admin_login_still_signs_an_admin_in(admin_user):
+    response = Client(REMOTE_ADDR="10.0.7.4").post("/admin/login/", {"username": "ada", "password": PASSWORD})
+    assert response.status_code == 302 and "_auth_user_id" in response.client.session
+
+
+def test_no_password_is_set_that_the_sign_in_would_refuse(alice):
+    from django.contrib.auth.password_validation import validate_password
+    from django.core.exceptions import ValidationError
+
+    from signon.credentials import PASSWORD_MAX
+
+    validate_password("Tr0ub4dor&3-" * (PASSWORD_MAX // 12), alice)
+    with pytest.raises(ValidationError, match="at most"):
+        validate_password("Tr0ub4dor&3-" * (PASSWORD_MAX // 12 + 1), alice)

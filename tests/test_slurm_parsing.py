@@ -42,7 +42,8 @@ def test_sacct_output_is_parsed(db):
     calls = []
     backend._run = lambda argv: calls.append(argv) or CommandResult(0, sacct_output, "")
     statuses = backend.poll(["101", "102", "103", "104", "105", "106"])
-    assert len(calls) == 1 and calls[0][0] == "sacct" and "--jobs=101,102,103,104,105,106" in calls[0]
+    assert [argv[0] for argv in calls] == ["sacct", "squeue"]  # squeue: does the controller answer too?
+    assert "--jobs=101,102,103,104,105,106" in calls[0] and statuses.from_controller
     assert "-X" not in calls[0]  # the batch steps hold the signal that stopped a job
     assert statuses["101"].state == "completed" and statuses["101"].exit_code == 0
     assert statuses["102"].state == "cancelled" and statuses["102"].raw_state == "CANCELLED"
@@ -64,13 +65,14 @@ def test_a_cancelled_job_s_signal_not_yet_in_accounting_is_read_from_scontrol(db
         "2824|COMPLETED|0:0|2026-11-24T06:49:50|2026-11-24T06:49:53|None\n",
         "scontrol": "JobId=2823 JobName=wrap UserId=root(0) JobState=CANCELLED Reason=None BatchFlag=1 "
         "Reboot=0 ExitCode=0:15 RunTime=00:00:03 TimeLimit=01:00:00\n",
+        "squeue": "",
     }
     calls = []
     backend._run = lambda argv: calls.append(argv) or CommandResult(0, answers[argv[0]], "")
     statuses = backend.poll(["2823", "2824"])
     assert statuses["2823"].exit_code == 143 and statuses["2823"].state == "cancelled"
     assert statuses["2824"].exit_code == 0
-    assert [argv[0] for argv in calls] == ["sacct", "scontrol"]  # a completed job's 0:0 is not asked again
+    assert [argv[0] for argv in calls] == ["sacct", "scontrol", "squeue"]  # a completed job's 0:0 is not asked again
     assert calls[1][-1] == "2823"
 
     # slurmctld has forgotten the job (MinJobAge) or is down: the code is unknown, not a wrong 0.
@@ -81,3 +83,30 @@ def test_a_cancelled_job_s_signal_not_yet_in_accounting_is_read_from_scontrol(db
         )
         status = backend.poll(["2823"])["2823"]
         assert status.state == "cancelled" and status.exit_code is None
+
+
+def _cluster_where(monkeypatch, controller_says: str) -> SlurmBackend:
+    """A cluster with accounting whose slurmdbd answers sacct (job 77 running) and whose slurmctld answers squeue
+    with `controller_says` on stderr ("" = it answers), as the login node's commands print them."""
+    from clusters.backends import ssh
+
+    def run(cluster, account, argv, **kwargs):
+        if argv[0] == "sacct":
+            return CommandResult(0, "77|RUNNING|0:0|2026-11-21T10:00:00|Unknown|None\n", "")
+        return CommandResult(1, "", controller_says) if controller_says else CommandResult(0, "77\n", "")
+
+    monkeypatch.setattr(ssh, "run", run)
+    return SlurmBackend(Cluster(name="acct", host="127.0.0.1", has_accounting=True), account=None)
+
+
+def test_with_slurmctld_down_a_poll_answered_by_accounting_says_so(monkeypatch):
+    backend = _cluster_where(monkeypatch, "squeue: error: Unable to contact slurm controller (connect failure)")
+    statuses = backend.poll(["77"])
+    assert statuses["77"].state == "running"  # what slurmdbd holds: the controller's last report
+    assert statuses.from_controller is False and "slurmctld did not answer" in statuses.note
+
+
+def test_a_controller_that_answers_or_no_longer_holds_the_job_is_heard(monkeypatch):
+    assert _cluster_where(monkeypatch, "").poll(["77"]).from_controller
+    forgot = _cluster_where(monkeypatch, "slurm_load_jobs error: Invalid job id specified")
+    assert forgot.poll(["77"]).from_controller

@@ -1,11 +1,14 @@
 """The stale-state notice: what a page says when a cluster has not answered for more than two poll cycles."""
 
+import json
 import os
 import time
 
 import pytest
+import redis
 from django.urls import reverse
 
+from clusters.backends.ssh import CommandResult
 from core import measurements
 from core.choices import JobState
 from jobs.models import Job
@@ -105,3 +108,52 @@ def test_stored_answer_time_is_written_by_successful_polls_only():
     assert measurements.last_heard(["stale-test"]) == {"stale-test": None}
     measurements.record_poll("stale-test", 0.1, "")
     assert time.time() - measurements.last_heard(["stale-test"])["stale-test"] < 5
+
+
+class Store:
+    """The hashes core/measurements.py keeps in Redis, in memory (histograms are not kept)."""
+
+    def __init__(self):
+        self.hashes: dict[str, dict] = {}
+
+    def hset(self, key, name, value):
+        self.hashes.setdefault(key, {})[name] = value
+
+    def hmget(self, key, names):
+        return [self.hashes.get(key, {}).get(name) for name in names]
+
+    def pipeline(self, **kwargs):
+        raise redis.ConnectionError("no histograms in this store")
+
+
+def test_a_poll_that_only_accounting_answered_keeps_the_notice_until_slurmctld_answers(
+    monkeypatch, running, login, alice
+):
+    """slurmctld is down, slurmdbd is not: sacct still says "RUNNING" (the controller's last word, even for a job
+    that ended meanwhile), so the poll must not count as hearing from the cluster."""
+    from clusters.backends import ssh
+    from workers.tasks import poll_cluster
+
+    store = Store()
+    monkeypatch.setattr(measurements, "client", lambda: store)
+    cluster = running.cluster
+    cluster.has_accounting = True
+    cluster.save()
+    store.hset(f"{measurements.PREFIX}heard", cluster.name, str(time.time() - 74))
+    controller = {"down": True}
+
+    def run(cluster, account, argv, **kwargs):
+        if argv[0] == "sacct":
+            return CommandResult(0, "77|RUNNING|0:0|2026-11-21T10:00:00|Unknown|None\n", "")
+        if controller["down"]:
+            return CommandResult(1, "", "squeue: error: Unable to contact slurm controller (connect failure)")
+        return CommandResult(0, "77\n", "")
+
+    monkeypatch.setattr(ssh, "run", run)
+    assert poll_cluster(cluster.pk)["heard"] is False
+    assert "No answer from" in login(alice).get(running.get_absolute_url()).content.decode()
+    assert "slurmctld did not answer" in json.loads(store.hashes[f"{measurements.PREFIX}polls"][cluster.name])["note"]
+
+    controller["down"] = False
+    assert poll_cluster(cluster.pk)["heard"] is True
+    assert "No answer from" not in login(alice).get(running.get_absolute_url()).content.decode()

@@ -71,8 +71,15 @@ def poll_cluster(cluster_id: int) -> dict:
         report = polling.poll_cluster(cluster_id)
     finally:
         cache.delete(lock_key)
-    measurements.record_poll(report.cluster, time.monotonic() - started, report.error)
-    return {"cluster": report.cluster, "polled": report.polled, "moved": report.moved, "error": report.error}
+    seconds = time.monotonic() - started
+    measurements.record_poll(report.cluster, seconds, report.error, heard=report.heard, note=report.note)
+    return {
+        "cluster": report.cluster,
+        "polled": report.polled,
+        "moved": report.moved,
+        "error": report.error,
+        "heard": report.heard,
+    }
 
 
 @shared_task

@@ -87,6 +87,24 @@ class SchedulerStatus:
     never_starts: str = ""  # pending for a reason that cannot clear by itself: why, in words for the student
 
 
+class Polled(dict):
+    """poll()'s answer: scheduler id → SchedulerStatus, and whether the scheduler's controller itself gave it.
+
+    A kind that can answer from a record kept beside the controller (SLURM accounting: sacct reads slurmdbd, which
+    answers while slurmctld is down) says so with from_controller=False and `note` in words for admins: the states
+    are then what the controller last reported, so the cluster is not marked as heard from and pages keep saying
+    that states may be out of date (jobs/staleness.py). A plain dict counts as the controller's answer.
+    """
+
+    def __init__(self, statuses=(), *, from_controller: bool = True, note: str = ""):
+        super().__init__(statuses)
+        self.from_controller, self.note = from_controller, note
+
+
+def from_controller(statuses: dict) -> bool:
+    return getattr(statuses, "from_controller", True)
+
+
 @dataclass(frozen=True)
 class LogChunk:
     offset: int  # where the next read starts
@@ -156,7 +174,8 @@ class ClusterBackend(ABC):
 
     @abstractmethod
     def poll(self, scheduler_ids: list[str]) -> dict[str, SchedulerStatus]:
-        """Statuses of many jobs in one scheduler call; ids the scheduler no longer knows are absent."""
+        """Statuses of many jobs in one scheduler call; ids the scheduler no longer knows are absent. A `Polled`
+        answer may say it did not come from the scheduler's controller (then the cluster is not marked as heard)."""
 
     @abstractmethod
     def cancel(self, scheduler_id: str) -> SchedulerStatus | None:

@@ -270,6 +270,37 @@ def test_traversal_absolute_paths_symlinks_leading_out_devices_and_control_chara
     assert (bobs / "secret.txt").read_text() == "bob's answers"
 
 
+def test_a_hard_link_to_another_student_s_file_is_listed_but_never_read_and_direction_controls_are_written_out(
+    lab, cluster, alice, bob, api_for, services
+):
+    """OpenSSH's sftp-server gives each listed entry's link count in its ls -l line; the portal reads no file with
+    more than one name (download, view, archive) and says why; a name a job wrote with U+202E shows as \\u202e."""
+    alice_client, base = api_for(alice), reverse("api:files-cluster", args=[cluster.pk])
+    api_for(bob).get(base)
+    assert alice_client.get(base).status_code == 200
+    mine, bobs = space_of(lab, alice), space_of(lab, bob)
+    (bobs / "secret.txt").write_text("bob's answers")
+    (mine / "work").mkdir()
+    (mine / "work" / "mine.txt").write_text("my own")
+    os.link(bobs / "secret.txt", mine / "work" / "answers.txt")
+    (mine / "invoice\u202etxt.exe").write_text("x")
+    as_service_user(lab, services)
+
+    for endpoint in ("download/", "text/"):
+        response = alice_client.get(base + endpoint, {"path": "work/answers.txt"})
+        assert response.status_code == 400 and "hard link" in response.json()["detail"], response.content
+    listed = {e["name"]: e["kind"] for e in alice_client.get(base, {"path": "work"}).json()["entries"]}
+    assert listed == {"answers.txt": "linked", "mine.txt": "file"}
+    zipped = zipfile.ZipFile(io.BytesIO(body(alice_client.get(base + "download/", {"path": "work", "archive": "zip"}))))
+    assert sorted(zipped.namelist()) == ["work/LEFT-OUT.txt", "work/mine.txt"]
+    assert b"bob's answers" not in b"".join(zipped.read(n) for n in zipped.namelist())
+
+    shown = {e["name"]: e["shown"] for e in alice_client.get(base).json()["entries"]}
+    assert shown["invoice\u202etxt.exe"] == "invoice\\u202etxt.exe"
+    renamed = alice_client.post(base + "rename/", {"path": "work/mine.txt", "name": "a\u202eb"}, format="json")
+    assert renamed.status_code == 400 and "direction controls" in renamed.json()["detail"]
+
+
 def test_with_the_student_s_own_cluster_account_files_are_read_and_written_as_that_account(
     cluster, alice, api_for, services
 ):

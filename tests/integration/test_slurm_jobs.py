@@ -187,6 +187,40 @@ def test_slurmctld_outage_keeps_last_state_and_recovers(worker, api_for, alice, 
     assert job.exit_code == 0
 
 
+@pytest.mark.timeout(300)
+def test_with_accounting_a_slurmctld_outage_still_shows_the_stale_notice(
+    worker, api_for, alice, cluster, sleep_template, job_state
+):
+    """sacct reads slurmdbd, which answers while slurmctld is down (the job still "RUNNING" there): such a poll must
+    not count as hearing from the cluster, so the pages say states may be out of date until the controller is back."""
+    from core import measurements
+    from jobs.staleness import notices_for
+
+    Cluster.objects.filter(pk=cluster.pk).update(has_accounting=True)
+    job = job_state(launch(api_for, alice, seconds=20), "running")
+    config = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, check=True).stdout
+    pidfile = Path(config.split("SlurmctldPidFile")[1].split("=")[1].split()[0])
+    subprocess.run(["kill", pidfile.read_text().strip()], check=True)
+    wait_for(
+        lambda: subprocess.run(["scontrol", "ping"], capture_output=True, text=True).stdout.count("DOWN"),
+        timeout=30,
+        what="slurmctld to stop",
+    )
+    try:
+        wait_for(
+            lambda: notices_for(Job.objects.select_related("cluster").get(pk=job.pk)),
+            timeout=45,
+            what="the stale notice while only slurmdbd answers",
+        )
+        assert "slurmctld did not answer" in measurements.polls()[cluster.name]["note"]
+        assert Job.objects.get(pk=job.pk).state == "running"
+    finally:
+        subprocess.run(["slurmctld"], check=True)
+    job_state(job, "completed", timeout=120)
+    job_state(launch(api_for, alice, seconds=20), "running")  # a job to poll for, now the controller answers
+    wait_for(lambda: not measurements.polls()[cluster.name]["note"], timeout=60, what="the controller heard again")
+
+
 def test_stage_lab_files_and_test_connection_from_the_admin(worker, client, admin_user, cluster, services, settings):
     client.force_login(admin_user)
     Cluster.objects.filter(pk=cluster.pk).update(host_key="")

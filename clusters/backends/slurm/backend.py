@@ -27,6 +27,7 @@ from ..base import (
     LogChunk,
     NodeInfo,
     PartitionLimits,
+    Polled,
     QueueView,
     SchedulerStatus,
     SchedulerUnavailable,
@@ -55,6 +56,7 @@ CONTROLLER_DOWN = re.compile(
     re.IGNORECASE,
 )
 UNKNOWN_JOB = re.compile(r"Invalid job id specified", re.IGNORECASE)
+CONTROLLER_SILENT = "slurmctld did not answer; job states came from accounting (slurmdbd) and may be out of date"
 
 _GRES_IDX = re.compile(r"gpu(?::[^:(\s]+)?:\d+\(IDX:([^)]*)\)")
 _NODE_DETAIL = re.compile(r"^\s*Nodes=(\S+)\s+CPU_IDs=(\S*).*?GRES=(\S*)", re.MULTILINE)
@@ -296,7 +298,10 @@ class SlurmBackend(ClusterBackend):
         if not ids:
             return {}
         if self.cluster.has_accounting:
-            return self._sacct(ids)
+            statuses = self._sacct(ids)
+            if self._controller_answers(ids):
+                return Polled(statuses)
+            return Polled(statuses, from_controller=False, note=CONTROLLER_SILENT)
         result = self._run(
             ["squeue", "--states=all", "--noheader", f"--jobs={','.join(ids)}", "--format=%i|%T|%r|%S|%e"]
         )
@@ -325,6 +330,16 @@ class SlurmBackend(ClusterBackend):
             if status.raw_state in TERMINAL_RAW:
                 statuses[scheduler_id] = self._with_exit_code(status)
         return statuses
+
+    def _controller_answers(self, ids: list[str]) -> bool:
+        """Whether slurmctld answers now. sacct is slurmdbd's answer, which comes while the controller is down and
+        then holds what the controller last reported (a job that ended meanwhile still "RUNNING"); one squeue of the
+        same jobs asks the controller itself (a job it no longer holds is an answer too)."""
+        try:
+            result = self._run(["squeue", "--noheader", "--format=%i", f"--jobs={','.join(ids)}"])
+        except BackendError:  # the controller is down (SchedulerUnavailable), or the login went away meanwhile
+            return False
+        return result.ok or bool(UNKNOWN_JOB.search(result.stderr))
 
     def queue(self) -> QueueView:
         """The whole queue in two calls, whatever the number of jobs: `squeue --start` and `sprio`."""
