@@ -29,7 +29,9 @@ class PinnedAddressAdapter(HTTPAdapter):
     def build_connection_pool_key_attributes(self, request, verify, cert=None):
         host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
         if host_params["scheme"] == "https":
-            pool_kwargs["server_hostname"] = host_params["host"]  # SNI and the certificate's name check
+            # SNI and the certificate's name check. The stub types pool_kwargs as the keys requests sets itself;
+            # urllib3 takes any HTTPSConnectionPool argument there, server_hostname among them.
+            pool_kwargs["server_hostname"] = host_params["host"]  # type: ignore[typeddict-unknown-key]
         host_params["host"] = self.address
         return host_params, pool_kwargs
 

@@ -542,16 +542,18 @@ def archive(session: Session, walk: FolderWalk, fmt: str) -> Iterator[bytes]:
 def _tar_member(tar: tarfile.TarFile, info: tarfile.TarInfo, chunks: Iterator[bytes], pipe: _Pipe) -> Iterator[bytes]:
     """One member as tarfile.addfile writes it (header, data, padding to a block), chunk by chunk; a file that shrank
     while it was read is padded with NULs to the size its header says."""
+    out = tar.fileobj  # tarfile's stream over the pipe: it keeps its own buffer, so every byte goes through it
+    assert out is not None, "a TarFile opened for writing has its stream"
     header = info.tobuf(tar.format, tar.encoding, tar.errors)
-    tar.fileobj.write(header)
+    out.write(header)
     written = 0
     for chunk in chunks:
         chunk = chunk[: info.size - written]
-        tar.fileobj.write(chunk)
+        out.write(chunk)
         written += len(chunk)
         yield pipe.take()
     blocks, remainder = divmod(info.size, tarfile.BLOCKSIZE)
-    tar.fileobj.write(tarfile.NUL * (info.size - written + (tarfile.BLOCKSIZE - remainder if remainder else 0)))
+    out.write(tarfile.NUL * (info.size - written + (tarfile.BLOCKSIZE - remainder if remainder else 0)))
     tar.offset += len(header) + (blocks + (1 if remainder else 0)) * tarfile.BLOCKSIZE
-    tar.members.append(info)
+    tar.members.append(info)  # type: ignore[attr-defined]  # typeshed omits TarFile.members, which addfile appends to
     yield pipe.take()

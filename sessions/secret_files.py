@@ -14,8 +14,14 @@ import fnmatch
 import stat
 
 RUNTIME_DIRS = frozenset({".gpulab-runtime"})
-ALWAYS = (".jupyter-server*.json", "jpserver-*.json", "jpserver-*.html", "nbserver-*.json", "nbserver-*.html")
-ALWAYS += ("jupyter_cookie_secret",)
+ALWAYS = (
+    ".jupyter-server*.json",
+    "jpserver-*.json",
+    "jpserver-*.html",
+    "nbserver-*.json",
+    "nbserver-*.html",
+    "jupyter_cookie_secret",
+)
 WHEN_PRIVATE = ("kernel-*.json",)
 REFUSAL = (
     "This file holds a JupyterLab session's secret (its token or a kernel's key); the portal never serves or "

@@ -64,20 +64,21 @@ def release_database() -> None:
             connection.close()
 
 
-def _close_quietly(made: Future) -> None:
+def _close_quietly(made: Future[Iterator[bytes]]) -> None:
     """In the stream's own thread, after the read under way returned: end the reader make() made (its SFTP channel,
     its remote process), and give back any connection the thread opened."""
     try:
         iterator = None if made.cancelled() or made.exception() else made.result()
-        if hasattr(iterator, "close"):
-            iterator.close()
+        close = getattr(iterator, "close", None)  # a generator's; an iterator without one holds nothing to end
+        if callable(close):
+            close()
     except Exception:  # the download is over; what failed while closing changes nothing for anyone
         logger.info("download: closing an abandoned reader failed", exc_info=True)
     finally:
         connections.close_all()
 
 
-async def _in_threads(make: Callable[[], Iterator[bytes]]) -> AsyncIterator[bytes]:
+async def _in_threads(make: Callable[[], Iterator[bytes]]) -> AsyncGenerator[bytes, None]:
     """make()'s chunks, its blocking reads run one after the other in a thread of this stream's own (never the
     thread Django keeps for the request's ORM code, nor a pool other requests wait on)."""
     await sync_to_async(release_database, thread_sensitive=True)()  # what the request's thread took since the view

@@ -16,6 +16,7 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator
+from django.http import QueryDict
 
 USERNAME_MAX = 150  # Django's User.username (LDAP and local accounts alike)
 PASSWORD_MAX = 4096  # far above any passphrase; a directory bind or a hash need never see more
@@ -27,24 +28,27 @@ MESSAGES = {
 LIMITS = {"username": USERNAME_MAX, "password": PASSWORD_MAX}
 
 
-class BoundedCredentials:
-    """A sign-in form whose username and password are refused past their lengths (then authenticate() is not
-    called: AuthenticationForm.clean asks only with both fields valid)."""
+class BoundedCredentials(forms.Form):
+    """Mixed in before a sign-in form (AuthenticationForm or the admin's): its username and password are refused past
+    their lengths (then authenticate() is not called: AuthenticationForm.clean asks only with both fields valid)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         for name, limit in LIMITS.items():
-            field: forms.CharField = self.fields[name]
+            field = self.fields[name]
+            assert isinstance(field, forms.CharField), "a sign-in form's username and password are text fields"
             field.max_length = limit
             field.validators.append(MaxLengthValidator(limit, message=MESSAGES[name]))
 
     def full_clean(self) -> None:
         super().full_clean()
         if too_long(self):  # the page comes back without the over-long text in it
-            self.data = self.data.copy()
+            data = QueryDict(mutable=True)
+            data.update(self.data)
             for name in LIMITS:
                 if self.has_error(name, TOO_LONG):
-                    self.data[self.add_prefix(name)] = ""
+                    data[self.add_prefix(name)] = ""
+            self.data = data
 
 
 class LoginForm(BoundedCredentials, AuthenticationForm):

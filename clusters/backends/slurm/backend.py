@@ -298,10 +298,10 @@ class SlurmBackend(ClusterBackend):
         if not ids:
             return {}
         if self.cluster.has_accounting:
-            statuses = self._sacct(ids)
+            accounted = self._sacct(ids)
             if self._controller_answers(ids):
-                return Polled(statuses)
-            return Polled(statuses, from_controller=False, note=CONTROLLER_SILENT)
+                return Polled(accounted)
+            return Polled(accounted, from_controller=False, note=CONTROLLER_SILENT)
         result = self._run(
             ["squeue", "--states=all", "--noheader", f"--jobs={','.join(ids)}", "--format=%i|%T|%r|%S|%e"]
         )
