@@ -6,7 +6,6 @@ carries none of the headers that would widen what the server's pages may do on t
 from __future__ import annotations
 
 import threading
-import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
@@ -17,7 +16,7 @@ from clusters.backends.kind import NotebookAddress
 from sessions import notebook_proxy
 from sessions.notebook_proxy import NotebookProxy, Refused, upstream_path
 
-JOB_ID = str(uuid.uuid4())
+JOB_ID = "4c9f2e8c-e6af-4fbc-85ad-8dcd5ff741e2"  # fixed: parametrized test ids must match in every xdist worker
 PREFIX = f"/jobs/{JOB_ID}/lab/"
 TOKEN = "t0ken-" + "y" * 40
 
