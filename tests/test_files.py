@@ -150,7 +150,8 @@ def test_the_listing_marks_a_hard_link_and_shows_no_download_for_it(run_dir):
 def test_an_archive_leaves_hard_links_out_and_says_which_and_why(run_dir):
     (run_dir / "sub").mkdir()
     os.link(run_dir.parent / "other" / "secret.txt", run_dir / "sub" / "answers.txt")
-    zipped = zipfile.ZipFile(io.BytesIO(b"".join(files.archive(session_on(run_dir), "", "zip"))))
+    session = session_on(run_dir)
+    zipped = zipfile.ZipFile(io.BytesIO(b"".join(files.archive(session, session.walk(""), "zip"))))
     assert sorted(zipped.namelist()) == ["mine/LEFT-OUT.txt", "mine/own.txt"]
     note = zipped.read("mine/LEFT-OUT.txt").decode()
     assert "mine/sub/answers.txt" in note and "hard link" in note and "bob's answers" not in note

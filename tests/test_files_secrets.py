@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import tarfile
 import zipfile
 
 import pytest
@@ -128,3 +129,37 @@ def test_an_ended_session_keeps_its_secrets_refused(run_dir, running_job, alice,
     running_job.save()
     answer = api_for(alice).get(f"/api/v1/files/jobs/{running_job.pk}/download/", {"path": "jpserver-4242.json"})
     assert answer.status_code == 400
+
+
+def test_an_archive_skips_secrets_unnamed_and_names_the_hard_links_it_left_out(
+    tmp_path, run_dir, running_job, alice, api_for
+):
+    """Both rules at once: a session's secret is not in the archive, not even named; a hard link (here one of the
+    secret under an innocent name, and another student's file) is left out and named in LEFT-OUT.txt."""
+    other = tmp_path / "bob"
+    other.mkdir()
+    (other / "answers.txt").write_text("bob's answers")
+    os.link(other / "answers.txt", run_dir / "answers.txt")
+    os.link(run_dir / "jpserver-4242.json", run_dir / "copy.json")
+    base = f"/api/v1/files/jobs/{running_job.pk}/"
+    client = api_for(alice)
+    for fmt in ("zip", "tar"):
+        answer = client.get(base + "download/", {"path": "", "archive": fmt})
+        assert answer.status_code == 200
+        body = b"".join(answer)
+        names, note = _names_and_note(body, fmt, f"{running_job.pk}/LEFT-OUT.txt")
+        inside = sorted(n.split("/", 1)[1] for n in names)
+        assert inside == ["LEFT-OUT.txt", "kernel-results.json", "notes.txt"], fmt
+        assert f"{running_job.pk}/answers.txt" in note and f"{running_job.pk}/copy.json" in note
+        assert "jpserver" not in note and b"s3cret" not in body and b"bob's answers" not in body
+
+
+def _names_and_note(body: bytes, fmt: str, note_name: str) -> tuple[list[str], str]:
+    """An archive's member names and the text of its LEFT-OUT.txt."""
+    if fmt == "zip":
+        with zipfile.ZipFile(io.BytesIO(body)) as zipped:
+            return zipped.namelist(), zipped.read(note_name).decode()
+    with tarfile.open(fileobj=io.BytesIO(body)) as tarred:
+        note = tarred.extractfile(note_name)
+        assert note is not None
+        return tarred.getnames(), note.read().decode()
