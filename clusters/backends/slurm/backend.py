@@ -156,7 +156,7 @@ class SlurmBackend(ClusterBackend):
                 ]
             },
         ),
-        ("SLURM: job environment", {"fields": ["lab_dir", "preamble"]}),
+        ("SLURM: job environment", {"fields": ["lab_dir", "preamble", "shared_user"]}),
     )
 
     # Paths: "~/x" is relative to the login home, which is where SSH commands and SFTP start.

@@ -64,7 +64,7 @@ class SlurmRestBackend(ClusterBackend):
             },
         ),
         ("SLURM: scheduler", {"fields": ["partitions", "gpu_types"]}),
-        ("SLURM: job environment", {"fields": ["lab_dir", "preamble"]}),
+        ("SLURM: job environment", {"fields": ["lab_dir", "preamble", "shared_user"]}),
     )
 
     def __init__(self, cluster, account):
