@@ -269,7 +269,11 @@ class Kind:
         """Test connection's one-line answer, above the report's lines."""
         if ok:
             return "Login works"
-        return "Login works; the sudo rule must change" if cluster.run_as == RunAs.SUDO else "Login problem"
+        if cluster.run_as == RunAs.SUDO:
+            return "Login works; the sudo rule must change"
+        if cluster.run_as == RunAs.SERVICE:
+            return "Refused: students' jobs would run as an account that must never run them"
+        return "Login problem"
 
     def __repr__(self) -> str:
         return f"<Kind {self.name}>"

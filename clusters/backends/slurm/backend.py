@@ -17,7 +17,7 @@ from django.utils import timezone
 from clusters.choices import accounting_in_words
 from core.choices import JobState
 
-from .. import as_student, reservations, ssh, sudo_rule
+from .. import as_student, reservations, runner_check, ssh, sudo_rule
 from ..accounting import SACCT_FIELDS, AccountedUsage, parse_sacct
 from ..base import (
     BackendError,
@@ -469,11 +469,18 @@ class SlurmBackend(ClusterBackend):
             lines.append(self._operator_line(has_accounting))
         facts = {"partition_limits": {name: p.as_dict() for name, p in limits.items()}} if partitions.ok else {}
         rule_ok = True
-        if self.cluster.run_as == "sudo":  # jobs run as each student: the service account's sudo rule, judged
-            verdict = sudo_rule.judge(sudo_rule.parse(ssh.run(self.cluster, self.login, ["sudo", "-n", "-l"]).stdout))
+        if self.cluster.run_as == "sudo" or self.cluster.uses_shared_user:  # students' users reached through sudo
+            verdict = sudo_rule.judge(sudo_rule.parse(self._as_login(["sudo", "-n", "-l"]).stdout))
             lines += verdict.lines(self.login.username)
             rule_ok = verdict.ok
-        return ConnectionReport(ok=rule_ok, lines=lines, has_accounting=has_accounting, facts=facts)
+        runners = runner_check.runners_of(self.cluster, self.login.username, has_accounting=has_accounting)
+        who = runner_check.check(runners, self._as_login)
+        lines += who.lines
+        return ConnectionReport(ok=rule_ok and who.ok, lines=lines, has_accounting=has_accounting, facts=facts)
+
+    def _as_login(self, argv: list[str]) -> ssh.CommandResult:
+        """A command as the service account itself (never through sudo as a student)."""
+        return ssh.run(self.cluster, self.login, argv)
 
     def _operator_line(self, has_accounting: bool) -> str:
         """Lab sessions need the service account to be a SLURM operator (it makes their reservations)."""

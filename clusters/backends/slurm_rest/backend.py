@@ -21,7 +21,7 @@ from pathlib import Path
 
 from clusters.choices import RunAs, accounting_in_words
 
-from .. import as_student, ssh, tokens
+from .. import as_student, runner_check, ssh, tokens
 from ..accounting import AccountedUsage
 from ..base import (
     BackendError,
@@ -301,7 +301,19 @@ class SlurmRestBackend(ClusterBackend):
         lines.append("SLURM accounting: " + accounting_in_words(has_accounting))
         acts, said = self._acting_for_others(reader, version)
         lines.append(said)
-        return ConnectionReport(ok=acts, lines=lines, facts=facts, has_accounting=has_accounting)
+        runners = runner_check.runners_of(
+            self.cluster, self.account.username, token_user=reader.user, has_accounting=has_accounting
+        )
+        who = runner_check.check(runners, self._as_login)
+        lines += who.lines
+        return ConnectionReport(ok=acts and who.ok, lines=lines, facts=facts, has_accounting=has_accounting)
+
+    def _as_login(self, argv: list[str]) -> ssh.CommandResult:
+        """A command as the service account over SSH; without an SSH login, an empty answer (the runner check then
+        judges by names and the token alone)."""
+        if not self.has_ssh:
+            return ssh.CommandResult(1, "", "no SSH login")
+        return ssh.run(self.cluster, self.account, argv)
 
     def _acting_for_others(self, reader: RestClient, version: versions.ApiVersion) -> tuple[bool, str]:
         """Whether the token may name another user in X-SLURM-USER-NAME (only the SlurmUser's, or root's, may), as
@@ -319,10 +331,13 @@ class SlurmRestBackend(ClusterBackend):
         said = f"The token of {reader.user} may not act for other users: asked as {other}, SLURM said “{refusal}”."
         slurm_user = "a token of SLURM's SlurmUser (SlurmUser in slurm.conf; `scontrol token username=<SlurmUser>`)"
         account = self.account.username
-        if account != reader.user:
-            return False, f"{said} Every job here is submitted as {account}: store its own token or {slurm_user} on it."
         if self.cluster.run_as == RunAs.REST_USER:
             return False, f"{said} Jobs here run as each student's cluster user: store {slurm_user} on {account}."
+        if self.cluster.uses_shared_user:
+            shared = self.cluster.shared_user or "the shared cluster user"
+            return False, f"{said} Jobs here run as {shared}: store {slurm_user} on {account}."
+        if account != reader.user:
+            return False, f"{said} Every job here is submitted as {account}: store its own token or {slurm_user} on it."
         return True, f"{said} Fine while jobs run as {account}; for students' own cluster users, store {slurm_user}."
 
     def stage_lab_files(self, source: Path) -> int:
