@@ -193,8 +193,9 @@ class SlurmBackend(ClusterBackend):
     # -- submit -----------------------------------------------------------------------------------------------
     def submit(self, request: SubmitRequest) -> str:
         if self.student:  # the student's user makes its private directory; sbatch reads the script from stdin
-            job_dir = self.student.path(self.cluster.lab_dir, "jobs", str(request.job_id))
-            self.student.make_private_dir(job_dir)
+            lab = self.student.path(self.cluster.lab_dir)
+            job_dir = posixpath.join(lab, "jobs", str(request.job_id))
+            self.student.make_private_dir(job_dir, below=lab)
             script, stdin = [], request.script
         else:
             job_dir = self._write_script(request)

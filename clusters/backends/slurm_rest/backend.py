@@ -173,7 +173,7 @@ class SlurmRestBackend(ClusterBackend):
         if self.student:
             home = self.student.home()
             job_dir = self._lab_path(home, "jobs", str(job_id))
-            self.student.make_private_dir(job_dir)
+            self.student.make_private_dir(job_dir, below=self._lab_path(home))
             return job_dir, posixpath.join(job_dir, LOG_NAME), home
         with ssh.sftp(self.cluster, self.account) as sftp:
             home = sftp.normalize(".")
