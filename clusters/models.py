@@ -26,6 +26,8 @@ class Cluster(models.Model):
         "shared cluster user",
         max_length=32,
         blank=True,
+        default="",
+        db_default="",  # rows the previous release inserts during an upgrade get it too
         help_text="Only where jobs run as one shared cluster user: the unprivileged user every student's jobs run as "
         "(e.g. labshared), reached through the service account as a student's own user is. Never the service account: "
         "no sudo rule, no SLURM operator level, not SLURM's SlurmUser.",
