@@ -55,7 +55,10 @@ def check(runners: Runners, run: Run) -> RunnerReport:
     if runners.shared_mode_without_user:
         users.append(runners.login)
     if not users:
-        return RunnerReport(ok=True, lines=["Students' code runs as their own registered accounts."])
+        return RunnerReport(
+            ok=True,
+            lines=["No cluster user is named for students' code yet (registered accounts are the students' own)."],
+        )
     problems = _names(runners, users)
     privileged = {runners.login} & set(users)
     problems += _admin_levels(users, run) if runners.has_accounting else []
