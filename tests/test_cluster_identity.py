@@ -254,3 +254,18 @@ def test_a_roster_cannot_change_a_cluster_username_already_set(course, alice):
     result = import_roster(course, "alice,,student,other01\n")
     assert not result.ok and "already has the cluster username alice01; an admin changes it" in result.errors[0]
     assert cluster_username(alice) == "alice01"
+
+
+def test_the_demo_gives_every_login_a_cluster_user_of_its_own(tmp_path):
+    from django.core.management import call_command
+
+    call_command("demo_setup", logins=tmp_path / "logins")
+    names = dict(ClusterIdentity.objects.values_list("user__username", "username"))
+    assert names == {
+        "admin": "labadmin",
+        "instructor": "labinstructor",
+        "student1": "labstudent1",
+        "student2": "labstudent2",
+    }
+    call_command("demo_setup", logins=tmp_path / "logins")  # again: nothing changes
+    assert dict(ClusterIdentity.objects.values_list("user__username", "username")) == names
