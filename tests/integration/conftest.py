@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from clusters.choices import RunAs
 from clusters.models import AuthMethod, Cluster, ClusterAccount
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,7 +158,9 @@ def worker(portal_env, django_db_blocker, tmp_path_factory):
 
 @pytest.fixture
 def cluster(transactional_db, course, services):
-    """The local SLURM cluster, reached through sshd on 127.0.0.1 with its pinned host key."""
+    """The local SLURM cluster, reached through sshd on 127.0.0.1 with its pinned host key. Jobs run as its one
+    unprivileged shared user (labshared), reached through the service account's sudo rule, never as the service
+    account; a test that wants each student's own user sets run_as (tests/integration/test_cluster_identity.py)."""
     cluster = Cluster.objects.create(
         name="local",
         title="Local SLURM",
@@ -167,6 +170,8 @@ def cluster(transactional_db, course, services):
         partitions=["debug", "gpu"],
         gpu_types=["demo"],
         lab_dir="~/gpulab-test",
+        run_as=RunAs.SERVICE,
+        shared_user=services.get("GPULAB_SHARED_USER", "labshared"),
     )
     account = ClusterAccount(cluster=cluster, username=services["GPULAB_SERVICE_USER"], auth_method=AuthMethod.KEY)
     account.set_secret(Path(services["GPULAB_SERVICE_KEY"]).read_text())
@@ -187,7 +192,8 @@ def _quiesce(request, transactional_db):
     from jobs.models import Job
 
     ended = Job.objects.filter(state__in=ACTIVE_STATES).update(state="cancelled")
-    for user in (os.environ.get("GPULAB_SERVICE_USER"), os.environ.get("GPULAB_PERSONAL_USER")):
+    shared = os.environ.get("GPULAB_SHARED_USER", "labshared")
+    for user in (os.environ.get("GPULAB_SERVICE_USER"), os.environ.get("GPULAB_PERSONAL_USER"), shared):
         if user:
             subprocess.run(["scancel", f"--user={user}"], capture_output=True, check=False)
     if ended or "worker" in request.fixturenames:
