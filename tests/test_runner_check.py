@@ -112,3 +112,15 @@ def test_the_check_runs_as_the_service_account_never_as_a_student(cluster, login
     _, asked = login_node
     report_of(cluster)
     assert {who for who, _ in asked} == {"labsvc"} and not any(line.startswith("sudo -n -u") for _, line in asked)
+
+
+def test_without_a_login_node_it_checks_names_and_the_token_and_says_what_it_could_not_ask():
+    from clusters.backends import runner_check
+
+    def no_login(argv):
+        raise AssertionError(f"asked {argv} with no login node")
+
+    runners = runner_check.Runners(login="labrest", users=("labshared",), token_user="root", over_ssh=False)
+    line = runner_check.check(runners, no_login).lines[0]
+    assert "runs as labshared, never as the service account labrest, not the slurmrestd token's user (root)" in line
+    assert "checked over the login node" in line

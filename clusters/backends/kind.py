@@ -272,7 +272,7 @@ class Kind:
         if cluster.run_as == RunAs.SUDO:
             return "Login works; the sudo rule must change"
         if cluster.run_as == RunAs.SERVICE:
-            return "Refused: students' jobs would run as an account that must never run them"
+            return "Login works; what is marked below must change before students' jobs run here"
         return "Login problem"
 
     def __repr__(self) -> str:

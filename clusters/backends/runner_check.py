@@ -47,6 +47,7 @@ class Runners:
     shared_mode_without_user: bool = False  # the shared mode with no shared user: it would be the service account
     token_user: str = ""  # whose slurmrestd token the portal holds ("" on a cluster without one)
     has_accounting: bool = False  # admin levels live in SLURM accounting
+    over_ssh: bool = True  # the login node answers commands (slurmrestd without one: names and the token only)
 
 
 def check(runners: Runners, run: Run) -> RunnerReport:
@@ -60,11 +61,12 @@ def check(runners: Runners, run: Run) -> RunnerReport:
             lines=["No cluster user is named for students' code yet (registered accounts are the students' own)."],
         )
     problems = _names(runners, users)
-    privileged = {runners.login} & set(users)
-    problems += _admin_levels(users, run) if runners.has_accounting else []
-    problems += _slurm_user(users, run)
-    problems += _sudo_groups(users, run)
-    problems += _own_sudo_rule(runners.login, run) if privileged else []
+    if runners.over_ssh:
+        privileged = {runners.login} & set(users)
+        problems += _admin_levels(users, run) if runners.has_accounting else []
+        problems += _slurm_user(users, run)
+        problems += _sudo_groups(users, run)
+        problems += _own_sudo_rule(runners.login, run) if privileged else []
     if problems:
         return RunnerReport(ok=False, lines=[f"REFUSED: {p}" for p in problems])
     return RunnerReport(ok=True, lines=[_fine(runners, users)])
@@ -145,15 +147,21 @@ def _own_sudo_rule(login: str, run: Run) -> list[str]:
 
 def _fine(runners: Runners, users: list[str]) -> str:
     who = users[0] if len(users) == 1 else f"each student's own cluster user ({len(users)} checked)"
-    token = f", not the slurmrestd token's user ({runners.token_user})" if runners.token_user else ""
-    levels = "no SLURM operator or administrator, " if runners.has_accounting else ""
-    return (
-        f"Students' code runs as {who}, never as the service account {runners.login}: {levels}not SLURM's "
-        f"SlurmUser{token}, in none of the groups {', '.join(SUDO_GROUPS)}."
-    )
+    token = f"not the slurmrestd token's user ({runners.token_user})" if runners.token_user else ""
+    if not runners.over_ssh:
+        return (
+            f"Students' code runs as {who}, never as the service account {runners.login}{', ' + token if token else ''}"
+            ". SLURM admin levels, the SlurmUser and sudo groups are checked over the login node, which this cluster "
+            "has none of in the portal: keep those users unprivileged (docs/cluster-identity.md)."
+        )
+    facts = ["no SLURM operator or administrator"] if runners.has_accounting else []
+    facts += ["not SLURM's SlurmUser", *([token] if token else []), f"in none of the groups {', '.join(SUDO_GROUPS)}"]
+    return f"Students' code runs as {who}, never as the service account {runners.login}: {', '.join(facts)}."
 
 
-def runners_of(cluster, login: str, *, token_user: str = "", has_accounting: bool = False) -> Runners:
+def runners_of(
+    cluster, login: str, *, token_user: str = "", has_accounting: bool = False, over_ssh: bool = True
+) -> Runners:
     """Who runs students' code on `cluster` (clusters.identity.job_users), as the check takes it."""
     from clusters.identity import job_users  # the portal's rows, read only here
 
@@ -163,4 +171,5 @@ def runners_of(cluster, login: str, *, token_user: str = "", has_accounting: boo
         shared_mode_without_user=cluster.uses_shared_user and not cluster.shared_user,
         token_user=token_user,
         has_accounting=has_accounting,
+        over_ssh=over_ssh,
     )

@@ -302,17 +302,18 @@ class SlurmRestBackend(ClusterBackend):
         acts, said = self._acting_for_others(reader, version)
         lines.append(said)
         runners = runner_check.runners_of(
-            self.cluster, self.account.username, token_user=reader.user, has_accounting=has_accounting
+            self.cluster,
+            self.account.username,
+            token_user=reader.user,
+            has_accounting=has_accounting,
+            over_ssh=self.has_ssh,
         )
         who = runner_check.check(runners, self._as_login)
         lines += who.lines
         return ConnectionReport(ok=acts and who.ok, lines=lines, facts=facts, has_accounting=has_accounting)
 
     def _as_login(self, argv: list[str]) -> ssh.CommandResult:
-        """A command as the service account over SSH; without an SSH login, an empty answer (the runner check then
-        judges by names and the token alone)."""
-        if not self.has_ssh:
-            return ssh.CommandResult(1, "", "no SSH login")
+        """A command as the service account over SSH (the runner check asks only where it has an SSH login)."""
         return ssh.run(self.cluster, self.account, argv)
 
     def _acting_for_others(self, reader: RestClient, version: versions.ApiVersion) -> tuple[bool, str]:
