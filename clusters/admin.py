@@ -50,6 +50,11 @@ class ClusterAccountInline(admin.TabularInline):
         return token_expiry_text(obj)
 
 
+# A new cluster's "Jobs run as": left empty, Cluster.clean() gives it its kind's isolated mode (kinds.default_run_as).
+NEW_CLUSTER_RUN_AS = ""
+NEW_CLUSTER_RUN_AS_LABEL = "Each student's own user (sudo on SLURM, impersonation on slurmrestd)"
+
+
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     list_display = ["name", "title", "kind", "address", "enabled", "host_key_status"]
@@ -111,10 +116,13 @@ class ClusterAdmin(admin.ModelAdmin):
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change, **kwargs)
-        if obj is not None and "run_as" in form.base_fields:  # only the modes the cluster's kind supports
+        field = cast("forms.ChoiceField | None", form.base_fields.get("run_as"))
+        if field is not None and obj is not None:  # only the modes the cluster's kind supports
             modes = kinds.backend_class(obj.kind).run_as_modes
-            field = cast(forms.ChoiceField, form.base_fields["run_as"])
             field.choices = [(value, label) for value, label in RunAs.choices if value in modes]
+        elif field is not None:  # a new cluster: each student's own identity unless the admin picks otherwise
+            field.choices = [(NEW_CLUSTER_RUN_AS, NEW_CLUSTER_RUN_AS_LABEL), *RunAs.choices]
+            field.initial = NEW_CLUSTER_RUN_AS
         return form
 
     def change_view(self, request, object_id, form_url="", extra_context=None):

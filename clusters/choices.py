@@ -18,7 +18,9 @@ class RunAs(models.TextChoices):
     """Whose identity a cluster's jobs run under; each kind lists the ones it supports (ClusterBackend.run_as_modes)."""
 
     # Short labels: they are the options of a select on a phone. The cluster page explains each.
-    SERVICE = "service", "Shared service account (not isolated)"
+    # SERVICE: every student's jobs as the cluster's one shared user (Cluster.shared_user), reached through the service
+    # account like a student's own user; never as the service account itself, which holds the portal's privileges.
+    SERVICE = "service", "One shared cluster user (not isolated)"
     REST_USER = "rest-user", "Student's user, via slurmrestd"
     SUDO = "sudo", "Student's user, via sudo"
     OWN_ACCOUNT = "own-account", "Student's registered account"

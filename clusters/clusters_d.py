@@ -8,7 +8,9 @@
       gpulab:
         lab_dir: ~/gpulab
         preamble: "module load cuda"
-        run_as: sudo          # whose identity jobs have: service (default), sudo, rest-user, own-account
+        run_as: sudo          # whose identity jobs have: the kind's own-user mode by default (sudo; rest-user on
+                              # slurm-rest), or service (every student as shared_user), own-account
+        shared_user: labshared  # only with run_as: service: the unprivileged user every student's jobs run as
         courses: [hpc-2026]
         service_account: {username: gpulab, private_key_file: /run/secrets/campus_key}
 
@@ -37,7 +39,7 @@ import yaml
 from django.db import transaction
 
 from . import kinds, services
-from .choices import RunAs
+from .choices import POSIX_NAME, RunAs
 from .models import AuthMethod, Cluster, ClusterAccount
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")
@@ -172,10 +174,11 @@ def parse_file(path: Path) -> dict:
     token = _read_token(account, f"{where} service_account")
     if account and not account.get("username"):
         raise ClusterFileError(f"{where}: service_account.username is required.")
-    run_as = str(extra.get("run_as", RunAs.SERVICE))
+    run_as = str(extra.get("run_as", kinds.default_run_as(kind)))
     if run_as not in kinds.backend_class(kind).run_as_modes:
         offered = ", ".join(kinds.backend_class(kind).run_as_modes)
         raise ClusterFileError(f"{where}: gpulab.run_as must be one of {offered} for a {kind} cluster.")
+    shared_user = _shared_user(extra, kind, run_as, account, where)
     courses = extra.get("courses", [])
     if not isinstance(courses, list):
         raise ClusterFileError(f"{where}: gpulab.courses must be a list of course slugs.")
@@ -192,12 +195,30 @@ def parse_file(path: Path) -> dict:
             "lab_dir": str(extra.get("lab_dir", "~/gpulab")),
             "preamble": str(extra.get("preamble", "")),
             "run_as": run_as,
+            "shared_user": shared_user,
             **({"api_url": rest_url} if rest_url else {}),
         },
         "host_key": _host_key(login, where),
         "account": {"username": account.get("username"), "secret": secret, "token": token} if account else None,
         "courses": courses,
     }
+
+
+def _shared_user(extra: dict, kind: str, run_as: str, account: dict, where: str) -> str:
+    """gpulab.shared_user: required where jobs run as one shared user (never the service account), else ignored."""
+    name = str(extra.get("shared_user", "")).strip()
+    if run_as != RunAs.SERVICE or not kinds.kind_of(kind).shared_user_mode:
+        return name
+    if not POSIX_NAME.match(name):
+        raise ClusterFileError(
+            f"{where}: with run_as: service, gpulab.shared_user must name the unprivileged cluster user every "
+            "student's jobs run as (e.g. labshared); jobs never run as the service account."
+        )
+    if account and name == account.get("username"):
+        raise ClusterFileError(
+            f"{where}: gpulab.shared_user cannot be the service account ({name}): it holds the portal's privileges."
+        )
+    return name
 
 
 # Gives the cluster to the courses a file names (their slugs), or raises ClusterFileError: the courses app does it

@@ -110,6 +110,12 @@ class ClusterAccountForm(forms.ModelForm):
                 "The portal makes these itself from cluster usernames (Cluster usernames in the admin); set the "
                 "user's cluster username there instead.",
             )
+        if cluster is not None and not data.get("user") and cluster.shared_user == data.get("username"):
+            self.add_error(
+                "username",
+                f"{cluster.shared_user} is the user students' jobs run as on {cluster.display_name}; the service "
+                "account, which holds the portal's privileges, must be another user.",
+            )
         if cluster is not None and method:
             wanted = cluster_kinds.kind_of(cluster.kind).auth_methods
             if method not in wanted:

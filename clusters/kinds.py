@@ -10,6 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from .choices import STUDENT_USER_MODES, RunAs
 from .errors import BackendError
 
 if TYPE_CHECKING:
@@ -75,6 +76,14 @@ def template_choices() -> list[tuple[str, str]]:
 def default() -> str:
     """The kind a new cluster starts as: the first registered."""
     return next(iter(KINDS))
+
+
+def default_run_as(name: str) -> str:
+    """Whose identity a new cluster of this kind runs jobs under: each student's own cluster user where the kind can
+    name it itself (sudo, slurmrestd), else the kind's first mode (Kubernetes: its one, with a namespace per student
+    on the course)."""
+    modes = backend_class(name).run_as_modes if name in KINDS else (RunAs.SERVICE,)
+    return next((mode for mode in modes if mode in STUDENT_USER_MODES), modes[0])
 
 
 def default_templates() -> str:

@@ -4,7 +4,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from . import crypto, kinds
-from .choices import STUDENT_USER_MODES, AuthMethod, IdentitySource, RunAs
+from .choices import POSIX_NAME, STUDENT_USER_MODES, SYSTEM_ACCOUNTS, AuthMethod, IdentitySource, RunAs
 from .limits import PartitionLimits
 
 
@@ -17,10 +17,20 @@ class Cluster(models.Model):
         "jobs run as",
         max_length=16,
         choices=RunAs.choices,
-        default=RunAs.SERVICE,
-        blank=True,  # a form that leaves it out keeps today's shared account (clean() fills it in)
+        default="",
+        blank=True,  # left empty: the kind's isolated mode (kinds.default_run_as), filled in by clean() and save()
         help_text="Whose identity students' jobs have on the cluster. Only a student's own cluster user keeps "
         "students apart; docs/cluster-identity.md gives the sudo rule and slurmrestd token each mode needs.",
+    )
+    shared_user = models.CharField(
+        "shared cluster user",
+        max_length=32,
+        blank=True,
+        default="",
+        db_default="",  # rows the previous release inserts during an upgrade get it too
+        help_text="Only where jobs run as one shared cluster user: the unprivileged user every student's jobs run as "
+        "(e.g. labshared), reached through the service account as a student's own user is. Never the service account: "
+        "no sudo rule, no SLURM operator level, not SLURM's SlurmUser.",
     )
     host = models.CharField("login host", max_length=255, blank=True, help_text="SLURM: the SSH login node.")
     port = models.PositiveIntegerField("SSH port", default=22)
@@ -56,7 +66,7 @@ class Cluster(models.Model):
         default=False,
         help_text="Instructors may book GPUs for a lab session; the portal then makes a SLURM reservation for the "
         "course's users. The service account must be a SLURM operator (sacctmgr modify user NAME set "
-        "adminlevel=operator): where jobs run as the service account, their scripts could then make reservations too.",
+        "adminlevel=operator); students' jobs never run as it, so their scripts cannot make reservations.",
     )
     # {partition: PartitionLimits.as_dict()}: learnt at Test connection and every PARTITION_LIMITS_REFRESH_SECONDS.
     partition_limits = models.JSONField(
@@ -114,6 +124,11 @@ class Cluster(models.Model):
     def __str__(self) -> str:
         return self.title or self.name
 
+    def save(self, *args, **kwargs):
+        if not self.run_as:  # a row made without clean() (a script, a fixture) gets what clean() would give it
+            self.run_as = kinds.default_run_as(self.kind)
+        super().save(*args, **kwargs)
+
     @property
     def display_name(self) -> str:
         return self.title or self.name
@@ -133,7 +148,19 @@ class Cluster(models.Model):
         return PartitionLimits.from_dict(entry) if entry else None
 
     def clean(self):
-        self.run_as = self.run_as or RunAs.SERVICE
+        self.run_as = self.run_as or kinds.default_run_as(self.kind)
+        self.shared_user = (self.shared_user or "").strip()
+        if self.shared_user:
+            self._check_shared_user()
+        elif self.uses_shared_user:
+            raise ValidationError(
+                {
+                    "shared_user": "Jobs in the shared mode run as one unprivileged cluster user, never as the service "
+                    "account (it holds the sudo rule, SLURM operator level or slurmrestd token): create one on the "
+                    "cluster (e.g. labshared, see docs/cluster-identity.md) and name it here, or run jobs as each "
+                    "student's own user."
+                }
+            )
         if self.kind in kinds.KINDS and self.run_as not in kinds.backend_class(self.kind).run_as_modes:
             offered = "; ".join(str(RunAs(m).label) for m in kinds.backend_class(self.kind).run_as_modes)
             raise ValidationError({"run_as": f"{self.get_kind_display()} clusters can run jobs as: {offered}."})
@@ -146,10 +173,38 @@ class Cluster(models.Model):
     def service_account(self) -> "ClusterAccount | None":
         return self.accounts.filter(user__isnull=True).first()
 
+    def _check_shared_user(self) -> None:
+        """The shared user is a POSIX name, not a system account, not this cluster's service account (which holds
+        the portal's privileges) and not anyone's own cluster username."""
+        name = self.shared_user
+        if not POSIX_NAME.match(name):
+            problem = (
+                f"“{name[:40]}” is not a cluster user name: use 1 to 32 lower-case letters, digits, _ or -, starting "
+                "with a letter or _ (e.g. labshared)."
+            )
+        elif name in SYSTEM_ACCOUNTS or name.startswith("systemd-"):
+            problem = f"“{name}” is a system account on the cluster; students' jobs cannot run as it."
+        elif self.pk and self.accounts.filter(user__isnull=True, username=name).exists():
+            problem = (
+                f"“{name}” is this cluster's service account, which holds the portal's privileges (the sudo rule, "
+                "SLURM operator level, the slurmrestd token): students' jobs must run as a separate user without them."
+            )
+        elif ClusterIdentity.objects.filter(username=name).exists():
+            problem = f"“{name}” is a portal user's own cluster username; name a user of its own."
+        else:
+            return
+        raise ValidationError({"shared_user": problem})
+
     @property
     def runs_as_student_user(self) -> bool:
         """Jobs run as each student's cluster username, with the service account's credentials."""
         return self.run_as in STUDENT_USER_MODES
+
+    @property
+    def uses_shared_user(self) -> bool:
+        """Jobs run as the cluster's one shared user (the shared mode of a kind that reaches it through the service
+        account), never as the service account."""
+        return self.run_as == RunAs.SERVICE and self.kind in kinds.KINDS and kinds.kind_of(self.kind).shared_user_mode
 
 
 class ClusterAccount(models.Model):

@@ -34,7 +34,9 @@ def cluster_users(course: Course, cluster: Cluster) -> tuple[str, ...]:
         auth_method=AuthMethod.VIA_SERVICE
     )
     names = set(registered.values_list("username", flat=True))
-    if cluster.run_as == RunAs.SERVICE:
+    if cluster.run_as == RunAs.SERVICE and cluster.uses_shared_user:  # every student's jobs as the shared user
+        names |= {cluster.shared_user} if cluster.shared_user else set()
+    elif cluster.run_as == RunAs.SERVICE:
         names |= set(cluster.accounts.filter(user__isnull=True).values_list("username", flat=True))
     elif cluster.run_as != RunAs.OWN_ACCOUNT:  # sudo, rest-user: each member's cluster username
         names |= set(ClusterIdentity.objects.filter(user__in=members).values_list("username", flat=True))

@@ -32,7 +32,9 @@ class Course(models.Model):
         "Kubernetes namespaces",
         max_length=16,
         choices=NamespaceMode.choices,
-        default=NamespaceMode.PER_COURSE,
+        default=NamespaceMode.PER_STUDENT,  # students apart by default: one namespace is shared by all its pods
+        help_text="One namespace per student keeps students' pods, volumes and services apart; in one namespace for "
+        "the course they can reach each other's.",
     )
     max_cpus = models.PositiveIntegerField("max CPUs per student", default=16, help_text="Kubernetes CPU requests.")
     max_memory_gb = models.PositiveIntegerField("max memory per student (GiB)", default=96)

@@ -1,5 +1,5 @@
-"""What the launch form tells a student before they press Launch: their use of the course quota, and how long
-earlier runs of the template took on each cluster.
+"""What the launch form tells a student before they press Launch: their use of the course quota, how long earlier
+runs of the template took on each cluster, and how to get the cluster identity a cluster's jobs need.
 
 Read-only facts for the page; the quota itself is enforced by jobs.launch.check_quota, under a row lock.
 """
@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from django.db.models import Count, F, Sum
 
+from clusters.identity import missing_identity
 from core.choices import ACTIVE_STATES, JobState
 from courses import quotas
 from courses.models import Role
@@ -76,3 +77,9 @@ def run_estimates(template, clusters) -> list[RunEstimate]:
             median = statistics.median((end - start).total_seconds() for start, end in durations if start and end)
             estimates.append(RunEstimate(cluster.display_name, timedelta(seconds=median), len(durations)))
     return estimates
+
+
+def identity_gaps(user, clusters) -> list[str]:
+    """For each cluster the user could pick whose jobs need an identity they lack (their own cluster user, a
+    registered account), what it is and how to get one (clusters.identity.missing_identity's words)."""
+    return [gap for gap in (missing_identity(cluster, user) for cluster in clusters) if gap]

@@ -58,14 +58,16 @@ set -a
 set +a
 export DEBUG=0 DJANGO_SETTINGS_MODULE=portal.settings ALLOWED_HOSTS=${ALLOWED_HOSTS:-localhost,127.0.0.1,${BIND%:*}}
 
-# The lab's Python for the Tiny LM and JupyterLab templates (PyTorch on CPU, JupyterLab): scripts/lab_venv.sh.
+# The lab's Python for the Tiny LM and JupyterLab templates (PyTorch on CPU, JupyterLab): scripts/lab_venv.sh, checked
+# as a user jobs run as (never the service account, which runs no student's code).
 if [ "${GPULAB_DEMO_TORCH:-1}" = 1 ]; then
-  bash scripts/lab_venv.sh "$LAB_VENV" "$GPULAB_SERVICE_USER" \
+  bash scripts/lab_venv.sh "$LAB_VENV" "${GPULAB_SHARED_USER:-labshared}" \
     || log "the lab's Python environment could not be made; the Tiny LM and JupyterLab templates fail until it is"
 fi
 
 .venv/bin/python manage.py migrate -v0
 .venv/bin/python manage.py collectstatic --noinput -v0
+# The demo logins, each with its own cluster user (lab<login>, made by scripts/local_slurm.sh): jobs run as them.
 .venv/bin/python manage.py demo_setup --logins "$RUN/logins.txt"
 
 bash scripts/demo_cluster.sh "$RUN/clusters.d" "$LAB_VENV"
@@ -96,6 +98,9 @@ cat <<EOF2
 
   Logins (also in var/demo/logins.txt):
 $(sed 's/^/    /' "$RUN/logins.txt")
+
+  Each login's jobs, files and terminals run as its own cluster user (lab<login>: labstudent1, …), so students
+  cannot read or cancel each other's work; the service account labsvc never runs a student's code.
 
   admin: /admin/ (clusters, accounts, templates, courses) · API: /api/v1/ (schema at /api/v1/schema/)
   Logs: var/demo/web.log, var/demo/worker.log, var/demo/collector.log · Stop: make stop-demo

@@ -2,10 +2,17 @@
 # Write the demo SLURM cluster's clusters.d entry from the GPULAB_* variables of its cluster.env.
 #   scripts/demo_cluster.sh OUT_DIR [LAB_VENV]
 # Used by `make demo` (sshd on 127.0.0.1) and by the compose stack's setup (the `slurm` service).
+#
+# Every demo job runs as its student's own cluster user (run_as: sudo; rest-user through slurmrestd), whose
+# username manage.py demo_setup gave each login; the shared user is named for an admin who switches a cluster to the
+# shared mode. The lab directory is shared: the service account stages the workloads there, and each student's
+# user makes its own private folders under jobs/ and students/ (scripts/local_slurm.sh, ensure_lab_root).
 set -euo pipefail
 out=$1
 lab_venv=${2:-/opt/gpulab-lab-venv}
 : "${GPULAB_SSH_HOST:?} ${GPULAB_SSH_PORT:?} ${GPULAB_HOST_KEY:?} ${GPULAB_SERVICE_USER:?} ${GPULAB_SERVICE_KEY:?}"
+lab_root=${GPULAB_LAB_ROOT:-/var/lib/gpulab-local/lab}
+shared_user=${GPULAB_SHARED_USER:-labshared}
 mkdir -p "$out"
 cat >"$out/local.yml" <<EOF
 # The demo's single-node SLURM cluster (written by scripts/demo_cluster.sh); its host key is pinned here.
@@ -14,7 +21,9 @@ v2:
   login: {host: $GPULAB_SSH_HOST, port: $GPULAB_SSH_PORT, host_key: "$GPULAB_HOST_KEY"}
   job: {adapter: slurm, partitions: [debug, gpu], gpu_types: [demo]}
   gpulab:
-    lab_dir: ~/gpulab
+    run_as: sudo
+    shared_user: $shared_user
+    lab_dir: $lab_root
     preamble: |
       if [ -x $lab_venv/bin/python ]; then export PYTHON=$lab_venv/bin/python; fi
     courses: [demo]
@@ -30,7 +39,9 @@ v2:
   login: {host: $GPULAB_SSH_HOST, port: $GPULAB_SSH_PORT, host_key: "$GPULAB_HOST_KEY"}
   job: {adapter: slurm-rest, rest_url: "$GPULAB_SLURMREST_URL", partitions: [debug, gpu], gpu_types: [demo]}
   gpulab:
-    lab_dir: ~/gpulab
+    run_as: rest-user
+    shared_user: $shared_user
+    lab_dir: $lab_root
     preamble: |
       if [ -x $lab_venv/bin/python ]; then export PYTHON=$lab_venv/bin/python; fi
     courses: [demo]

@@ -7,7 +7,8 @@
 #   scripts/local_slurm.sh start     write configs, create the lab users and keys, start munged, MariaDB (its own
 #                                    datadir, 127.0.0.1:$GPULAB_MARIADB_PORT), slurmdbd, slurmctld, slurmd, sshd and
 #                                    slurmrestd (JWT) on 127.0.0.1:$GPULAB_SLURMREST_PORT; register the accounts
-#   scripts/local_slurm.sh students  only the two students' own UNIX users and the service account's sudo rule
+#   scripts/local_slurm.sh students  only the users students' jobs run as (the two test students, one per demo
+#                                    login, the shared user), the lab directory and the service account's sudo rule
 #                                    (part of `start`)
 #   scripts/local_slurm.sh stop      stop the daemons (configs and keys stay)
 #   scripts/local_slurm.sh status    sinfo as the lab user
@@ -34,8 +35,20 @@ PERSONAL_PASSWORD=${GPULAB_PERSONAL_PASSWORD:-labstudent-pass}
 REST_USER=${GPULAB_SLURMREST_USER:-labrest}  # the slurm-rest kind's service account: REST only, no SSH login
 # Two students with their own UNIX users, whose jobs the service account runs as them (sudo rule, slurmrestd).
 STUDENT_USERS=${GPULAB_STUDENT_USERS:-"labalice labbob"}
+# One UNIX user per `make demo` login (manage.py demo_setup gives each portal user its cluster username: "lab" +
+# the login), so the demo runs every job as its own user.
+DEMO_USERS=${GPULAB_DEMO_USERS:-"labadmin labinstructor labstudent1 labstudent2"}
+# The shared mode's one user: every student's jobs as it, reached through the sudo rule; no sudo rule of its own, no
+# SLURM operator level, not the SlurmUser. The service account never runs students' code.
+SHARED_USER=${GPULAB_SHARED_USER:-labshared}
 STUDENT_GROUP=${GPULAB_STUDENT_GROUP:-gpulab-students}
 SUDOERS_FILE=/etc/sudoers.d/gpulab-portal
+# The too-broad rule the tests show Test connection flagging, in its own file, for a user nobody's jobs run as.
+TEST_SUDOERS_FILE=/etc/sudoers.d/gpulab-test-too-broad
+DECOY_USER=gpulab-decoy
+# The demo's shared lab directory: the staged workloads (the service account's, readable by all), jobs/ and
+# students/ where each student's user makes its own 0700 folders (1733: anyone may make one, nobody lists them).
+LAB_ROOT=${GPULAB_LAB_ROOT:-$LOCAL_DIR/lab}
 NODE=$(hostname -s)
 SLURM_ETC=/etc/slurm
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -59,14 +72,17 @@ install_packages() {
     openssh-server openssh-client procps sysstat sudo
 }
 
-# The students' own users, and the sudo rule docs/cluster-identity.md gives: the service account may run only the
-# portal's SLURM commands, its two file operations, the SFTP server (the file browser) and srun into a running job
-# (the terminal), only as a member of the students' group (never root).
-# PERSONAL_USER gets a rule that is too broad (every command), so that the tests see Test connection flag it.
+# The users students' jobs run as (each student's own, one per demo login, the shared user), all in the students'
+# group, and the sudo rule docs/cluster-identity.md gives: the service account may run only the portal's SLURM
+# commands, its two file operations, the SFTP server (the file browser) and srun into a running job (the terminal),
+# only as a member of the students' group: never root, never itself, never anyone outside the group.
+# shellcheck disable=SC2086  # the lists are words
+job_users() { echo $STUDENT_USERS $DEMO_USERS "$SHARED_USER"; }
+
 ensure_students() {
   getent group "$STUDENT_GROUP" >/dev/null || groupadd "$STUDENT_GROUP"
   local student
-  for student in $STUDENT_USERS; do
+  for student in $(job_users); do
     ensure_user "$student"
     usermod -a -G "$STUDENT_GROUP" "$student"
     chmod 700 "$(getent passwd "$student" | cut -d: -f6)"
@@ -74,16 +90,37 @@ ensure_students() {
   local rule
   rule=$(mktemp)
   cat >"$rule" <<EOF
-# Written by scripts/local_slurm.sh (see docs/cluster-identity.md).
+# Written by scripts/local_slurm.sh (see docs/cluster-identity.md): the service account becomes only the users in
+# $STUDENT_GROUP (the students' own users and the shared user $SHARED_USER), and runs only these as them.
 Defaults:$SERVICE_USER !requiretty
 $SERVICE_USER ALL=(%$STUDENT_GROUP) NOPASSWD: /usr/bin/sbatch, /usr/bin/scancel, /usr/bin/squeue, \\
     /usr/bin/scontrol show job *, /usr/bin/mkdir, /usr/bin/dd, /usr/lib/openssh/sftp-server, \\
     /usr/bin/srun --jobid=* --overlap --pty bash -l
-# Too broad on purpose: the tests check that Test connection flags it.
-$PERSONAL_USER ALL=(%$STUDENT_GROUP) NOPASSWD: ALL
 EOF
   visudo -cq -f "$rule" && install -m 440 "$rule" "$SUDOERS_FILE"
   rm -f "$rule"
+  ensure_test_rule
+  ensure_lab_root
+}
+
+# For the tests only: $PERSONAL_USER may run every command (too broad, so Test connection flags it), but only as a
+# decoy user that no job runs as and that cannot log in; never as a student.
+ensure_test_rule() {
+  id "$DECOY_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$DECOY_USER"
+  local rule
+  rule=$(mktemp)
+  cat >"$rule" <<EOF
+# Written by scripts/local_slurm.sh for the tests: too broad on purpose (every command), for a decoy user only.
+$PERSONAL_USER ALL=($DECOY_USER) NOPASSWD: ALL
+EOF
+  visudo -cq -f "$rule" && install -m 440 "$rule" "$TEST_SUDOERS_FILE"
+  rm -f "$rule"
+}
+
+ensure_lab_root() {
+  mkdir -p "$LOCAL_DIR"
+  install -d -m 755 -o "$SERVICE_USER" -g "$SERVICE_USER" "$LAB_ROOT"
+  install -d -m 1733 -o root -g root "$LAB_ROOT/jobs" "$LAB_ROOT/students"
 }
 
 has_jwt_plugin() { ls /usr/lib/*/slurm-wlm/auth_jwt.so >/dev/null 2>&1; }
@@ -140,6 +177,8 @@ AccountingStorageTRES=gres/gpu
 AccountingStoreFlags=job_comment
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
+# A student sees only their own jobs (squeue, scontrol show job, sprio); the service account, an operator, sees all.
+PrivateData=jobs
 # Backfill every 5 s, so pending jobs get a start estimate (squeue --start) within a poll cycle or two.
 SchedulerParameters=bf_interval=5
 # Multifactor priority, so sprio can say why a job is behind another: age, fair share (from accounting), size.
@@ -219,6 +258,9 @@ GPULAB_SLURMREST_TOKEN_USER=root
 GPULAB_SLURMREST_USER=$REST_USER
 GPULAB_SLURMREST_JWT_KEY=$JWT_KEY
 GPULAB_STUDENT_USERS="$STUDENT_USERS"
+GPULAB_DEMO_USERS="$DEMO_USERS"
+GPULAB_SHARED_USER=$SHARED_USER
+GPULAB_LAB_ROOT=$LAB_ROOT
 GPULAB_SLURM_ACCOUNTING=1
 EOF
 }
@@ -291,11 +333,15 @@ register_accounting() {
   sacctmgr -i -Q add account "$ACCOUNT" cluster=gpulab description="GPU teaching lab" organization=gpulab \
     >/dev/null 2>&1 || true
   local user
-  for user in root "$SERVICE_USER" "$PERSONAL_USER" "$REST_USER" $STUDENT_USERS; do
+  for user in root "$SERVICE_USER" "$PERSONAL_USER" "$REST_USER" $(job_users); do
     sacctmgr -i -Q add user "$user" account="$ACCOUNT" cluster=gpulab >/dev/null 2>&1 || true
   done
-  # The service account makes lab sessions' reservations (scontrol create reservation): a SLURM operator.
+  # The service account makes lab sessions' reservations (scontrol create reservation): a SLURM operator. It never
+  # runs students' code; the users that do are never operators.
   sacctmgr -i -Q modify user "$SERVICE_USER" set adminlevel=operator >/dev/null 2>&1 || true
+  for user in $(job_users); do
+    sacctmgr -i -Q modify user "$user" set adminlevel=none >/dev/null 2>&1 || true
+  done
 }
 
 # slurmctld reads AuthAltTypes, AccountingStorageType and PriorityType only at start: a controller started before the
@@ -319,6 +365,16 @@ restart_slurm_for_new_config() {
   done
   slurmctld
   slurmd
+}
+
+# PrivateData is read again on `scontrol reconfigure`: a controller started before it was written needs no restart.
+reconfigure_for_private_jobs() {
+  is_running "$LOCAL_DIR/slurmctld.pid" || return 0
+  local config
+  config=$(scontrol show config 2>/dev/null || true)
+  grep -Eq '^PrivateData += .*jobs' <<<"$config" && return 0
+  log "reconfiguring slurmctld so that students see only their own jobs (PrivateData=jobs)"
+  scontrol reconfigure
 }
 
 # slurmrestd refuses to run as root and needs SLURM_JWT=daemon to check tokens itself; loopback only.
@@ -368,6 +424,7 @@ start() {
   start_slurmdbd
   register_accounting
   restart_slurm_for_new_config
+  reconfigure_for_private_jobs
   is_running "$LOCAL_DIR/slurmctld.pid" || slurmctld
   is_running "$LOCAL_DIR/slurmd.pid" || slurmd
   is_running "$LOCAL_DIR/ssh/sshd.pid" || /usr/sbin/sshd -f "$LOCAL_DIR/ssh/sshd_config" -E "$LOCAL_DIR/log/sshd.log"

@@ -60,7 +60,7 @@ class Space:
     account: ClusterAccount
     root: str  # as configured (may be relative to the login's home); resolved once opened
     title: str
-    confine: bool = False  # under the shared service account: private to the account (0700)
+    confine: bool = False  # the space's root is made private to the account (0700) when it is opened
     create: bool = False  # made on first use (the student's lab space; never a job's run directory)
     student: StudentShell | None = None  # jobs run as the student's user: SFTP as them, through the sudo rule
 
@@ -162,7 +162,9 @@ def home_space(cluster, user) -> Space:
     student = _student_of(cluster, account)
     subdir = files_subdir(cluster, account, user)
     root = posixpath.join(_lab(cluster), subdir) if subdir else _lab(cluster)
-    return Space(cluster, account, root, title, confine=bool(subdir), create=True, student=student)
+    # Private to its owner (0700): their own folder, or the lab directory in their home (never a shared absolute one).
+    confine = bool(subdir) or not posixpath.isabs(root)
+    return Space(cluster, account, root, title, confine=confine, create=True, student=student)
 
 
 def job_space(job) -> Space:
@@ -345,7 +347,7 @@ class Session:
         path = self._new_path(folder_relative, name)
         if self._exists(path):
             raise PathRefused(f"“{name}” already exists here.")
-        self.sftp.mkdir(path, mode=0o750)
+        self.sftp.mkdir(path, mode=0o700)  # private to its owner, as every folder the portal makes
 
     def rename(self, relative: str, new_name: str) -> str:
         relative = paths.clean(relative)
@@ -411,6 +413,8 @@ class Session:
             raise PathRefused(f"A folder named “{name}” is already here.")
         received = offset
         with self.sftp.open(partial, "wb" if offset == 0 else "r+b") as fh:
+            if offset == 0:
+                fh.chmod(0o600)  # an upload is its owner's alone, whatever the server's umask
             fh.set_pipelined(True)
             fh.seek(offset)
             while received < total:

@@ -11,7 +11,9 @@ from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from clusters.choices import RunAs
 from clusters.models import AuthMethod, Cluster, ClusterAccount
+from core.course_choices import NamespaceMode
 from courses.models import Course, Enrollment, Role
 from jobs.models import JobTemplate
 
@@ -50,7 +52,10 @@ def admin_user(make_user):
 
 @pytest.fixture
 def course(db):
-    return Course.objects.create(slug="hpc", name="HPC Lab", max_concurrent_jobs=4, max_gpus=4)
+    # One Kubernetes namespace for the course (gpulab-hpc), which the tests name; new courses get one per student.
+    return Course.objects.create(
+        slug="hpc", name="HPC Lab", max_concurrent_jobs=4, max_gpus=4, namespace_mode=NamespaceMode.PER_COURSE
+    )
 
 
 @pytest.fixture
@@ -105,7 +110,8 @@ def carol(make_user, other_course):
 
 @pytest.fixture
 def cluster(db, course):
-    """A cluster row (not reachable unless a test points it at the local SLURM)."""
+    """A cluster row (not reachable unless a test points it at the local SLURM). Jobs run as its one shared cluster
+    user, reached through the service account; a test that wants each student's own user sets run_as."""
     cluster = Cluster.objects.create(
         name="local",
         title="Local SLURM",
@@ -114,6 +120,8 @@ def cluster(db, course):
         partitions=["debug", "gpu"],
         gpu_types=["demo"],
         lab_dir="~/gpulab-test",
+        run_as=RunAs.SERVICE,
+        shared_user="labshared",
     )
     account = ClusterAccount(cluster=cluster, username="labsvc", auth_method=AuthMethod.PASSWORD)
     account.set_secret("not-a-real-password")

@@ -6,7 +6,8 @@ from django.urls import reverse
 
 from clusters.choices import IdentitySource, RunAs
 from clusters.identity import account_for, cluster_username, set_cluster_username
-from clusters.models import AuthMethod, ClusterAccount, ClusterIdentity
+from clusters.kinds import KINDS
+from clusters.models import AuthMethod, Cluster, ClusterAccount, ClusterIdentity
 from jobs.access import LaunchRefused
 
 pytestmark = pytest.mark.django_db
@@ -45,10 +46,78 @@ def test_sign_on_sets_the_username_with_its_source_and_again_changes_nothing(ali
     assert (again.username, again.source) == ("jdoe_1", IdentitySource.OIDC)
 
 
-def test_shared_mode_runs_as_the_service_account_or_a_registered_one(alice, bob, cluster):
+def test_shared_mode_runs_as_the_shared_user_never_the_service_account(alice, bob, cluster):
     own = ClusterAccount.objects.create(cluster=cluster, user=alice, username="alicehpc", auth_method=AuthMethod.KEY)
     assert account_for(cluster, alice) == own
-    assert account_for(cluster, bob) == cluster.service_account()
+    shared = account_for(cluster, bob)
+    assert (shared.username, shared.auth_method, shared.user) == ("labshared", AuthMethod.VIA_SERVICE, bob)
+    assert shared != cluster.service_account() and not shared.has_secret
+
+
+def test_shared_mode_without_a_shared_user_refuses_to_launch_and_says_why(alice, cluster, make_job, sleep_template):
+    Cluster.objects.filter(pk=cluster.pk).update(shared_user="")  # a cluster from before the shared user
+    cluster.refresh_from_db()
+    with pytest.raises(LaunchRefused, match="would run as the cluster's service account"):
+        make_job(alice)
+    assert not ClusterAccount.objects.filter(user=alice).exists()
+    with pytest.raises(ValidationError, match="never as the service account"):
+        cluster.full_clean()
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [("labsvc", "service account"), ("root", "system account"), ("Bad Name", "not a cluster user name")],
+)
+def test_the_shared_user_is_never_the_service_account_a_system_account_or_a_bad_name(cluster, name, why):
+    cluster.shared_user = name
+    with pytest.raises(ValidationError, match=why):
+        cluster.full_clean()
+
+
+def test_the_shared_user_is_nobodys_own_and_no_one_gets_it_as_theirs(alice, bob, cluster):
+    set_cluster_username(alice, "alice01")
+    cluster.shared_user = "alice01"
+    with pytest.raises(ValidationError, match="own cluster username"):
+        cluster.full_clean()
+    with pytest.raises(ValidationError, match="every student's jobs share"):
+        set_cluster_username(bob, "labshared")
+
+
+def test_the_service_account_cannot_be_named_as_the_shared_user(login, admin_user, cluster):
+    account = cluster.service_account()
+    data = {"cluster": cluster.pk, "user": "", "username": "labshared", "auth_method": "password", "secret": ""}
+    data.update(api_token="")
+    url = reverse("admin:clusters_clusteraccount_change", args=[account.pk])
+    response = login(admin_user).post(url, data)
+    assert response.status_code == 200 and "the service account, which holds the portal" in response.content.decode()
+    assert ClusterAccount.objects.get(pk=account.pk).username == "labsvc"
+
+
+def test_new_clusters_run_jobs_as_each_students_own_user(db):
+    made = {kind: Cluster.objects.create(name=kind, kind=kind, api_url="https://x.example.edu") for kind in KINDS}
+    assert {kind: cluster.run_as for kind, cluster in made.items()} == {
+        "slurm": RunAs.SUDO,
+        "slurm-rest": RunAs.REST_USER,
+        "kubernetes": RunAs.SERVICE,  # its students apart: a namespace per student, a new course's default
+    }
+    fresh = Cluster(name="fresh", host="login.example.edu")
+    fresh.full_clean()
+    assert fresh.run_as == RunAs.SUDO
+    from courses.models import Course, NamespaceMode
+
+    assert Course.objects.create(slug="new", name="New").namespace_mode == NamespaceMode.PER_STUDENT
+
+
+def test_the_admins_new_cluster_form_starts_at_each_students_own_user(login, admin_user):
+    client = login(admin_user)
+    text = client.get(reverse("admin:clusters_cluster_add")).content.decode()
+    assert '<option value="" selected>Each student&#x27;s own user' in text
+    data = {"name": "campus", "title": "", "kind": "slurm", "enabled": "on", "run_as": "", "host": "login.example"}
+    data.update({"port": "22", "lab_dir": "~/gpulab", "partitions": "[]", "gpu_types": "[]", "gpu_sharing_factor": "1"})
+    data.update({"accounts-TOTAL_FORMS": "0", "accounts-INITIAL_FORMS": "0"})
+    response = client.post(reverse("admin:clusters_cluster_add") + "?kind=slurm", data)
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    assert Cluster.objects.get(name="campus").run_as == RunAs.SUDO
 
 
 def test_student_user_modes_run_as_the_cluster_username_through_the_service_account(alice, cluster):
@@ -69,6 +138,20 @@ def test_a_student_without_a_cluster_username_is_told_who_sets_it(alice, cluster
     cluster.save()
     with pytest.raises(LaunchRefused, match="Ask your instructor or an admin"):
         make_job(alice)
+
+
+def test_the_launch_page_and_the_api_say_how_to_get_a_cluster_user(login, api_for, alice, cluster, sleep_template):
+    cluster.run_as = RunAs.SUDO
+    cluster.save()
+    page = login(alice).get(reverse("jobs:launch", args=["hpc", sleep_template.slug])).content.decode()
+    assert 'class="notice identity-gap"' in page and "you have no cluster username yet" in page
+    assert "fourth column of the course roster" in page
+    body = {"template": sleep_template.slug, "cluster": cluster.name, "params": {}}
+    answer = api_for(alice).post("/api/v1/jobs/", body, format="json")
+    assert answer.status_code == 403 and "fourth column of the course roster" in answer.json()["detail"]
+    set_cluster_username(alice, "alice01")
+    page = login(alice).get(reverse("jobs:launch", args=["hpc", sleep_template.slug])).content.decode()
+    assert "identity-gap" not in page
 
 
 def test_own_account_mode_refuses_students_without_one(alice, cluster, make_job, sleep_template):
@@ -171,3 +254,18 @@ def test_a_roster_cannot_change_a_cluster_username_already_set(course, alice):
     result = import_roster(course, "alice,,student,other01\n")
     assert not result.ok and "already has the cluster username alice01; an admin changes it" in result.errors[0]
     assert cluster_username(alice) == "alice01"
+
+
+def test_the_demo_gives_every_login_a_cluster_user_of_its_own(tmp_path):
+    from django.core.management import call_command
+
+    call_command("demo_setup", logins=tmp_path / "logins")
+    names = dict(ClusterIdentity.objects.values_list("user__username", "username"))
+    assert names == {
+        "admin": "labadmin",
+        "instructor": "labinstructor",
+        "student1": "labstudent1",
+        "student2": "labstudent2",
+    }
+    call_command("demo_setup", logins=tmp_path / "logins")  # again: nothing changes
+    assert dict(ClusterIdentity.objects.values_list("user__username", "username")) == names

@@ -104,4 +104,20 @@ def test_run_as_is_read_and_only_the_kinds_modes_are_taken(tmp_path, course, mon
     with pytest.raises(ClusterFileError, match="run_as must be one of service, sudo, own-account"):
         parse_file(path)
     path.write_text(GOOD)
-    assert parse_file(path)["fields"]["run_as"] == "service"
+    assert parse_file(path)["fields"]["run_as"] == "sudo"  # by default each student's own user
+
+
+def test_the_shared_mode_needs_a_shared_user_other_than_the_service_account(tmp_path, course, monkeypatch):
+    from clusters.clusters_d import ClusterFileError, parse_file
+
+    monkeypatch.setenv("CAMPUS_PASSWORD", "x")
+    path = tmp_path / "campus.yml"
+    path.write_text(GOOD.replace("lab_dir: ~/lab", "lab_dir: ~/lab\n    run_as: service"))
+    with pytest.raises(ClusterFileError, match=r"gpulab\.shared_user must name the unprivileged cluster user"):
+        parse_file(path)
+    path.write_text(GOOD.replace("lab_dir: ~/lab", "lab_dir: ~/lab\n    run_as: service\n    shared_user: labsvc"))
+    with pytest.raises(ClusterFileError, match="cannot be the service account"):
+        parse_file(path)
+    path.write_text(GOOD.replace("lab_dir: ~/lab", "lab_dir: ~/lab\n    run_as: service\n    shared_user: labshared"))
+    fields = parse_file(path)["fields"]
+    assert (fields["run_as"], fields["shared_user"]) == ("service", "labshared")

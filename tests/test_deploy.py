@@ -210,6 +210,7 @@ def test_setup_registers_and_pins_the_demo_cluster_from_the_handoff(stubs, tmp_p
     assert entry["login"] == {"host": "slurm", "port": 22, "host_key": entry["login"]["host_key"]}
     assert entry["login"]["host_key"].startswith("ssh-ed25519 AAAA")
     assert entry["gpulab"]["service_account"]["private_key_file"] == f"{handoff}/labsvc.key"
+    assert (entry["gpulab"]["run_as"], entry["gpulab"]["shared_user"]) == ("sudo", "labshared")  # each student apart
     assert "http://localhost:8000/" in result.stdout and "student1 pw2" in result.stdout
 
 
@@ -222,6 +223,7 @@ def test_slurm_handoff_passes_only_what_the_portal_needs(tmp_path):
         "GPULAB_SSH_HOST=slurm\nGPULAB_SSH_PORT=22\nGPULAB_SERVICE_USER=labsvc\n"
         "GPULAB_SERVICE_KEY=/var/lib/gpulab-local/keys/labsvc\nGPULAB_PERSONAL_USER=labstudent\n"
         'GPULAB_PERSONAL_PASSWORD=labstudent-pass\nGPULAB_HOST_KEY="ssh-ed25519 AAAA"\n'
+        "GPULAB_SHARED_USER=labshared\nGPULAB_LAB_ROOT=/var/lib/gpulab-local/lab\nGPULAB_STUDENT_USERS=labalice\n"
     )
     handoff = tmp_path / "handoff"
     env = {"PATH": os.environ["PATH"], "GPULAB_LOCAL_DIR": str(local), "HANDOFF_DIR": str(handoff)}
@@ -233,6 +235,8 @@ def test_slurm_handoff_passes_only_what_the_portal_needs(tmp_path):
         "GPULAB_SSH_PORT=22",
         "GPULAB_SERVICE_USER=labsvc",
         'GPULAB_HOST_KEY="ssh-ed25519 AAAA"',
+        "GPULAB_SHARED_USER=labshared",
+        "GPULAB_LAB_ROOT=/var/lib/gpulab-local/lab",
         f"GPULAB_SERVICE_KEY={handoff}/labsvc.key",
     ]
     key = handoff / "labsvc.key"

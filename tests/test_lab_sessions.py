@@ -306,7 +306,7 @@ def test_a_job_launched_during_the_courses_held_session_goes_into_its_reservatio
 
 
 def test_the_reservation_is_for_the_identities_the_courses_jobs_run_as(course, lab_cluster, alice):
-    assert lab_reservations.cluster_users(course, lab_cluster) == ("labsvc",)
+    assert lab_reservations.cluster_users(course, lab_cluster) == ("labshared",)  # the shared user, never labsvc
     from clusters.identity import set_cluster_username
 
     set_cluster_username(alice, "labalice")

@@ -27,7 +27,9 @@ def make_token(lifetime: float, user: str = "root") -> str:
 
 @pytest.fixture
 def rest_cluster(course):
-    cluster = Cluster.objects.create(name="rest", kind="slurm-rest", api_url="http://127.0.0.1:6820")
+    cluster = Cluster.objects.create(
+        name="rest", kind="slurm-rest", api_url="http://127.0.0.1:6820", run_as="service", shared_user="labshared"
+    )
     ClusterAccount.objects.create(cluster=cluster, username="labsvc", auth_method=AuthMethod.KEY)
     course.clusters.add(cluster)
     return cluster

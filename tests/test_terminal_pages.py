@@ -66,8 +66,15 @@ def _opened_argv(monkeypatch, job) -> tuple[str, list[str]]:
 
 
 def test_the_shell_runs_as_the_jobs_own_login(monkeypatch, running_job):
+    running_job.account = running_job.cluster.service_account()  # a job from before the shared user
     login, argv = _opened_argv(monkeypatch, running_job)
     assert (login, argv) == ("labsvc", ["srun", "--jobid=4242", "--overlap", "--pty", "bash", "-l"])
+
+
+def test_in_the_shared_mode_the_shell_is_the_shared_users_never_the_service_accounts(monkeypatch, running_job):
+    login, argv = _opened_argv(monkeypatch, running_job)
+    shell = ["srun", "--jobid=4242", "--overlap", "--pty", "bash", "-l"]
+    assert (login, argv) == ("labsvc", ["sudo", "-n", "-u", "labshared", "--", *shell])
 
 
 def test_the_shell_runs_as_the_students_user_through_sudo_when_jobs_do(monkeypatch, running_job, alice):

@@ -3,7 +3,8 @@
 Invariant: only the commands of the rule in docs/cluster-identity.md (sudo_rule.REQUIRED) run as the student, each
 as `sudo -n -u <student> -- <argv>` joined with shlex.join; the student's name comes from a ClusterAccount made by
 clusters.identity (a validated cluster username, never typed by the student). Run directories are made by the
-student's user with mode 0700, so no other student (and not the service account) can read them.
+student's user with mode 0700 (the lab directory in their home too), and the SFTP server runs with umask 077, so no
+other student (and not the service account) can read them.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ class StudentShell:
         """SFTP as the student: the login node's sftp-server run through the sudo rule, started in the student's home
         (`-d %d`), so paths relative to the lab directory mean the same as for their jobs."""
         try:
-            with ssh.sftp(self.cluster, self.login, server=self.as_student([SFTP_SERVER, "-d", "%d"])) as channel:
+            server = self.as_student([SFTP_SERVER, "-d", "%d", "-u", "077"])  # what it makes: the student's alone
+            with ssh.sftp(self.cluster, self.login, server=server) as channel:
                 yield channel
         except ssh.ServerRefused as exc:
             raise (self.refused("sftp-server") if SUDO_REFUSED.search(str(exc)) else exc) from None
@@ -88,9 +90,15 @@ class StudentShell:
             base = posixpath.join(self.home(), base[2:])
         return posixpath.join(base, *parts)
 
-    def make_private_dir(self, path: str) -> None:
-        """`path` and its missing parents, made by the student; `path` itself mode 0700 (parents by their umask)."""
-        result = self.run(["mkdir", "-p", "-m", "0700", path])
+    def make_private_dir(self, path: str, *, below: str = "") -> None:
+        """`path` and its missing parents, made by the student, mode 0700: `path` and each directory from `below`
+        (the lab directory) down to it, so no other user lists the lab's job folders; those above `below` by the
+        student's umask. Directories that exist keep their mode (a shared lab directory's `jobs/`, 1733)."""
+        chain = [path]
+        if below and path.startswith(below.rstrip("/") + "/"):
+            parts = path[len(below.rstrip("/")) + 1 :].split("/")
+            chain = [posixpath.join(below, *parts[:depth]) for depth in range(len(parts) + 1)]
+        result = self.run(["mkdir", "-p", "-m", "0700", *chain])
         if not result.ok:
             raise BackendError(f"Could not make the job's directory {path} as {self.student}: {result.message()}")
 

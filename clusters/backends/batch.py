@@ -48,6 +48,7 @@ class BatchKind(Kind):
     telemetry_source = "clusters.backends.batch_telemetry.SlurmSource"
     files_over_sftp = True
     student_logins = True
+    shared_user_mode = True
     opens_terminals = True
     terminal_note = "A login shell in the job's allocation (srun --overlap --pty bash -l)."
     notebook_note = "Notebooks are saved in the job's run directory and stay there after the session."

@@ -138,6 +138,12 @@ class Kind:
     files_over_sftp: ClassVar[bool] = False
     # Students may register their own cluster login on the profile page, and their jobs then run as that user.
     student_logins: ClassVar[bool] = False
+    # The shared mode (RunAs.SERVICE) runs jobs as the cluster's shared user (Cluster.shared_user), reached through the
+    # service account as a student's own user is, and never as the service account, which holds the portal's
+    # privileges (a sudo rule, SLURM operator level, the slurmrestd SlurmUser's token). False: the kind's service
+    # account runs no code of students itself (Kubernetes: pods run with the pod's identity, in the course's
+    # namespace).
+    shared_user_mode: ClassVar[bool] = False
 
     def backend(self, cluster: Any, account: Any = None) -> ClusterBackend:
         """The backend for a cluster of this kind, acting as `account` (default: the cluster's service account)."""
@@ -263,7 +269,11 @@ class Kind:
         """Test connection's one-line answer, above the report's lines."""
         if ok:
             return "Login works"
-        return "Login works; the sudo rule must change" if cluster.run_as == RunAs.SUDO else "Login problem"
+        if cluster.run_as == RunAs.SUDO:
+            return "Login works; the sudo rule must change"
+        if cluster.run_as == RunAs.SERVICE:
+            return "Login works; what is marked below must change before students' jobs run here"
+        return "Login problem"
 
     def __repr__(self) -> str:
         return f"<Kind {self.name}>"

@@ -341,8 +341,8 @@ def put_lab_files(sftp, source: Path, remote: Callable[..., str]) -> int:
     return copied
 
 
-def makedirs(sftp, path: str, *, mode: int = 0o750) -> None:
-    """`mkdir -p` over SFTP, each new directory private to the account (0750) unless `mode` says otherwise."""
+def makedirs(sftp, path: str, *, mode: int = 0o700) -> None:
+    """`mkdir -p` over SFTP, each new directory private to the account (0700) unless `mode` says otherwise."""
     current = "/" if path.startswith("/") else ""
     for part in [p for p in path.split("/") if p]:
         current = posixpath.join(current, part) if current else part

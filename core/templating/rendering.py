@@ -168,6 +168,7 @@ def render_script(body: str, schema: list[Param], values: Mapping[str, Any], ctx
         *sbatch_header(values, ctx),
         "",
         f"# Launched from GPU Lab Portal, job {ctx.job_id}.",
+        "umask 077  # what the job makes (checkpoints, outputs, folders) is its owner's alone",
         f"export GPULAB_JOB_ID={shlex.quote(ctx.job_id)}",
         f"export GPULAB_LAB_DIR={_lab_dir_word(ctx.lab_dir)}",
         # The student's own files (the portal's Files page): where a template finds data they uploaded.

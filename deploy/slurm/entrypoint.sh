@@ -17,7 +17,8 @@ handoff() {
   service_user=$(sed -n 's/^GPULAB_SERVICE_USER=//p' "$LOCAL_DIR/cluster.env")
   key="$HANDOFF_DIR/$service_user.key"
   install -m 400 -o "$PORTAL_UID" "$LOCAL_DIR/keys/$service_user" "$key"
-  grep -E '^GPULAB_(SSH_HOST|SSH_PORT|SERVICE_USER|HOST_KEY)=' "$LOCAL_DIR/cluster.env" >"$HANDOFF_DIR/cluster.env.new"
+  grep -E '^GPULAB_(SSH_HOST|SSH_PORT|SERVICE_USER|HOST_KEY|SHARED_USER|LAB_ROOT)=' "$LOCAL_DIR/cluster.env" \
+    >"$HANDOFF_DIR/cluster.env.new"
   echo "GPULAB_SERVICE_KEY=$key" >>"$HANDOFF_DIR/cluster.env.new"
   chmod 444 "$HANDOFF_DIR/cluster.env.new"
   mv "$HANDOFF_DIR/cluster.env.new" "$HANDOFF_DIR/cluster.env"  # whole or absent: the portal waits for it

@@ -7,7 +7,7 @@ from jobs import access
 from jobs.budgets import standing_of
 from jobs.forms import LaunchForm
 from jobs.launch import LaunchInvalid, launch
-from jobs.launch_facts import quota_use, run_estimates
+from jobs.launch_facts import identity_gaps, quota_use, run_estimates
 from jobs.rightsize import rightsized_params
 from jobs.waiting import sooner_params
 
@@ -57,6 +57,7 @@ def launch_form(request, course_slug: str, template_slug: str):
         "quota": quotas.limits_for(course, request.user),
         "quota_use": quota_use(request.user, course),
         "estimates": run_estimates(template, clusters),
+        "identity_gaps": identity_gaps(request.user, clusters),
         "teaches": teaches,
         "term_refusal": terms.launch_refusal(course, teaches=teaches),
     }

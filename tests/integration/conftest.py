@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from clusters.choices import RunAs
 from clusters.models import AuthMethod, Cluster, ClusterAccount
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,7 +209,9 @@ LAB_DIR = "~/gpulab-test" + (f"-{os.environ['PYTEST_XDIST_WORKER']}" if os.envir
 
 @pytest.fixture
 def cluster(transactional_db, course, services):
-    """The local SLURM cluster, reached through sshd on 127.0.0.1 with its pinned host key."""
+    """The local SLURM cluster, reached through sshd on 127.0.0.1 with its pinned host key. Jobs run as its one
+    unprivileged shared user (labshared), reached through the service account's sudo rule, never as the service
+    account; a test that wants each student's own user sets run_as (tests/integration/test_cluster_identity.py)."""
     cluster = Cluster.objects.create(
         name="local",
         title="Local SLURM",
@@ -218,6 +221,8 @@ def cluster(transactional_db, course, services):
         partitions=["debug", "gpu"],
         gpu_types=["demo"],
         lab_dir=LAB_DIR,
+        run_as=RunAs.SERVICE,
+        shared_user=services.get("GPULAB_SHARED_USER", "labshared"),
     )
     account = ClusterAccount(cluster=cluster, username=services["GPULAB_SERVICE_USER"], auth_method=AuthMethod.KEY)
     account.set_secret(Path(services["GPULAB_SERVICE_KEY"]).read_text())
@@ -260,16 +265,9 @@ def _quiesce(request, transactional_db):
     """
     _drop_reservations(_LEFT_BEHIND)  # a reservation an earlier test's task made after that test had ended
     yield
-    from core.choices import ACTIVE_STATES
     from courses.models import LabSession, LabSessionState
-    from jobs.models import Job
 
-    # A submit holds its job's row lock through the sbatch, so this update waits for any sbatch under way: once it
-    # returns, every job the scheduler was given carries its id in its row, and no later submit will start.
-    Job.objects.filter(state__in=ACTIVE_STATES).update(state="cancelled")
-    scheduler_ids = [i for i in Job.objects.values_list("scheduler_id", flat=True) if SLURM_JOB_ID.fullmatch(i)]
-    if scheduler_ids:
-        subprocess.run(["scancel", *scheduler_ids], capture_output=True, check=False)
+    cancel_own_jobs()
     sessions = LabSession.objects.select_related("course")
     names = {session.reservation_name for session in sessions}
     sessions.update(state=LabSessionState.CANCELLED)
@@ -277,6 +275,21 @@ def _quiesce(request, transactional_db):
     _drop_reservations(names)
     if "worker" in request.fixturenames or "collector" in request.fixturenames:
         _wait_for_a_quiet_database()
+
+
+def cancel_own_jobs() -> None:
+    """Cancel on SLURM the jobs in this test's own rows, whoever runs them (the shared user, a student's own user);
+    never every job of a user, which other test processes and a demo on the same machine share.
+
+    A submit holds its job's row lock through the sbatch, so the update waits for any sbatch under way: once it
+    returns, every job the scheduler was given carries its id in its row, and no later submit will start."""
+    from core.choices import ACTIVE_STATES
+    from jobs.models import Job
+
+    Job.objects.filter(state__in=ACTIVE_STATES).update(state="cancelled")
+    scheduler_ids = [i for i in Job.objects.values_list("scheduler_id", flat=True) if SLURM_JOB_ID.fullmatch(i)]
+    if scheduler_ids:
+        subprocess.run(["scancel", *scheduler_ids], capture_output=True, check=False)
 
 
 SLURM_JOB_ID = re.compile(r"\d+(_\d+)?")

@@ -2,7 +2,8 @@
 the service account's sudo rule): through the sudo rule over SSH and through slurmrestd impersonation.
 
 Each job prints `id -un`; bob's job then tries to list alice's run directory, which SLURM's own output says it cannot.
-Test connection judges the service account's real sudo rule, and flags labstudent's rule (ALL) as too broad.
+Test connection judges the service account's real sudo rule, and flags labstudent's rule (ALL, as a decoy user) as too
+broad.
 """
 
 import os

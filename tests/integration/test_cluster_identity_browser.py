@@ -62,7 +62,7 @@ def test_admin_picks_how_jobs_run_and_reads_whether_students_are_isolated(
     phone.goto(url)
     phone.screenshot(path=f"{SHOTS}/admin-cluster-run-as-390.png", full_page=True)
 
-    account = cluster.service_account()  # an account whose sudo rule allows every command as the students
+    account = cluster.service_account()  # an account whose sudo rule allows every command (as a decoy user)
     account.username = services["GPULAB_PERSONAL_USER"]
     account.set_secret(Path(services["GPULAB_PERSONAL_KEY"]).read_text())
     account.save()

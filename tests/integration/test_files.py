@@ -1,9 +1,10 @@
-"""The file browser on the local SLURM's login node, over SFTP through sshd, as the service account (each student
-confined to their own folder): uploads in chunks that resume, downloads with ranges and archives, the refusals
-that keep a student inside their space (`..`, absolute paths, symlinks leading out, devices, control characters),
-and another student's job files answering 404 on pages and API; in Chromium (at laptop and phone widths), an upload
-in chunks with its progress bar, a new folder, a text file read, and the job page's run directory with download
-links. Screenshots go to $GPULAB_SCREENSHOT_DIR (default /tmp/gpulab-shots)."""
+"""The file browser on the local SLURM's login node, over SFTP through sshd, as the cluster's shared user (reached
+through the service account's sudo rule, as jobs are; each student confined to their own folder): uploads in chunks
+that resume, downloads with ranges and archives, the refusals that keep a student inside their space (`..`, absolute
+paths, symlinks leading out, devices, control characters), and another student's job files answering 404 on pages
+and API; in Chromium (at laptop and phone widths), an upload in chunks with its progress bar, a new folder, a text
+file read, and the job page's run directory with download links. Screenshots go to $GPULAB_SCREENSHOT_DIR (default
+/tmp/gpulab-shots)."""
 
 from __future__ import annotations
 
@@ -47,11 +48,16 @@ LAB_DIR = "~/gpulab-files-test"
 pytestmark = pytest.mark.slurm_node
 
 
+def shared_user(services) -> str:
+    """The one user every student's jobs and files are on this cluster (the shared mode), never the service account."""
+    return services.get("GPULAB_SHARED_USER", "labshared")
+
+
 @pytest.fixture
 def lab(cluster, services):
     cluster.lab_dir = LAB_DIR
     cluster.save()
-    home = Path(pwd.getpwnam(services["GPULAB_SERVICE_USER"]).pw_dir)
+    home = Path(pwd.getpwnam(shared_user(services)).pw_dir)
     yield home / LAB_DIR[2:]
     shutil.rmtree(home / LAB_DIR[2:], ignore_errors=True)
 
@@ -60,8 +66,9 @@ def space_of(lab: Path, user) -> Path:
     return lab / "students" / f"user-{user.pk}"
 
 
-def as_service_user(path: Path, services) -> None:
-    entry = pwd.getpwnam(services["GPULAB_SERVICE_USER"])
+def as_job_user(path: Path, services) -> None:
+    """What the test wrote as root, handed to the user students' jobs run as."""
+    entry = pwd.getpwnam(shared_user(services))
     for root, dirs, files in os.walk(path):
         for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
             os.lchown(name, entry.pw_uid, entry.pw_gid)
@@ -176,7 +183,7 @@ def test_a_student_uploads_in_resumed_chunks_lists_views_downloads_ranges_and_ar
     assert client.get(base + "download/?path=data/train.bin", HTTP_RANGE=f"bytes={len(data)}-").status_code == 416
 
     (space_of(lab, alice) / "data" / "notes.txt").write_text("".join(f"line {i}\n" for i in range(100000)))
-    as_service_user(space_of(lab, alice), services)
+    as_job_user(space_of(lab, alice), services)
     text = client.get(base + "text/?path=data/notes.txt&tail=1").json()
     assert text["cut"] and text["text"].endswith("line 99999\n")
 
@@ -192,7 +199,7 @@ def test_a_student_uploads_in_resumed_chunks_lists_views_downloads_ranges_and_ar
     assert not (space_of(lab, alice) / "data").exists()
 
 
-def test_a_large_file_is_read_through_openssh_as_the_service_account_and_stops_when_the_browser_leaves(
+def test_a_large_file_is_read_through_openssh_as_the_shared_user_and_stops_when_the_browser_leaves(
     lab, web, cluster, alice, api_for, services
 ):
     client, base = api_for(alice), reverse("api:files-cluster", args=[cluster.pk])
@@ -201,9 +208,9 @@ def test_a_large_file_is_read_through_openssh_as_the_service_account_and_stops_w
     data = os.urandom(OPENSSH_FROM_BYTES + 4321)
     target = space_of(lab, alice) / name
     target.write_bytes(data)
-    as_service_user(lab, services)
+    as_job_user(lab, services)
     url = base + "download/?" + urlencode({"path": name})
-    check_large_download(web, alice, url, data, target, services["GPULAB_SERVICE_USER"])
+    check_large_download(web, alice, url, data, target, shared_user(services))
     assert not (lab.parent / "pwned").exists() and not (space_of(lab, alice) / "pwned").exists()
 
     # With every OpenSSH slot taken, the same download comes over the pooled SFTP connection, as whole.
@@ -230,7 +237,7 @@ def test_traversal_absolute_paths_symlinks_leading_out_devices_and_control_chara
     (mine / "to-bob").symlink_to(f"../user-{bob.pk}/secret.txt")
     (mine / "shortcut").symlink_to("inside")  # a link that stays inside works
     subprocess.run(["mknod", str(mine / "null"), "c", "1", "3"], check=True)
-    as_service_user(lab, services)
+    as_job_user(lab, services)
 
     refused = {
         "../" + f"user-{bob.pk}/secret.txt": "..",
@@ -284,7 +291,7 @@ def test_a_hard_link_to_another_student_s_file_is_listed_but_never_read_and_dire
     (mine / "work" / "mine.txt").write_text("my own")
     os.link(bobs / "secret.txt", mine / "work" / "answers.txt")
     (mine / "invoice\u202etxt.exe").write_text("x")
-    as_service_user(lab, services)
+    as_job_user(lab, services)
 
     for endpoint in ("download/", "text/"):
         response = alice_client.get(base + endpoint, {"path": "work/answers.txt"})
@@ -332,15 +339,17 @@ def alice_job(lab, cluster, alice, course, services):
     from jobs.models import JobTemplate
 
     template = JobTemplate.objects.create(name="Train", slug="train", body="echo", status="published")
+    from clusters.identity import account_for
+
     job = Job.objects.create(
-        owner=alice, course=course, template=template, cluster=cluster, account=cluster.service_account(),
+        owner=alice, course=course, template=template, cluster=cluster, account=account_for(cluster, alice),
         script="echo", state="completed",
     )  # fmt: skip
     run_dir = lab / "jobs" / str(job.pk)
     run_dir.mkdir(parents=True)
     (run_dir / "model.pt").write_bytes(b"weights" * 1000)
     (run_dir / "output.log").write_text("epoch 1 loss 2.3\n")
-    as_service_user(lab, services)
+    as_job_user(lab, services)
     return job
 
 
@@ -407,7 +416,7 @@ def test_a_student_uploads_in_chunks_makes_a_folder_and_reads_a_file_in_the_brow
     page.get_by_role("button", name="Make folder").click()
     expect(page.locator("table.files")).to_contain_text("runs/")
     (space_of(lab, alice) / "notes.txt").write_text("lr=3e-4\nbatch=32\n")
-    as_service_user(lab, services)
+    as_job_user(lab, services)
     page.reload()
     # "Changed" in the viewer's zone, as on the job page; the server's text was the portal's zone (UTC).
     changed = page.locator("table.files tr", has_text="notes.txt").locator("time[data-local-time=short]")
@@ -445,11 +454,12 @@ def test_the_job_page_lists_its_run_directory_with_download_links(chromium, live
 @pytest.fixture
 def pending_job(lab, cluster, alice, course):
     """alice's job that waits in the queue: its run directory does not exist yet."""
+    from clusters.identity import account_for
     from jobs.models import JobTemplate
 
     template = JobTemplate.objects.create(name="Train", slug="train", body="echo", status="published")
     return Job.objects.create(
-        owner=alice, course=course, template=template, cluster=cluster, account=cluster.service_account(),
+        owner=alice, course=course, template=template, cluster=cluster, account=account_for(cluster, alice),
         script="echo", state="pending",
     )  # fmt: skip
 
@@ -459,7 +469,7 @@ def test_a_run_directory_not_made_yet_is_an_empty_state_on_the_job_page_and_a_40
 ):
     job = pending_job
     (lab / "jobs").mkdir(parents=True, exist_ok=True)
-    as_service_user(lab, services)
+    as_job_user(lab, services)
     client.force_login(alice)
 
     card = client.get(reverse("sessions:job_artefacts", args=[job.pk]))
@@ -477,7 +487,7 @@ def test_a_run_directory_not_made_yet_is_an_empty_state_on_the_job_page_and_a_40
 
     # Inside a directory that exists, a missing name is a 404 with words too (not a 500 from SFTP's stat).
     (lab / "jobs" / str(job.pk)).mkdir()
-    as_service_user(lab, services)
+    as_job_user(lab, services)
     missing = client.get(reverse("sessions:job_files", args=[job.pk]) + "?file=model.pt")
     assert missing.status_code == 404 and "There is no such file or folder here" in missing.content.decode()
     assert api_for(alice).get(api_base + "download/?path=model.pt").status_code == 404
@@ -501,7 +511,7 @@ def test_the_run_directory_card_says_when_it_appears_and_lists_it_once_the_job_s
     run_dir = lab / "jobs" / str(job.pk)
     run_dir.mkdir(parents=True)
     (run_dir / "model.pt").write_bytes(b"weights")
-    as_service_user(lab, services)
+    as_job_user(lab, services)
     Job.objects.filter(pk=job.pk).update(state="running")
     expect(card.get_by_role("link", name="model.pt")).to_be_visible(timeout=20_000)
 
@@ -588,12 +598,12 @@ def test_twenty_aborted_zip_downloads_of_a_20000_entry_tree_leave_other_users_pa
         (tree / f"f{folder:03}").mkdir(parents=True)
         for name in range(199):
             (tree / f"f{folder:03}" / f"e{name:03}.txt").touch()
-    as_service_user(lab, services)
+    as_job_user(lab, services)
     env = {**portal_env, "DATABASE_POOL_SIZE": "4", "FILES_ARCHIVE_MAX_ENTRIES": "25000"}
     web = start_web(env, tmp_path / "web.log")
     try:
-        service_user = services["GPULAB_SERVICE_USER"]
-        baseline = _sftp_servers(service_user)
+        job_user = shared_user(services)  # the downloads' SFTP servers run as the job's user, through the sudo rule
+        baseline = _sftp_servers(job_user)
         cookie = session_cookie(alice)
         url = (
             reverse("api:files-job", args=[alice_job.pk]) + "download/?" + urlencode({"path": "tree", "archive": "zip"})
@@ -603,9 +613,7 @@ def test_twenty_aborted_zip_downloads_of_a_20000_entry_tree_leave_other_users_pa
             time.sleep(3)  # bob keeps asking while the abandoned downloads wind down
         assert all(received), received  # every download had started to stream when it was left
         assert watch.answers and not watch.slow_or_failed(), watch.slow_or_failed()
-        wait_for(
-            lambda: _sftp_servers(service_user) <= baseline, timeout=60, what="the downloads' SFTP channels to close"
-        )
+        wait_for(lambda: _sftp_servers(job_user) <= baseline, timeout=60, what="the downloads' SFTP channels to close")
         finished = requests.get(web.url + url, cookies={"sessionid": cookie}, timeout=300)
         assert finished.status_code == 200 and len(zipfile.ZipFile(io.BytesIO(finished.content)).namelist()) == 19_900
     finally:
@@ -623,7 +631,7 @@ def test_a_folder_of_20000_empty_folders_is_refused_in_words_and_aborted_downloa
     many = lab / "jobs" / str(alice_job.pk) / "many"
     for n in range(20_000):
         (many / f"d{n:05}").mkdir(parents=True)
-    as_service_user(lab, services)
+    as_job_user(lab, services)
     log_before = len(web.logs())
     cookie = session_cookie(alice)
     url = reverse("api:files-job", args=[alice_job.pk]) + "download/?" + urlencode({"path": "many", "archive": "zip"})

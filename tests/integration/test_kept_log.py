@@ -17,7 +17,7 @@ def test_the_log_of_a_finished_job_is_still_shown_after_its_run_directory_is_rem
 ):
     cluster.lab_dir = LAB_DIR
     cluster.save()
-    lab = Path(pwd.getpwnam(services["GPULAB_SERVICE_USER"]).pw_dir) / LAB_DIR[2:]
+    lab = Path(pwd.getpwnam(cluster.shared_user).pw_dir) / LAB_DIR[2:]  # jobs run as the shared user
     try:
         job = job_state(launch(api_for, alice, seconds=0, message="kept-by-the-portal"), "completed")
         kept = wait_for(lambda: KeptLog.objects.filter(job=job).first(), timeout=60, what="the kept log")

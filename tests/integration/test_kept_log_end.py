@@ -42,7 +42,7 @@ def test_a_long_log_is_kept_by_its_end_and_the_page_says_the_beginning_was_cut(
 ):
     cluster.lab_dir, cluster.run_as = LAB_DIR, mode
     cluster.save()
-    owner = services["GPULAB_SERVICE_USER"]
+    owner = cluster.shared_user  # the shared mode: the one unprivileged user, never the service account
     if mode == RunAs.SUDO:
         owner = "labalice"
         set_cluster_username(alice, owner)

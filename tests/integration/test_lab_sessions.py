@@ -1,7 +1,8 @@
 """Lab sessions on the real local SLURM (22.05): a booking made through the API becomes a reservation of the whole GPU
-node that `scontrol show reservation` lists, the course's next job runs in it (as the service account, or as each
-student's own user where jobs run so), cancelling removes it, the beat cleans an ended one, SLURM's own refusal
-reaches the instructor in words, and Test connection says whether the service account may make them."""
+node that `scontrol show reservation` lists, the course's next job runs in it (as the shared user, or as each
+student's own user where jobs run so; never as the service account, which makes the reservation), cancelling removes
+it, the beat cleans an ended one, SLURM's own refusal reaches the instructor in words, and Test connection says
+whether the service account may make them."""
 
 import re
 import subprocess
@@ -62,7 +63,8 @@ def test_a_booked_session_holds_the_gpu_node_and_the_courses_next_job_runs_in_it
     assert session.state == LabSessionState.HELD, session.message
     shown = slurm("scontrol", "show", "reservation", "--oneliner", session.reservation_name)
     assert f"ReservationName={session.reservation_name}" in shown
-    assert "Users=labsvc" in shown and "Nodes=" in shown  # 22.05: the whole node that holds the GPUs
+    # The shared user the course's jobs run as, never the service account; 22.05: the whole node that holds the GPUs.
+    assert "Users=labshared" in shown and "Nodes=" in shown
     assert session.gpus_held == 4 and session.nodes  # the node's four GPUs, though two were booked
     events = list(session.events.values_list("to_state", flat=True))
     assert events == ["booked", "held"]
@@ -122,7 +124,7 @@ def test_making_the_reservation_again_adopts_it_and_slurms_refusal_is_told_in_wo
 
     # A job still waiting in it when the session goes leaves it first (else SLURM would hold it for good) and waits on.
     waiting = subprocess.run(
-        ["runuser", "-u", "labsvc", "--", "sbatch", "--parsable", f"--reservation={session.reservation_name}",
+        ["runuser", "-u", "labshared", "--", "sbatch", "--parsable", f"--reservation={session.reservation_name}",
          "--begin=now+600", "--time=1", "--output=/dev/null", "--wrap=true"],
         capture_output=True, text=True, check=True, cwd="/tmp",
     ).stdout.strip()  # fmt: skip
@@ -176,10 +178,10 @@ def test_where_jobs_run_as_each_student_the_reservation_is_theirs_and_their_job_
 
 
 def waiting_job(owner, course, cluster, template) -> Job:
-    """A job of the course that was already waiting when the session began: submitted for real as the service account,
-    held back ten minutes by --begin so it stays pending through the test."""
+    """A job of the course that was already waiting when the session began: submitted for real as the shared user the
+    course's jobs run as, held back ten minutes by --begin so it stays pending through the test."""
     scheduler_id = subprocess.run(
-        ["runuser", "-u", "labsvc", "--", "sbatch", "--parsable", "--begin=now+600", "--time=1",
+        ["runuser", "-u", "labshared", "--", "sbatch", "--parsable", "--begin=now+600", "--time=1",
          "--output=/dev/null", "--wrap=true"],
         capture_output=True, text=True, check=True, cwd="/tmp",
     ).stdout.strip()  # fmt: skip

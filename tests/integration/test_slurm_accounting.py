@@ -28,10 +28,23 @@ def test_local_cluster_has_accounting_and_test_connection_says_so(cluster):
     assert "SLURM accounting: " + accounting_in_words(True) in report.lines
 
 
+DEMO_USERS = "labadmin labinstructor labstudent1 labstudent2"  # scripts/local_slurm.sh's GPULAB_DEMO_USERS
+
+
 def test_every_lab_user_is_registered_with_an_account(cluster, services):
     users = set(slurm("sacctmgr", "-n", "-P", "list", "assoc", "format=user").split())
     lab_users = {services["GPULAB_SERVICE_USER"], services["GPULAB_PERSONAL_USER"], services["GPULAB_SLURMREST_USER"]}
-    assert lab_users | set(services["GPULAB_STUDENT_USERS"].split()) <= users
+    job_users = {*services["GPULAB_STUDENT_USERS"].split(), *services.get("GPULAB_DEMO_USERS", DEMO_USERS).split()}
+    assert lab_users | job_users | {services.get("GPULAB_SHARED_USER", "labshared")} <= users
+
+
+def test_only_the_service_account_is_a_slurm_operator_never_a_user_jobs_run_as(services):
+    levels = dict(
+        line.split("|") for line in slurm("sacctmgr", "-n", "-P", "show", "user", "format=user,adminlevel").splitlines()
+    )
+    assert levels[services["GPULAB_SERVICE_USER"]] == "Operator"  # it makes lab sessions' reservations
+    job_users = [*services["GPULAB_STUDENT_USERS"].split(), *services.get("GPULAB_DEMO_USERS", DEMO_USERS).split()]
+    assert {levels[name] for name in [*job_users, services.get("GPULAB_SHARED_USER", "labshared")]} == {"None"}
 
 
 BURN_BODY = """\

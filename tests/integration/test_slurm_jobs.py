@@ -1,6 +1,7 @@
 """Jobs launched through the real pages and API, submitted by a real worker over real SSH to real SLURM."""
 
 import base64
+import pwd
 import subprocess
 from pathlib import Path
 
@@ -110,14 +111,13 @@ def test_hostile_values_are_refused_and_safe_ones_reach_slurm_unchanged(
     job = job_state(launch(api_for, alice, message=edge, seconds=0), "completed")
     assert edge in read_whole_log(api_for, alice, job)
     assert not Path("/tmp/gpulab-pwned").exists()
-    backend = get_backend(cluster)
-    from clusters.backends import ssh
-
-    with ssh.sftp(cluster, cluster.service_account()) as sftp:
-        assert sorted(sftp.listdir(backend.job_dir(job.pk))) == ["job.sh", "output.log"]
-        script = sftp.open(f"{backend.job_dir(job.pk)}/job.sh").read().decode()
-        assert f"export GPULAB_P_message={edge}" in script  # the value also travels as an environment variable
-        assert not any(name.startswith("pwned") for name in sftp.listdir("."))
+    # The job ran as the shared user (never the service account), sbatch reading the script on its standard input.
+    home = Path(pwd.getpwnam(cluster.shared_user).pw_dir)
+    run_dir = home / cluster.lab_dir.removeprefix("~/") / "jobs" / str(job.pk)
+    assert sorted(p.name for p in run_dir.iterdir()) == ["output.log"]
+    script = Job.objects.get(pk=job.pk).script
+    assert f"export GPULAB_P_message={edge}" in script  # the value also travels as an environment variable
+    assert not any(p.name.startswith("pwned") for p in [*home.iterdir(), *run_dir.iterdir()])
     assert slurm("squeue", "--states=all", "--noheader", "--format=%k").count(f"gpulab:{job.pk}") == 1
 
 

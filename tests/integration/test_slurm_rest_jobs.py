@@ -5,14 +5,15 @@ cancel, time limit, an unknown partition, an unreachable server and a lapsed tok
 submit that finds the first, and a student's own cluster user through X-SLURM-USER-NAME.
 
 The service account is its own cluster user (GPULAB_SLURMREST_USER) with no SSH login, as a REST-only site would
-have it: its jobs' output is read here from the file SLURM wrote, and the job page says logs are unavailable.
+have it, holding the SlurmUser's token; students' jobs run as the cluster's shared user (GPULAB_SHARED_USER), never
+as the service account: their output is read here from the file SLURM wrote in the shared user's home, and the job
+page says logs are unavailable.
 """
 
 import base64
 import hashlib
 import hmac
 import json
-import subprocess
 import time
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from core import measurements
 from jobs.models import Job
 from tests.integration.jobs_api import launch, read_whole_log
 
-from .conftest import slurm, wait_for, wait_for_polls, wait_for_the_node_to_end
+from .conftest import cancel_own_jobs, slurm, wait_for, wait_for_polls, wait_for_the_node_to_end
 
 
 @pytest.fixture
@@ -50,6 +51,8 @@ def rest_cluster(transactional_db, course, rest_env):
         partitions=["debug", "gpu"],
         gpu_types=["demo"],
         lab_dir="~/gpulab-rest-test",
+        run_as="service",
+        shared_user=shared_user(rest_env),
     )
     account = ClusterAccount(cluster=cluster, username=rest_env["GPULAB_SLURMREST_USER"], auth_method=AuthMethod.KEY)
     token = slurm_token(rest_env)
@@ -59,14 +62,18 @@ def rest_cluster(transactional_db, course, rest_env):
     account.save()
     course.clusters.add(cluster)
     yield cluster
-    subprocess.run(["scancel", f"--user={account.username}"], capture_output=True, check=False)
-    for output in Path(f"/home/{account.username}").glob("gpulab-*.log"):
-        output.unlink()
+    cancel_own_jobs()  # this test's jobs only: other tests and a demo run jobs as the same shared user
+    for job in Job.objects.filter(cluster=cluster):
+        Path(f"/home/{cluster.shared_user}/gpulab-{job.pk}.log").unlink(missing_ok=True)
+
+
+def shared_user(env) -> str:
+    return env.get("GPULAB_SHARED_USER", "labshared")
 
 
 def output_of(env, job: Job) -> str:
-    """What the job printed, from the file SLURM wrote in the service account's home (it has no SSH login)."""
-    path = Path(f"/home/{env['GPULAB_SLURMREST_USER']}/gpulab-{job.pk}.log")
+    """What the job printed, from the file SLURM wrote in the shared user's home (the portal has no SSH login)."""
+    path = Path(f"/home/{shared_user(env)}/gpulab-{job.pk}.log")
     text = path.read_text()
     path.unlink()
     return text
@@ -115,7 +122,7 @@ def test_launch_from_the_form_runs_pending_running_completed_through_slurmrestd(
     assert squeue(job, "%k") == f"gpulab:{job.pk}"
     # The #SBATCH header reached SLURM as job properties (slurmrestd ignores #SBATCH lines in the script).
     assert squeue(job, "%P|%l|%b|%j") == "gpu|3:00|gres:gpu:2|gpulab-sleep-echo"
-    assert squeue(job, "%u") == rest_env["GPULAB_SLURMREST_USER"]
+    assert squeue(job, "%u") == shared_user(rest_env) != rest_env["GPULAB_SLURMREST_USER"]
     output = output_of(rest_env, job)
     assert "hello-over-rest" in output and "done" in output
     answer = api_for(alice).get(f"/api/v1/jobs/{job.pk}/log/?offset=0")  # what the job page shows under the log
@@ -296,10 +303,11 @@ def test_test_connection_refuses_a_token_that_cannot_act_for_students_and_says_w
     service = rest_env["GPULAB_SLURMREST_USER"]
     store_token(rest_cluster, token_of(service))
     Cluster.objects.filter(pk=rest_cluster.pk).update(run_as="service")
-    fine = get_backend(Cluster.objects.get(pk=rest_cluster.pk)).test_connection()
-    said = " ".join(fine.lines)
-    assert fine.ok and f"The token of {service} may not act for other users: asked as nobody" in said
-    assert f"Fine while jobs run as {service}" in said
+    shared = get_backend(Cluster.objects.get(pk=rest_cluster.pk)).test_connection()
+    said = " ".join(shared.lines)
+    # The shared mode runs jobs as the shared user, never as the token's own user: it needs the SlurmUser's token too.
+    assert not shared.ok and f"The token of {service} may not act for other users: asked as nobody" in said
+    assert f"Jobs here run as {shared_user(rest_env)}: store" in said and f"on {service}." in said
 
     Cluster.objects.filter(pk=rest_cluster.pk).update(run_as="rest-user")
     report = get_backend(Cluster.objects.get(pk=rest_cluster.pk)).test_connection()
@@ -315,4 +323,12 @@ def test_test_connection_refuses_another_users_token_on_the_service_account(rest
     report = get_backend(rest_cluster).test_connection()
     said = " ".join(report.lines)
     assert not report.ok and f"asked as {rest_env['GPULAB_SLURMREST_USER']}, SLURM said" in said
-    assert f"Every job here is submitted as {rest_env['GPULAB_SLURMREST_USER']}" in said
+    assert f"Jobs here run as {shared_user(rest_env)}: store" in said
+
+
+def test_test_connection_refuses_a_shared_user_that_is_the_tokens_own_user(rest_cluster, rest_env):
+    """The token's user would run students' code: the two are one."""
+    store_token(rest_cluster, token_of(shared_user(rest_env)))
+    report = get_backend(rest_cluster).test_connection()
+    said = " ".join(report.lines)
+    assert not report.ok and "whose slurmrestd token the portal holds" in said

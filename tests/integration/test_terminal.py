@@ -230,7 +230,8 @@ def test_instructor_opens_a_terminal_and_the_students_terminal_and_timeline_say_
         told = json.loads(wait_text(students))
         assert "(instructor) opened a terminal in this job" in told["notice"]
         socket.send(b"whoami\n")
-        as_user = re.compile(rf"^\r?{os.environ['GPULAB_SERVICE_USER']}\r?$", re.MULTILINE)  # the job's identity
+        shared = os.environ.get("GPULAB_SHARED_USER", "labshared")  # the job's identity: never the service account
+        as_user = re.compile(rf"^\r?{shared}\r?$", re.MULTILINE)
         output, _ = read_until(socket, lambda out: as_user.search(plain(out)))
         assert as_user.search(plain(output)), output
     note = JobEvent.objects.get(job=job, actor=instructor)

@@ -17,7 +17,7 @@ from django.utils import timezone
 from clusters.choices import accounting_in_words
 from core.choices import JobState
 
-from .. import as_student, batch_notebook, reservations, ssh, sudo_rule
+from .. import as_student, batch_notebook, reservations, runner_check, ssh, sudo_rule
 from ..accounting import SACCT_FIELDS, AccountedUsage, parse_sacct
 from ..base import (
     BackendError,
@@ -158,7 +158,7 @@ class SlurmBackend(ClusterBackend):
                 ]
             },
         ),
-        ("SLURM: job environment", {"fields": ["lab_dir", "preamble"]}),
+        ("SLURM: job environment", {"fields": ["lab_dir", "preamble", "shared_user"]}),
     )
 
     # Paths: "~/x" is relative to the login home, which is where SSH commands and SFTP start.
@@ -195,8 +195,9 @@ class SlurmBackend(ClusterBackend):
     # -- submit -----------------------------------------------------------------------------------------------
     def submit(self, request: SubmitRequest) -> str:
         if self.student:  # the student's user makes its private directory; sbatch reads the script from stdin
-            job_dir = self.student.path(self.cluster.lab_dir, "jobs", str(request.job_id))
-            self.student.make_private_dir(job_dir)
+            lab = self.student.path(self.cluster.lab_dir)
+            job_dir = posixpath.join(lab, "jobs", str(request.job_id))
+            self.student.make_private_dir(job_dir, below=lab)
             script, stdin = [], request.script
         else:
             job_dir = self._write_script(request)
@@ -233,9 +234,10 @@ class SlurmBackend(ClusterBackend):
         directory, written as the job's identity, outside the run directory and the script (batch_notebook.py)."""
         text = batch_notebook.session_file(self.cluster, request.session_token)
         try:
-            if self.student:
-                runtime = self.student.path(self.cluster.lab_dir, batch_notebook.RUNTIME_DIR, str(request.job_id))
-                self.student.make_private_dir(runtime)
+            if self.student:  # 0700 from the lab directory down, as a run directory (a shared lab's stays 1733)
+                lab = self.student.path(self.cluster.lab_dir)
+                runtime = batch_notebook.runtime_dir(lab, request.job_id)
+                self.student.make_private_dir(runtime, below=lab)
                 with self.student.sftp() as sftp:
                     batch_notebook.write_session_file(sftp, runtime, text)
                 return
@@ -505,11 +507,18 @@ class SlurmBackend(ClusterBackend):
             {"partition_limits": {name: p.as_dict() for name, p in limits.items()}} if partitions.ok else {}
         )
         rule_ok = True
-        if self.cluster.run_as == "sudo":  # jobs run as each student: the service account's sudo rule, judged
-            verdict = sudo_rule.judge(sudo_rule.parse(ssh.run(self.cluster, self.login, ["sudo", "-n", "-l"]).stdout))
+        if self.cluster.run_as == "sudo" or self.cluster.uses_shared_user:  # students' users reached through sudo
+            verdict = sudo_rule.judge(sudo_rule.parse(self._as_login(["sudo", "-n", "-l"]).stdout))
             lines += verdict.lines(self.login.username)
             rule_ok = verdict.ok
-        return ConnectionReport(ok=rule_ok, lines=lines, has_accounting=has_accounting, facts=facts)
+        runners = runner_check.runners_of(self.cluster, self.login.username, has_accounting=has_accounting)
+        who = runner_check.check(runners, self._as_login)
+        lines += who.lines
+        return ConnectionReport(ok=rule_ok and who.ok, lines=lines, has_accounting=has_accounting, facts=facts)
+
+    def _as_login(self, argv: list[str]) -> ssh.CommandResult:
+        """A command as the service account itself (never through sudo as a student)."""
+        return ssh.run(self.cluster, self.login, argv)
 
     def _operator_line(self, has_accounting: bool) -> str:
         """Lab sessions need the service account to be a SLURM operator (it makes their reservations)."""

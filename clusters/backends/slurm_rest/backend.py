@@ -21,7 +21,7 @@ from pathlib import Path
 
 from clusters.choices import RunAs, accounting_in_words
 
-from .. import as_student, batch_notebook, ssh, tokens
+from .. import as_student, batch_notebook, runner_check, ssh, tokens
 from ..accounting import AccountedUsage
 from ..base import (
     BackendError,
@@ -64,7 +64,7 @@ class SlurmRestBackend(ClusterBackend):
             },
         ),
         ("SLURM: scheduler", {"fields": ["partitions", "gpu_types"]}),
-        ("SLURM: job environment", {"fields": ["lab_dir", "preamble"]}),
+        ("SLURM: job environment", {"fields": ["lab_dir", "preamble", "shared_user"]}),
     )
 
     def __init__(self, cluster, account):
@@ -175,7 +175,7 @@ class SlurmRestBackend(ClusterBackend):
         if self.student:
             home = self.student.home()
             job_dir = self._lab_path(home, "jobs", str(job_id))
-            self.student.make_private_dir(job_dir)
+            self.student.make_private_dir(job_dir, below=self._lab_path(home))
             return job_dir, posixpath.join(job_dir, LOG_NAME), home
         with ssh.sftp(self.cluster, self.account) as sftp:
             home = sftp.normalize(".")
@@ -303,7 +303,20 @@ class SlurmRestBackend(ClusterBackend):
         lines.append("SLURM accounting: " + accounting_in_words(has_accounting))
         acts, said = self._acting_for_others(reader, version)
         lines.append(said)
-        return ConnectionReport(ok=acts, lines=lines, facts=facts, has_accounting=has_accounting)
+        runners = runner_check.runners_of(
+            self.cluster,
+            self.account.username,
+            token_user=reader.user,
+            has_accounting=has_accounting,
+            over_ssh=self.has_ssh,
+        )
+        who = runner_check.check(runners, self._as_login)
+        lines += who.lines
+        return ConnectionReport(ok=acts and who.ok, lines=lines, facts=facts, has_accounting=has_accounting)
+
+    def _as_login(self, argv: list[str]) -> ssh.CommandResult:
+        """A command as the service account over SSH (the runner check asks only where it has an SSH login)."""
+        return ssh.run(self.cluster, self.account, argv)
 
     def _acting_for_others(self, reader: RestClient, version: versions.ApiVersion) -> tuple[bool, str]:
         """Whether the token may name another user in X-SLURM-USER-NAME (only the SlurmUser's, or root's, may), as
@@ -321,10 +334,13 @@ class SlurmRestBackend(ClusterBackend):
         said = f"The token of {reader.user} may not act for other users: asked as {other}, SLURM said “{refusal}”."
         slurm_user = "a token of SLURM's SlurmUser (SlurmUser in slurm.conf; `scontrol token username=<SlurmUser>`)"
         account = self.account.username
-        if account != reader.user:
-            return False, f"{said} Every job here is submitted as {account}: store its own token or {slurm_user} on it."
         if self.cluster.run_as == RunAs.REST_USER:
             return False, f"{said} Jobs here run as each student's cluster user: store {slurm_user} on {account}."
+        if self.cluster.uses_shared_user:
+            shared = self.cluster.shared_user or "the shared cluster user"
+            return False, f"{said} Jobs here run as {shared}: store {slurm_user} on {account}."
+        if account != reader.user:
+            return False, f"{said} Every job here is submitted as {account}: store its own token or {slurm_user} on it."
         return True, f"{said} Fine while jobs run as {account}; for students' own cluster users, store {slurm_user}."
 
     def stage_lab_files(self, source: Path) -> int:

@@ -30,7 +30,10 @@ class SlurmRestKind(BatchKind):
         return (
             "slurmrestd answers; the token works for the users jobs run as"
             if ok
-            else ("slurmrestd answers, but its token cannot act for the users jobs run as")
+            else (
+                "slurmrestd answers, but its token cannot act for the users jobs run as, or those users may not run "
+                "students' code"
+            )
         )
 
     def tests_over_ssh(self, cluster) -> bool:

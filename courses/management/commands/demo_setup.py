@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
+from clusters.identity import cluster_username, set_cluster_username
 from courses.models import Course, Enrollment, Role
 
 USERS = [
@@ -14,10 +15,16 @@ USERS = [
     ("student1", Role.STUDENT),
     ("student2", Role.STUDENT),
 ]
+# Each demo login's own user on the local cluster (scripts/local_slurm.sh makes them: GPULAB_DEMO_USERS), so every
+# demo job runs as its own user and no student reaches another's files or jobs.
+CLUSTER_USER_PREFIX = "lab"
 
 
 class Command(BaseCommand):
-    help = "Create the demo course with an admin, an instructor and two students; write their logins to a file."
+    help = (
+        "Create the demo course with an admin, an instructor and two students, each with their own cluster username "
+        "(lab<login>); write their logins to a file."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--logins", type=Path, required=True, help="file that keeps the generated passwords")
@@ -47,8 +54,14 @@ class Command(BaseCommand):
             user.save()
             if role:
                 Enrollment.objects.update_or_create(course=course, user=user, defaults={"role": role})
+            if not cluster_username(user):  # one an admin changed since stays
+                set_cluster_username(user, f"{CLUSTER_USER_PREFIX}{username}")
             known[username] = password
         logins.parent.mkdir(parents=True, exist_ok=True)
         logins.write_text("".join(f"{name} {password}\n" for name, password in known.items()))
         logins.chmod(0o600)
-        self.stdout.write(self.style.SUCCESS(f"Demo course “{course.name}” with {len(USERS)} users."))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Demo course “{course.name}” with {len(USERS)} users, each with a cluster user of their own."
+            )
+        )
