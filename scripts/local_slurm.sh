@@ -47,7 +47,8 @@ SUDOERS_FILE=/etc/sudoers.d/gpulab-portal
 TEST_SUDOERS_FILE=/etc/sudoers.d/gpulab-test-too-broad
 DECOY_USER=gpulab-decoy
 # The demo's shared lab directory: the staged workloads (the service account's, readable by all), jobs/ and
-# students/ where each student's user makes its own 0700 folders (1733: anyone may make one, nobody lists them).
+# students/ and .gpulab-runtime/ (JupyterLab sessions' secrets) where each student's user makes its own 0700 folders
+# (1733: anyone may make one, nobody lists them).
 LAB_ROOT=${GPULAB_LAB_ROOT:-$LOCAL_DIR/lab}
 NODE=$(hostname -s)
 SLURM_ETC=/etc/slurm
@@ -120,7 +121,7 @@ EOF
 ensure_lab_root() {
   mkdir -p "$LOCAL_DIR"
   install -d -m 755 -o "$SERVICE_USER" -g "$SERVICE_USER" "$LAB_ROOT"
-  install -d -m 1733 -o root -g root "$LAB_ROOT/jobs" "$LAB_ROOT/students"
+  install -d -m 1733 -o root -g root "$LAB_ROOT/jobs" "$LAB_ROOT/students" "$LAB_ROOT/.gpulab-runtime"
 }
 
 has_jwt_plugin() { ls /usr/lib/*/slurm-wlm/auth_jwt.so >/dev/null 2>&1; }

@@ -6,8 +6,9 @@ shell in his own running job (as his own user, inside its allocation: `srun --jo
 labbob, and the portal's own terminal), can neither list, read nor change any of it, cannot see, cancel or change
 alice's job, has no sudo rule (`sudo -n -l` lists nothing; `sudo -u labalice` is refused) and cannot make a SLURM
 reservation. Both lab layouts are tried: the lab directory in each student's home, and one shared absolute lab
-directory as the demo uses (jobs/ and students/ at 1733). In the shared mode, the one shared user's shell holds no
-privilege either: the service account, which holds the sudo rule and SLURM operator level, never runs a job.
+directory as the demo uses (jobs/, students/ and .gpulab-runtime/ at 1733). In the shared mode, the one shared user's
+shell holds no privilege either: the service account, which holds the sudo rule and SLURM operator level, never runs
+a job.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def lab(request, cluster, services):
     SHARED_LAB.mkdir(exist_ok=True)
     shutil.chown(SHARED_LAB, services["GPULAB_SERVICE_USER"], services["GPULAB_SERVICE_USER"])
     SHARED_LAB.chmod(0o755)
-    for sub in ("jobs", "students"):
+    for sub in ("jobs", "students", ".gpulab-runtime"):
         (SHARED_LAB / sub).mkdir(exist_ok=True)
         (SHARED_LAB / sub).chmod(0o1733)
     yield str(SHARED_LAB)
