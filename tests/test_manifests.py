@@ -178,7 +178,7 @@ def test_instructor_authors_a_kubernetes_template_and_unsafe_ones_are_not_publis
     assert client.post(reverse("jobs:template_new", args=[course.slug]), form).status_code == 302
     preview = client.post(reverse("jobs:template_preview", args=[course.slug]), form).content.decode()
     assert "namespace: gpulab-preview" in preview and "kind: Service" in preview
-    client.post(reverse("jobs:template_publish", args=[course.slug, "tiny-server"]))
+    client.post(reverse("jobs:template_edit", args=[course.slug, "tiny-server"]), {**form, "action": "publish"})
     assert JobTemplate.objects.get(slug="tiny-server").status == "published"
 
     unsafe = {
@@ -187,8 +187,8 @@ def test_instructor_authors_a_kubernetes_template_and_unsafe_ones_are_not_publis
         "body": DEPLOYMENT.replace("      containers:", "      hostNetwork: true\n      containers:"),
     }
     client.post(reverse("jobs:template_new", args=[course.slug]), unsafe)
-    response = client.post(reverse("jobs:template_publish", args=[course.slug, "unsafe"]), follow=True)
-    assert "hostNetwork is not allowed" in response.content.decode()
+    response = client.post(reverse("jobs:template_edit", args=[course.slug, "unsafe"]), {**unsafe, "action": "publish"})
+    assert "hostNetwork is not allowed" in " ".join(response.context["form"].errors["body"])
     assert JobTemplate.objects.get(slug="unsafe").status == "draft"
 
 

@@ -39,7 +39,10 @@ def test_a_ta_is_told_that_only_instructors_author_and_publish_templates(login, 
     told = html.unescape(response.content.decode())
     assert "Only the course's instructors author and publish its templates. Ask one of them." in told
     JobTemplate.objects.filter(pk=sleep_template.pk).update(status=JobTemplate.Status.DRAFT)
-    assert client.post(reverse("jobs:template_publish", args=[course.slug, sleep_template.slug])).status_code == 403
+    edit = reverse("jobs:template_edit", args=[course.slug, sleep_template.slug])
+    assert client.post(edit, {**_template_form(course, sleep_template.slug), "action": "publish"}).status_code == 403
+    status = reverse("jobs:template_status", args=[course.slug, sleep_template.slug])
+    assert client.post(status, {"action": "discard"}).status_code == 403
     assert not JobTemplate.objects.filter(slug="ta-train").exists()
     assert JobTemplate.objects.get(pk=sleep_template.pk).status == JobTemplate.Status.DRAFT
 
