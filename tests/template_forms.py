@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from jobs.parameter_forms import PREFIX, rows_of
 
 
 def editor_data(course, *, params: list[dict], action: str = "save", **fields) -> dict:
@@ -20,7 +20,19 @@ def editor_data(course, *, params: list[dict], action: str = "save", **fields) -
         "max_minutes": 10,
         **fields,
     }
-    data["parameters"] = json.dumps(params)
+    data.update(parameter_rows(params))
+    return data
+
+
+def parameter_rows(params: list[dict], *, blank_row: bool = True) -> dict:
+    """The parameter rows' fields as the editor posts them, one row per parameter plus the blank row."""
+    rows = rows_of(params)
+    data = {f"{PREFIX}-TOTAL_FORMS": len(rows) + blank_row, f"{PREFIX}-INITIAL_FORMS": len(rows)}
+    for index, row in enumerate(rows):
+        data.update({f"{PREFIX}-{index}-{key}": "" if value is None else value for key, value in row.items()})
+        data[f"{PREFIX}-{index}-ORDER"] = index + 1
+    if blank_row:
+        data[f"{PREFIX}-{len(rows)}-type"] = "int"
     return data
 
 

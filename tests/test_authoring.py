@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from jobs.builtin import builtin_definitions, load_builtin_templates
 from jobs.models import JobTemplate
+from tests.template_forms import editor_data
 
 pytestmark = pytest.mark.django_db
 
@@ -14,19 +15,7 @@ PARAMS = [{"name": "epochs", "type": "int", "label": "Epochs", "default": 1, "mi
 
 
 def _form(course, body, params=PARAMS, slug="my-train", action="save"):
-    return {
-        "action": action,
-        "name": "My training",
-        "backend": "slurm",
-        "slug": slug,
-        "description": "",
-        "courses": [course.pk],
-        "body": body,
-        "parameters": json.dumps(params),
-        "max_gpus": 1,
-        "max_nodes": 1,
-        "max_minutes": 10,
-    }
+    return editor_data(course, params=params, action=action, body=body, slug=slug)
 
 
 def test_instructor_creates_previews_and_publishes(login, instructor, course):

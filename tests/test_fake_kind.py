@@ -15,7 +15,7 @@ from jobs import polling, submission
 from jobs.cancellation import cancel_on_cluster
 from jobs.models import Job, JobTemplate
 from tests.fake_kind.backend import MemoryBackend
-from tests.template_forms import editor_data_of
+from tests.template_forms import editor_data, editor_data_of
 
 pytestmark = pytest.mark.django_db
 
@@ -216,18 +216,7 @@ def test_instructor_writes_a_template_for_the_kind_in_the_editor_and_previews_it
     login, instructor, course, fake_kind
 ):
     client = login(instructor)
-    form = {
-        "name": "Count",
-        "slug": "count",
-        "description": "",
-        "backend": "fake",
-        "courses": [course.pk],
-        "body": BODY,
-        "parameters": json.dumps(PARAMETERS),
-        "max_gpus": 2,
-        "max_nodes": 1,
-        "max_minutes": 10,
-    }
+    form = editor_data(course, params=PARAMETERS, name="Count", slug="count", backend="fake", body=BODY, max_gpus=2)
     new = client.post(reverse("jobs:template_new", args=[course.slug]), form)
     assert new.status_code == 302, new.content.decode()[-2000:]
     assert JobTemplate.objects.get(slug="count").backend == "fake"

@@ -11,8 +11,8 @@ from courses import terms
 from courses.models import Course
 from jobs import access, authoring
 from jobs.authoring import preview
-from jobs.forms import TemplateForm
 from jobs.models import JobTemplate
+from jobs.template_forms import TemplateEditor
 
 TEMPLATES = "author and publish its templates"  # a TA is told "Only the course's instructors author and publish …"
 
@@ -34,7 +34,8 @@ def template_list(request, course_slug: str):
 @login_required
 def template_edit(request, course_slug: str, slug: str | None = None):
     """The editor. "Save draft" keeps a published template's published version live (authoring.save_edit);
-    "Publish" checks what is in the form and, if it passes, saves and publishes it in one step."""
+    "Publish" checks what is in the form and, if it passes, saves and publishes it in one step; "Add a parameter"
+    and the rows' move buttons show the form again as posted, with the rows changed, and save nothing."""
     writing = request.method == "POST"
     course = access.get_managed_course(request.user, course_slug, TEMPLATES, write=writing and not slug)
     if slug:
@@ -46,37 +47,40 @@ def template_edit(request, course_slug: str, slug: str | None = None):
     )
     draft = authoring.draft_of(template)
     teaching = access.managed_courses(request.user)
-    form = TemplateForm(
-        request.POST or None,
-        instance=authoring.with_draft(template, draft),
-        teaching=teaching if read_only else teaching.exclude(pk__in=ended_course_ids()),
-        initial={"courses": [course]} if not slug else None,
-    )
+    options = {
+        "instance": authoring.with_draft(template, draft),
+        "teaching": teaching if read_only else teaching.exclude(pk__in=ended_course_ids()),
+    }
+    action = request.POST.get("action", "save")
+    if writing and action not in ("save", "publish"):
+        editor = TemplateEditor.rearranged(request.POST, action, **options)
+    else:
+        editor = TemplateEditor(request.POST or None, initial={"courses": [course]} if not slug else None, **options)
     if read_only:
-        for field in form.fields.values():
-            field.disabled = True
-    if writing and form.is_valid():
-        done = _publish(request, form) if request.POST.get("action") == "publish" else _save(request, form)
+        editor.disable()
+    if writing and action in ("save", "publish") and editor.is_valid():
+        done = _publish(request, editor) if action == "publish" else _save(request, editor)
         if done is not None:
             return redirect("jobs:template_edit", course_slug=course.slug, slug=done.slug)
-    editing = form.instance
+    editing = editor.instance
     checked = preview(editing.body, editing.parameters, backend=editing.backend) if editing.pk else None
     context = {
         "course": course,
         "template": template,
         "draft": draft,
-        "form": form,
+        "form": editor.form,
+        "parameters": editor.parameters,
         "preview": checked,
         "read_only": read_only,
     }
-    return render(request, "jobs/authoring/edit.html", context, status=400 if form.errors else 200)
+    return render(request, "jobs/authoring/edit.html", context, status=400 if editor.has_errors else 200)
 
 
-def _save(request, form: TemplateForm) -> JobTemplate:
+def _save(request, editor: TemplateEditor) -> JobTemplate:
     with transaction.atomic():
-        edited = form.save(commit=False)
+        edited = editor.edited()
         kept_live = authoring.save_edit(edited, user=request.user)
-        form.save_m2m()
+        editor.save_m2m()
     if kept_live:
         messages.success(
             request, f"Saved your changes to “{edited.name}”. Students see the published version until you publish."
@@ -86,16 +90,16 @@ def _save(request, form: TemplateForm) -> JobTemplate:
     return edited
 
 
-def _publish(request, form: TemplateForm) -> JobTemplate | None:
+def _publish(request, editor: TemplateEditor) -> JobTemplate | None:
     """Publish the form's content, or put the checks' errors on the form and publish nothing."""
     with transaction.atomic():
-        edited = form.save(commit=False)
-        result = authoring.publish_edit(edited, courses=form.cleaned_data["courses"])
+        edited = editor.edited()
+        result = authoring.publish_edit(edited, courses=editor.form.cleaned_data["courses"])
         if result.ok:
-            form.save_m2m()
+            editor.save_m2m()
     if not result.ok:
         for error in result.errors:
-            form.add_error("body", error)
+            editor.form.add_error("body", error)
         return None
     messages.success(request, f"Published “{edited.name}”: students launch this version now.")
     return edited
@@ -106,15 +110,15 @@ def _publish(request, form: TemplateForm) -> JobTemplate | None:
 def template_preview(request, course_slug: str):
     """htmx: render what is in the editor now, without saving."""
     course = access.get_managed_course(request.user, course_slug, TEMPLATES)
-    form = TemplateForm(request.POST, teaching=access.managed_courses(request.user))
-    form.is_valid()
-    if "parameters" in form.errors:
-        result = None
-        errors = form.errors["parameters"]
+    editor = TemplateEditor(request.POST, instance=JobTemplate(), teaching=access.managed_courses(request.user))
+    editor.is_valid()
+    if not editor.parameters.is_valid():
+        result, errors = None, editor.parameters.messages()
     else:
-        backend = form.cleaned_data.get("backend") or kinds.default_templates()
+        backend = editor.form.cleaned_data.get("backend") or kinds.default_templates()
         cluster = authoring.checking_cluster([course], backend)
-        result = preview(request.POST.get("body", ""), form.cleaned_data.get("parameters", []), cluster, backend)
+        body = request.POST.get("body", "").replace("\r\n", "\n")
+        result = preview(body, editor.parameters.parameters(), cluster, backend)
         errors = result.errors
     return render(request, "jobs/authoring/_preview.html", {"preview": result, "errors": errors})
 
