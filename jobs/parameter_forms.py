@@ -143,8 +143,10 @@ class BaseParameterFormSet(forms.BaseFormSet):
         if any(self.errors):
             return
         seen: set[str] = set()
-        for form in self.ordered_forms:
-            name = form.cleaned_data["name"]
+        for form in self.forms:
+            name = getattr(form, "cleaned_data", {}).get("name")
+            if name is None or self._should_delete_form(form):
+                continue
             if name in seen:
                 form.add_error("name", f"Another parameter is already named {name}.")
             seen.add(name)
