@@ -43,6 +43,7 @@ __all__ = [
     "courses_for",
     "get_authorable_template",
     "get_copyable_course",
+    "get_copyable_template",
     "get_course",
     "get_files_cluster",
     "get_job",
@@ -192,6 +193,17 @@ def get_authorable_template(user, slug: str, *, write: bool = False) -> JobTempl
     if write:
         for course in template.courses.all():
             terms.check_writable(course)
+    return template
+
+
+def get_copyable_template(user, slug: str) -> JobTemplate:
+    """A template an instructor may copy into a course they manage (the caller checks that course with
+    get_managed_course): a built-in one, or any of a course they manage (a shared one they cannot edit). 404 for
+    anything else; a TA manages nothing and copies nothing."""
+    copyable = Q(builtin=True, status=JobTemplate.Status.PUBLISHED) | Q(courses__in=managed_courses(user))
+    template = JobTemplate.objects.filter(copyable, slug=slug).first()
+    if template is None or not (is_admin(user) or managed_courses(user).exists()):
+        raise Http404("No such template.")
     return template
 
 

@@ -18,11 +18,13 @@ from django.utils import timezone
 
 from clusters import kinds
 from clusters.backends.kind import Preview
+from courses.copying import free_slug
 
 from .models import JobTemplate, TemplateDraft
 
 __all__ = [
     "Preview",
+    "copy_to_course",
     "discard_draft",
     "draft_of",
     "preview",
@@ -125,3 +127,19 @@ def discard_draft(template: JobTemplate) -> bool:
     """Drop the unpublished changes; the editor shows the published version again. False when there were none."""
     deleted, _ = TemplateDraft.objects.filter(template=template).delete()
     return bool(deleted)
+
+
+def copy_to_course(source: JobTemplate, course, *, user) -> JobTemplate:
+    """A draft copy of `source` (a built-in or shared template) in `course`, owned by `user`, who may then change
+    anything in it; it records where it came from. `source` stays as it is, in the courses it is in."""
+    copy = JobTemplate(
+        **source.content(),
+        slug=free_slug(JobTemplate, f"{source.slug}-{course.slug}"),
+        session=source.session,
+        copied_from=source,
+        created_by=user,
+    )
+    with transaction.atomic():
+        copy.save()
+        copy.courses.add(course)
+    return copy

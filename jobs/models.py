@@ -76,6 +76,14 @@ class JobTemplate(TemplateContent):
         help_text="JupyterLab: the job page opens the server the job starts, through the portal (sessions app).",
     )
     builtin = models.BooleanField(default=False, editable=False, help_text="Shipped with the portal.")
+    copied_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="copies",
+        help_text="The template this one started as a copy of: a built-in one, or the course's last term's.",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -26,4 +26,5 @@ urlpatterns = [
     path("courses/<slug:course_slug>/templates/preview/", authoring.template_preview, name="template_preview"),
     path("courses/<slug:course_slug>/templates/<slug:slug>/", authoring.template_edit, name="template_edit"),
     path("courses/<slug:course_slug>/templates/<slug:slug>/status/", authoring.template_status, name="template_status"),
+    path("courses/<slug:course_slug>/templates/<slug:slug>/copy/", authoring.template_copy, name="template_copy"),
 ]

@@ -25,9 +25,12 @@ def ended_course_ids():
 @login_required
 def template_list(request, course_slug: str):
     course = access.get_managed_course(request.user, course_slug, TEMPLATES)
-    templates = course.templates.select_related("draft").prefetch_related("courses").order_by("status", "name")
+    templates = (
+        course.templates.select_related("draft", "copied_from").prefetch_related("courses").order_by("status", "name")
+    )
     rows = [(t, access.may_author(request.user, t), access.template_read_only(t)) for t in templates]
-    context = {"course": course, "rows": rows, "read_only": terms.has_ended(course)}
+    builtins = JobTemplate.objects.filter(builtin=True, status=JobTemplate.Status.PUBLISHED).order_by("name")
+    context = {"course": course, "rows": rows, "builtins": builtins, "read_only": terms.has_ended(course)}
     return render(request, "jobs/authoring/list.html", context)
 
 
@@ -141,3 +144,17 @@ def template_status(request, course_slug: str, slug: str):
     else:
         return HttpResponseBadRequest("Unknown action.")
     return redirect("jobs:template_edit", course_slug=course.slug, slug=template.slug)
+
+
+@login_required
+@require_POST
+def template_copy(request, course_slug: str, slug: str):
+    """Copy a built-in (or shared) template into the course as a draft the instructor owns and may change."""
+    course = access.get_managed_course(request.user, course_slug, TEMPLATES, write=True)
+    copy = authoring.copy_to_course(access.get_copyable_template(request.user, slug), course, user=request.user)
+    messages.success(
+        request,
+        f"Copied “{copy.name}” into {course.name} as a draft: change what you need, then publish it. "
+        "Students see the copy once it is published.",
+    )
+    return redirect("jobs:template_edit", course_slug=course.slug, slug=copy.slug)
