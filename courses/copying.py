@@ -33,7 +33,8 @@ def copy_to_new_term(course: Course, *, actor, name: str, slug: str, starts: dat
         new.save()
         new.clusters.set(course.clusters.all())
         Enrollment.objects.create(course=new, user=actor, role=Role.INSTRUCTOR)
-        for template in course.templates.all():
+        for placement in course.template_placements.select_related("template"):  # the catalog's order, kept
+            template = placement.template
             if template.builtin:
                 template.courses.add(new)
             else:

@@ -35,7 +35,7 @@ from courses.access import (
 )
 from courses.models import Course
 
-from .models import Job, JobTemplate
+from .models import CourseTemplate, Job, JobTemplate
 
 __all__ = [
     "LaunchRefused",
@@ -124,17 +124,14 @@ def visible_templates(user) -> QuerySet[JobTemplate]:
 
 def template_catalog(user) -> list[Course]:
     """The user's courses, each with `launchable` (its published templates that an enabled cluster of the course can
-    run), `teaches`, `manages` and `launch_refusal` (why nothing may be launched there now: the term; else None). The
-    catalog page shows all of it; GET /api/v1/templates/ lists the templates of the courses without a refusal. Five
-    queries.
+    run, in the order the course's instructors set), `teaches`, `manages` and `launch_refusal` (why nothing may be
+    launched there now: the term; else None). The catalog page shows all of it; GET /api/v1/templates/ lists the
+    templates of the courses without a refusal. Five queries.
     """
+    published = CourseTemplate.objects.filter(template__status=JobTemplate.Status.PUBLISHED).select_related("template")
     courses = list(
         courses_for(user).prefetch_related(
-            Prefetch(
-                "templates",
-                queryset=JobTemplate.objects.filter(status=JobTemplate.Status.PUBLISHED).order_by("name"),
-                to_attr="published_templates",
-            ),
+            Prefetch("template_placements", queryset=published, to_attr="published_placements"),
             Prefetch("clusters", queryset=Cluster.objects.filter(enabled=True), to_attr="enabled_clusters"),
         )
     )
@@ -144,7 +141,9 @@ def template_catalog(user) -> list[Course]:
         runs = {template_backend(cluster.kind) for cluster in course.enabled_clusters}
         mpi = any(cluster.has_mpi_operator for cluster in course.enabled_clusters)
         course.launchable = [
-            t for t in course.published_templates if t.backend in runs and (mpi or not t.needs_mpi_operator)
+            p.template
+            for p in course.published_placements
+            if p.template.backend in runs and (mpi or not p.template.needs_mpi_operator)
         ]
         course.teaches = course.pk in teaching
         course.manages = course.pk in managing

@@ -63,7 +63,7 @@ class JobTemplate(TemplateContent):
         ARCHIVED = "archived", "Archived"
 
     slug = models.SlugField(unique=True)
-    courses = models.ManyToManyField("courses.Course", blank=True, related_name="templates")
+    courses = models.ManyToManyField("courses.Course", blank=True, related_name="templates", through="CourseTemplate")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
     published_at = models.DateTimeField(
         null=True, blank=True, help_text="When the version students see (this row's content) was published."
@@ -98,6 +98,25 @@ class JobTemplate(TemplateContent):
     def needs_mpi_operator(self) -> bool:
         """An MPIJob template runs only where the MPI Operator's CRD is installed."""
         return kinds.kind_of(self.backend).needs_mpi_operator(self.body)
+
+
+class CourseTemplate(models.Model):
+    """A template offered in a course, at its place in the course's catalog: the order the instructor sets on the
+    course's templates page, which the students' catalog and the API follow (jobs/template_order.py)."""
+
+    course = models.ForeignKey("courses.Course", on_delete=models.CASCADE, related_name="template_placements")
+    template = models.ForeignKey(JobTemplate, on_delete=models.CASCADE, related_name="placements")
+    position = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Its place in the course's catalog, from 0; empty: after the others."
+    )
+
+    class Meta:
+        ordering = [models.F("position").asc(nulls_last=True), "pk"]  # a new template goes last
+        constraints = [models.UniqueConstraint(fields=["course", "template"], name="course_template_once")]
+        verbose_name = "template of a course"
+
+    def __str__(self) -> str:
+        return f"{self.template_id} in {self.course_id} at {self.position}"
 
 
 class TemplateDraft(TemplateContent):

@@ -204,8 +204,10 @@ def test_admin_publish_refuses_a_refused_placement(login, admin_user, instructor
     changelist = reverse("admin:jobs_jobtemplate_changelist")
     response = client.post(changelist, {"action": "publish_selected", "_selected_action": [template.pk]}, follow=True)
     assert "an argument of eval, which runs it as code" in response.content.decode()
-    data = {**_form(course, "eval {{ epochs }}\n"), "status": "published", "courses": [course.pk]}
-    data["parameters"] = json.dumps(PARAMS)
+    data = {**_form(course, "eval {{ epochs }}\n"), "status": "published", "parameters": json.dumps(PARAMS)}
+    placement = template.placements.get()
+    data |= {"placements-TOTAL_FORMS": 1, "placements-INITIAL_FORMS": 1, "placements-0-id": placement.pk}
+    data |= {"placements-0-template": template.pk, "placements-0-course": course.pk, "placements-0-position": ""}
     response = client.post(reverse("admin:jobs_jobtemplate_change", args=[template.pk]), data, follow=True)
     assert "Not published: Line 1: {{ epochs }} is an argument of eval" in response.content.decode()
     template.refresh_from_db()

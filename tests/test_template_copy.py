@@ -27,7 +27,7 @@ def test_instructor_copies_a_builtin_template_into_their_course_and_changes_its_
     source = builtins["tiny-lm-single"]
     client = login(instructor)
     listing = client.get(reverse("jobs:template_list", args=[course.slug])).content.decode()
-    assert _copy(course) in listing and 'id="builtin-templates"' in listing
+    assert _copy(course) in listing and 'id="builtin-templates"' not in listing  # every built-in one is in it
 
     response = client.post(_copy(course))
     copy = JobTemplate.objects.get(copied_from=source)
@@ -51,6 +51,14 @@ def test_instructor_copies_a_builtin_template_into_their_course_and_changes_its_
     source.refresh_from_db()
     assert copy.parameters[0]["label"] == "Changed label" and copy.status == JobTemplate.Status.PUBLISHED
     assert source.parameters[0]["label"] != "Changed label" and source.builtin
+
+
+def test_built_in_templates_the_course_lacks_are_offered_for_copying_too(login, instructor, course, other_course):
+    load_builtin_templates([other_course])
+    listing = login(instructor).get(reverse("jobs:template_list", args=[course.slug])).content.decode()
+    assert 'id="builtin-templates"' in listing and _copy(course) in listing
+    assert login(instructor).post(_copy(course)).status_code == 302
+    assert JobTemplate.objects.get(copied_from__slug="tiny-lm-single").courses.get() == course
 
 
 def test_copying_twice_gives_two_slugs(login, instructor, course, builtins):

@@ -2,14 +2,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404, HttpResponseBadRequest
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from clusters import kinds
 from courses import terms
 from courses.models import Course
-from jobs import access, authoring
+from jobs import access, authoring, template_order
 from jobs.authoring import preview
 from jobs.models import JobTemplate
 from jobs.template_forms import TemplateEditor
@@ -24,14 +25,32 @@ def ended_course_ids():
 
 @login_required
 def template_list(request, course_slug: str):
+    """The course's templates in the order its catalog lists them, which the instructor changes here."""
     course = access.get_managed_course(request.user, course_slug, TEMPLATES)
-    templates = (
-        course.templates.select_related("draft", "copied_from").prefetch_related("courses").order_by("status", "name")
-    )
+    placements = course.template_placements.select_related("template__draft", "template__copied_from")
+    templates = [p.template for p in placements.prefetch_related("template__courses")]
     rows = [(t, access.may_author(request.user, t), access.template_read_only(t)) for t in templates]
-    builtins = JobTemplate.objects.filter(builtin=True, status=JobTemplate.Status.PUBLISHED).order_by("name")
-    context = {"course": course, "rows": rows, "builtins": builtins, "read_only": terms.has_ended(course)}
+    builtins = JobTemplate.objects.filter(builtin=True, status=JobTemplate.Status.PUBLISHED).exclude(courses=course)
+    context = {
+        "course": course,
+        "rows": rows,
+        "builtins": builtins.order_by("name"),
+        "read_only": terms.has_ended(course),
+    }
     return render(request, "jobs/authoring/list.html", context)
+
+
+@login_required
+@require_POST
+def template_move(request, course_slug: str, slug: str):
+    """Move one of the course's templates up or down its catalog (any of them: built-in and shared ones too)."""
+    course = access.get_managed_course(request.user, course_slug, TEMPLATES, write=True)
+    step = {"up": -1, "down": 1}.get(request.POST.get("direction", ""))
+    if step is None:
+        return HttpResponseBadRequest("Move up or down.")
+    template = get_object_or_404(course.templates, slug=slug)
+    template_order.move(course, template, step)
+    return redirect(reverse("jobs:template_list", args=[course.slug]) + f"#template-{template.slug}")
 
 
 @login_required
