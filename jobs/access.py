@@ -175,12 +175,15 @@ def check_launch(user, course: Course, template: JobTemplate, cluster: Cluster) 
         )
 
 
-def may_author(user, template: JobTemplate) -> bool:
-    """Admins edit anything; instructors edit their own course templates, never built-in or shared ones. A TA none."""
+def may_author(user, template: JobTemplate, *, managed: set[int] | None = None) -> bool:
+    """Admins edit anything; instructors edit their own course templates, never built-in or shared ones. A TA none.
+    `managed`: the ids of the courses the user manages, where the caller asks for many templates (a list page, whose
+    templates' courses are prefetched)."""
     if is_admin(user):
         return True
-    course_ids = set(template.courses.values_list("pk", flat=True))
-    managed = set(managed_courses(user).values_list("pk", flat=True))
+    course_ids = {course.pk for course in template.courses.all()}
+    if managed is None:
+        managed = set(managed_courses(user).values_list("pk", flat=True))
     return not template.builtin and bool(course_ids) and course_ids <= managed
 
 

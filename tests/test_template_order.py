@@ -117,3 +117,21 @@ def test_an_ended_course_keeps_its_order(login, instructor, course, handout):
 def test_anonymous_is_sent_to_sign_in(client, course, handout):
     response = _move(client, course, "lab-2", "up")
     assert response.status_code == 302 and "/login/" in response.url
+
+
+def test_the_templates_page_costs_the_same_queries_for_more_templates(login, instructor, course, handout):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = login(instructor)
+    url = reverse("jobs:template_list", args=[course.slug])
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured)
+
+    few = queries()
+    for n, source in enumerate(handout):
+        JobTemplate.objects.filter(pk=_template(f"more-{n}", f"More {n}", course).pk).update(copied_from=source)
+    assert queries() == few

@@ -29,7 +29,8 @@ def template_list(request, course_slug: str):
     course = access.get_managed_course(request.user, course_slug, TEMPLATES)
     placements = course.template_placements.select_related("template__draft", "template__copied_from")
     templates = [p.template for p in placements.prefetch_related("template__courses")]
-    rows = [(t, access.may_author(request.user, t), access.template_read_only(t)) for t in templates]
+    managed = set(access.managed_courses(request.user).values_list("pk", flat=True))
+    rows = [(t, access.may_author(request.user, t, managed=managed), access.template_read_only(t)) for t in templates]
     builtins = JobTemplate.objects.filter(builtin=True, status=JobTemplate.Status.PUBLISHED).exclude(courses=course)
     context = {
         "course": course,
