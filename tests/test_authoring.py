@@ -161,6 +161,7 @@ def test_publish_with_errors_publishes_and_saves_nothing_and_shows_them_in_the_f
     assert response.status_code == 400
     assert "an argument of eval" in " ".join(response.context["form"].errors["body"])
     assert "eval {{ epochs }}" in response.content.decode()  # what was typed stays in the form
+    assert "Not published, and nothing saved" in response.content.decode()
     template.refresh_from_db()
     assert template.body == "echo {{ epochs }}" and template.status == "published"
     assert not type(template).objects.filter(draft__isnull=False).exists()

@@ -105,7 +105,9 @@ def test_a_wrong_value_is_an_error_on_its_own_field_and_nothing_is_saved(
     assert response.status_code == 400
     rows = response.context["parameters"]
     assert message in " ".join(rows.forms[0].errors[field])
-    assert 'id="param-row-0"' in response.content.decode() and message.split(":")[0] in response.content.decode()
+    page = response.content.decode()
+    assert 'id="param-row-0"' in page and message.split(":")[0] in page
+    assert "Not saved: fix what is marked below" in page and f'href="#id_{PREFIX}-0-{field}"' in page
     assert not JobTemplate.objects.exists()
 
 

@@ -95,6 +95,8 @@ def template_edit(request, course_slug: str, slug: str | None = None):
         "parameters": editor.parameters,
         "preview": checked,
         "read_only": read_only,
+        "action": action,
+        "has_errors": editor.has_errors,
     }
     return render(request, "jobs/authoring/edit.html", context, status=400 if editor.has_errors else 200)
 
