@@ -16,7 +16,7 @@ from django.utils.text import slugify
 from .models import Course, Enrollment, Role
 
 NOT_CARRIED = {"id", "name", "slug", "term_starts_at", "term_ends_at", "created_at"}
-TEMPLATE_NOT_CARRIED = {"id", "slug", "builtin", "created_by", "created_at", "updated_at"}
+TEMPLATE_NOT_CARRIED = {"id", "slug", "builtin", "copied_from", "created_by", "created_at", "updated_at"}
 
 
 def carried_fields(model, skip: set[str]) -> list[str]:
@@ -33,7 +33,8 @@ def copy_to_new_term(course: Course, *, actor, name: str, slug: str, starts: dat
         new.save()
         new.clusters.set(course.clusters.all())
         Enrollment.objects.create(course=new, user=actor, role=Role.INSTRUCTOR)
-        for template in course.templates.all():
+        for placement in course.template_placements.select_related("template"):  # the catalog's order, kept
+            template = placement.template
             if template.builtin:
                 template.courses.add(new)
             else:
@@ -43,7 +44,7 @@ def copy_to_new_term(course: Course, *, actor, name: str, slug: str, starts: dat
 
 def _copy_template(template, course: Course, actor):
     model = type(template)
-    copy = model(slug=_free_slug(model, f"{template.slug}-{course.slug}"), created_by=actor)
+    copy = model(slug=free_slug(model, f"{template.slug}-{course.slug}"), created_by=actor, copied_from=template)
     for field in carried_fields(model, TEMPLATE_NOT_CARRIED):
         setattr(copy, field, getattr(template, field))
     copy.save()
@@ -51,7 +52,7 @@ def _copy_template(template, course: Course, actor):
     return copy
 
 
-def _free_slug(model, wanted: str) -> str:
+def free_slug(model, wanted: str) -> str:
     """`wanted` cut to the slug field's length, with -2, -3 … where another template holds it."""
     limit = model._meta.get_field("slug").max_length
     base = slugify(wanted)[:limit].strip("-")

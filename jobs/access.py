@@ -36,7 +36,7 @@ from courses.access import (
 )
 from courses.models import Course
 
-from .models import Job, JobQuerySet, JobTemplate
+from .models import CourseTemplate, Job, JobQuerySet, JobTemplate
 
 __all__ = [
     "LaunchRefused",
@@ -44,6 +44,7 @@ __all__ = [
     "courses_for",
     "get_authorable_template",
     "get_copyable_course",
+    "get_copyable_template",
     "get_course",
     "get_files_cluster",
     "get_job",
@@ -124,17 +125,14 @@ def visible_templates(user) -> QuerySet[JobTemplate]:
 
 def template_catalog(user) -> Sequence[Course]:
     """The user's courses, each with `launchable` (its published templates that an enabled cluster of the course can
-    run), `teaches`, `manages` and `launch_refusal` (why nothing may be launched there now: the term; else None). The
-    catalog page shows all of it; GET /api/v1/templates/ lists the templates of the courses without a refusal. Five
-    queries.
+    run, in the order the course's instructors set), `teaches`, `manages` and `launch_refusal` (why nothing may be
+    launched there now: the term; else None). The catalog page shows all of it; GET /api/v1/templates/ lists the
+    templates of the courses without a refusal. Five queries.
     """
+    published = CourseTemplate.objects.filter(template__status=JobTemplate.Status.PUBLISHED).select_related("template")
     courses = list(
         courses_for(user).prefetch_related(
-            Prefetch(
-                "templates",
-                queryset=JobTemplate.objects.filter(status=JobTemplate.Status.PUBLISHED).order_by("name"),
-                to_attr="published_templates",
-            ),
+            Prefetch("template_placements", queryset=published, to_attr="published_placements"),
             Prefetch("clusters", queryset=Cluster.objects.filter(enabled=True), to_attr="enabled_clusters"),
         )
     )
@@ -144,7 +142,9 @@ def template_catalog(user) -> Sequence[Course]:
         runs = {template_backend(cluster.kind) for cluster in course.enabled_clusters}
         mpi = any(cluster.has_mpi_operator for cluster in course.enabled_clusters)
         course.launchable = [
-            t for t in course.published_templates if t.backend in runs and (mpi or not t.needs_mpi_operator)
+            p.template
+            for p in course.published_placements
+            if p.template.backend in runs and (mpi or not p.template.needs_mpi_operator)
         ]
         course.teaches = course.pk in teaching
         course.manages = course.pk in managing
@@ -176,12 +176,15 @@ def check_launch(user, course: Course, template: JobTemplate, cluster: Cluster) 
         )
 
 
-def may_author(user, template: JobTemplate) -> bool:
-    """Admins edit anything; instructors edit their own course templates, never built-in or shared ones. A TA none."""
+def may_author(user, template: JobTemplate, *, managed: set[int] | None = None) -> bool:
+    """Admins edit anything; instructors edit their own course templates, never built-in or shared ones. A TA none.
+    `managed`: the ids of the courses the user manages, where the caller asks for many templates (a list page, whose
+    templates' courses are prefetched)."""
     if is_admin(user):
         return True
-    course_ids = set(template.courses.values_list("pk", flat=True))
-    managed = set(managed_courses(user).values_list("pk", flat=True))
+    course_ids = {course.pk for course in template.courses.all()}
+    if managed is None:
+        managed = set(managed_courses(user).values_list("pk", flat=True))
     return not template.builtin and bool(course_ids) and course_ids <= managed
 
 
@@ -193,6 +196,17 @@ def get_authorable_template(user, slug: str, *, write: bool = False) -> JobTempl
     if write:
         for course in template.courses.all():
             terms.check_writable(course)
+    return template
+
+
+def get_copyable_template(user, slug: str) -> JobTemplate:
+    """A template an instructor may copy into a course they manage (the caller checks that course with
+    get_managed_course): a built-in one, or any of a course they manage (a shared one they cannot edit). 404 for
+    anything else; a TA manages nothing and copies nothing."""
+    copyable = Q(builtin=True, status=JobTemplate.Status.PUBLISHED) | Q(courses__in=managed_courses(user))
+    template = JobTemplate.objects.filter(copyable, slug=slug).first()
+    if template is None or not (is_admin(user) or managed_courses(user).exists()):
+        raise Http404("No such template.")
     return template
 
 

@@ -1,7 +1,17 @@
 from django.contrib import admin, messages
 
 from .authoring import publish
-from .models import Job, JobEvent, JobTemplate, JobUsage
+from .models import CourseTemplate, Job, JobEvent, JobTemplate, JobUsage
+
+
+class CourseTemplateInline(admin.TabularInline):
+    """The courses that offer the template, and its place in each course's catalog (empty: last)."""
+
+    model = CourseTemplate
+    extra = 1
+    fields = ["course", "position"]
+    verbose_name = "course"
+    verbose_name_plural = "courses (and the template's place in each course's catalog)"
 
 
 @admin.register(JobTemplate)
@@ -10,7 +20,7 @@ class JobTemplateAdmin(admin.ModelAdmin):
     list_filter = ["status", "backend", "builtin", "courses"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
-    filter_horizontal = ["courses"]
+    inlines = [CourseTemplateInline]
     actions = ["publish_selected"]
 
     @admin.action(description="Publish (only those that render and pass bash -n)")

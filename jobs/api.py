@@ -1,6 +1,6 @@
 """REST API v1. Same access rules as the pages: everything goes through jobs.access."""
 
-from django.db.models import Q
+from django.db.models import Case, IntegerField, Q, Value, When
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -36,6 +36,11 @@ ANY_SEGMENT = "[^/]+"
 MINE = {"1": True, "true": True, "0": False, "false": False}
 
 
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[OpenApiParameter("course", str, description="Only the templates of the course with this slug.")]
+    )
+)
 class TemplateViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = TemplateSerializer
     lookup_field = "slug"
@@ -43,8 +48,13 @@ class TemplateViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self):
         """What the catalog offers and may be launched now: nothing unpublished, of another course, of a course
-        out of its term, or that no cluster of the course runs."""
-        return JobTemplate.objects.filter(pk__in=self._offered()).order_by("name")
+        out of its term, or that no cluster of the course runs. In the catalog's order: course by course, each in
+        the order its instructors set."""
+        order = list(self._offered())
+        if not order:
+            return JobTemplate.objects.none()
+        place = Case(*(When(pk=pk, then=Value(i)) for i, pk in enumerate(order)), output_field=IntegerField())
+        return JobTemplate.objects.filter(pk__in=order).order_by(place)
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "offered": self._offered()}
@@ -53,7 +63,10 @@ class TemplateViewSet(viewsets.ReadOnlyModelViewSet):
         """{template id: the slugs of the user's courses it may be launched in now}."""
         if not hasattr(self, "offered"):
             self.offered: dict[int, list[str]] = {}
+            only = self.request.query_params.get("course") if self.action == "list" else None
             for course in access.template_catalog(self.request.user):
+                if only is not None and course.slug != only:
+                    continue
                 for template in course.launchable if course.launch_refusal is None else ():
                     self.offered.setdefault(template.pk, []).append(course.slug)
         return self.offered

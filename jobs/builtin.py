@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 from django.db import transaction
+from django.utils import timezone
 
 from .authoring import preview
 from .models import JobTemplate
@@ -41,8 +42,8 @@ def load_builtin_templates(courses=(), *, publish: bool = True) -> list[JobTempl
             slug=definition["slug"], defaults={**{f: definition.get(f, "") for f in FIELDS}, "builtin": True}
         )
         if publish and template.status == JobTemplate.Status.DRAFT:
-            template.status = JobTemplate.Status.PUBLISHED
-            template.save(update_fields=["status"])
+            template.status, template.published_at = JobTemplate.Status.PUBLISHED, timezone.now()
+            template.save(update_fields=["status", "published_at"])
         template.courses.add(*courses)
         loaded.append(template)
     return loaded

@@ -1,8 +1,7 @@
-"""Forms: the launch form generated from a template's schema, and the instructor's template editor."""
+"""The launch form, generated from a template's schema (the template editor's forms: template_forms.py)."""
 
 from __future__ import annotations
 
-import json
 import math
 from typing import cast
 
@@ -11,7 +10,7 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.validators import RegexValidator
 from django.http import QueryDict
 
-from core.templating.params import FLOAT_TEXT, INT_TEXT, PATTERN_FALLBACK, Param, SchemaError, parse_schema
+from core.templating.params import FLOAT_TEXT, INT_TEXT, PATTERN_FALLBACK, Param
 
 from .models import JobTemplate
 
@@ -148,58 +147,3 @@ class LaunchForm(forms.Form):
     @staticmethod
     def initial_from(params: dict) -> dict:
         return {PARAM_PREFIX + name: value for name, value in params.items()}
-
-
-class TemplateForm(forms.ModelForm):
-    parameters = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 12, "class": "mono", "spellcheck": "false"}),
-        help_text='A JSON list, e.g. [{"name": "epochs", "type": "int", "label": "Epochs", "default": 1, '
-        '"min": 1, "max": 20}]. Types: int, float, choice, bool, string.',
-    )
-
-    class Meta:
-        model = JobTemplate
-        fields = [
-            "name",
-            "slug",
-            "description",
-            "backend",
-            "endpoint_api",
-            "courses",
-            "body",
-            "parameters",
-            "max_gpus",
-            "max_nodes",
-            "max_minutes",
-        ]
-        widgets = {
-            "body": forms.Textarea(attrs={"rows": 16, "class": "mono", "spellcheck": "false"}),
-            "description": forms.Textarea(attrs={"rows": 3}),
-            "courses": forms.CheckboxSelectMultiple,
-        }
-
-    def __init__(self, *args, teaching, **kwargs):
-        super().__init__(*args, **kwargs)
-        cast(forms.ModelMultipleChoiceField, self.fields["courses"]).queryset = teaching
-        if self.instance.pk:
-            self.initial["parameters"] = json.dumps(self.instance.parameters, indent=2)
-
-    def clean_body(self):
-        return self.cleaned_data["body"].replace("\r\n", "\n")  # a textarea's CR LF would reach bash as CRs
-
-    def clean_parameters(self):
-        try:
-            data = json.loads(self.cleaned_data["parameters"] or "[]")
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc.msg} (line {exc.lineno}).") from None
-        try:
-            parse_schema(data)
-        except SchemaError as exc:
-            raise forms.ValidationError(str(exc)) from None
-        return data
-
-    def clean_courses(self):
-        courses = self.cleaned_data["courses"]
-        if not courses:
-            raise forms.ValidationError("Choose at least one of your courses.")
-        return courses

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
@@ -11,27 +12,67 @@ from clusters import kinds
 from core.choices import ACTIVE_STATES, TERMINAL_STATES, EndpointAPI, EventKind, JobState, SessionKind
 from core.templating.params import Param, parse_schema
 
+if TYPE_CHECKING:
+    from courses.models import Course
 
-class JobTemplate(models.Model):
-    class Status(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        PUBLISHED = "published", "Published"
-        ARCHIVED = "archived", "Archived"
+
+class TemplateContent(models.Model):
+    """What a template is to the students who launch it: its text, parameters and limits. JobTemplate holds the
+    version students see; a TemplateDraft the instructor's changes to a published template, until they publish
+    them."""
 
     name = models.CharField(max_length=200)
-    slug = models.SlugField(unique=True)
     description = models.TextField(blank=True, help_text="What the job does and what students should look for.")
     backend = models.CharField(max_length=16, choices=kinds.template_choices, default=kinds.default_templates)
     body = models.TextField(help_text="The script after the portal's #SBATCH header; {{ name }} inserts a parameter.")
     parameters = models.JSONField(default=list, blank=True, help_text="The typed parameter schema (a JSON list).")
-    courses = models.ManyToManyField("courses.Course", blank=True, related_name="templates")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
     endpoint_api = models.CharField(
         "Try it API",
         max_length=16,
         choices=EndpointAPI.choices,
         blank=True,
         help_text="Kubernetes servers: the API the job page's prompt box speaks.",
+    )
+    max_gpus = models.PositiveIntegerField("max GPUs per job", default=8)
+    max_nodes = models.PositiveIntegerField("max nodes per job", default=2)
+    max_minutes = models.PositiveIntegerField("max time limit (minutes)", default=120)
+
+    class Meta:
+        abstract = True
+
+    def schema(self) -> list[Param]:
+        return parse_schema(self.parameters)
+
+    def content(self) -> dict:
+        return {field: getattr(self, field) for field in CONTENT_FIELDS}
+
+
+CONTENT_FIELDS = (
+    "name",
+    "description",
+    "backend",
+    "body",
+    "parameters",
+    "endpoint_api",
+    "max_gpus",
+    "max_nodes",
+    "max_minutes",
+)
+
+
+class JobTemplate(TemplateContent):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        PUBLISHED = "published", "Published"
+        ARCHIVED = "archived", "Archived"
+
+    slug = models.SlugField(unique=True)
+    courses: models.ManyToManyField[Course, CourseTemplate] = models.ManyToManyField(
+        "courses.Course", blank=True, related_name="templates", through="CourseTemplate"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    published_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the version students see (this row's content) was published."
     )
     session = models.CharField(
         "interactive session",
@@ -40,10 +81,15 @@ class JobTemplate(models.Model):
         blank=True,
         help_text="JupyterLab: the job page opens the server the job starts, through the portal (sessions app).",
     )
-    max_gpus = models.PositiveIntegerField("max GPUs per job", default=8)
-    max_nodes = models.PositiveIntegerField("max nodes per job", default=2)
-    max_minutes = models.PositiveIntegerField("max time limit (minutes)", default=120)
     builtin = models.BooleanField(default=False, editable=False, help_text="Shipped with the portal.")
+    copied_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="copies",
+        help_text="The template this one started as a copy of: a built-in one, or the course's last term's.",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -54,13 +100,41 @@ class JobTemplate(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def schema(self) -> list[Param]:
-        return parse_schema(self.parameters)
-
     @property
     def needs_mpi_operator(self) -> bool:
         """An MPIJob template runs only where the MPI Operator's CRD is installed."""
         return kinds.kind_of(self.backend).needs_mpi_operator(self.body)
+
+
+class CourseTemplate(models.Model):
+    """A template offered in a course, at its place in the course's catalog: the order the instructor sets on the
+    course's templates page, which the students' catalog and the API follow (jobs/template_order.py)."""
+
+    course = models.ForeignKey("courses.Course", on_delete=models.CASCADE, related_name="template_placements")
+    template = models.ForeignKey(JobTemplate, on_delete=models.CASCADE, related_name="placements")
+    position = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Its place in the course's catalog, from 0; empty: after the others."
+    )
+
+    class Meta:
+        ordering = [models.F("position").asc(nulls_last=True), "pk"]  # a new template goes last
+        constraints = [models.UniqueConstraint(fields=["course", "template"], name="course_template_once")]
+        verbose_name = "template of a course"
+
+    def __str__(self) -> str:
+        return f"{self.template_id} in {self.course_id} at {self.position}"
+
+
+class TemplateDraft(TemplateContent):
+    """Unpublished changes to a published template. Students go on launching the published version (the template's
+    own fields) until the instructor publishes these, which copies them onto the template, or discards them."""
+
+    template = models.OneToOneField(JobTemplate, on_delete=models.CASCADE, primary_key=True, related_name="draft")
+    saved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    saved_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"unpublished changes to {self.template_id}"
 
 
 class JobQuerySet(models.QuerySet["Job"]):

@@ -25,7 +25,7 @@ urlpatterns = [
     path("courses/<slug:course_slug>/templates/new/", authoring.template_edit, name="template_new"),
     path("courses/<slug:course_slug>/templates/preview/", authoring.template_preview, name="template_preview"),
     path("courses/<slug:course_slug>/templates/<slug:slug>/", authoring.template_edit, name="template_edit"),
-    path(
-        "courses/<slug:course_slug>/templates/<slug:slug>/publish/", authoring.template_publish, name="template_publish"
-    ),
+    path("courses/<slug:course_slug>/templates/<slug:slug>/status/", authoring.template_status, name="template_status"),
+    path("courses/<slug:course_slug>/templates/<slug:slug>/copy/", authoring.template_copy, name="template_copy"),
+    path("courses/<slug:course_slug>/templates/<slug:slug>/move/", authoring.template_move, name="template_move"),
 ]

@@ -85,7 +85,9 @@ TABLE: dict[tuple[str, str], str] = {
     ("jobs:template_preview", "POST"): MANAGE_DO,
     ("jobs:template_edit", "GET"): MANAGE,
     ("jobs:template_edit", "POST"): MANAGE_DO,
-    ("jobs:template_publish", "POST"): MANAGE_DO,
+    ("jobs:template_status", "POST"): MANAGE_DO,
+    ("jobs:template_copy", "POST"): MANAGE_DO,
+    ("jobs:template_move", "POST"): MANAGE_DO,
     # A member's pages of the course
     ("jobs:launch", "GET"): MEMBER,
     ("jobs:launch", "POST"): "login ok ok ok ok ok 404",

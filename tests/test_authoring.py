@@ -7,25 +7,15 @@ from django.urls import reverse
 
 from jobs.builtin import builtin_definitions, load_builtin_templates
 from jobs.models import JobTemplate
+from tests.template_forms import editor_data
 
 pytestmark = pytest.mark.django_db
 
 PARAMS = [{"name": "epochs", "type": "int", "label": "Epochs", "default": 1, "min": 1, "max": 5}]
 
 
-def _form(course, body, params=PARAMS, slug="my-train"):
-    return {
-        "name": "My training",
-        "backend": "slurm",
-        "slug": slug,
-        "description": "",
-        "courses": [course.pk],
-        "body": body,
-        "parameters": json.dumps(params),
-        "max_gpus": 1,
-        "max_nodes": 1,
-        "max_minutes": 10,
-    }
+def _form(course, body, params=PARAMS, slug="my-train", action="save"):
+    return editor_data(course, params=params, action=action, body=body, slug=slug)
 
 
 def test_instructor_creates_previews_and_publishes(login, instructor, course):
@@ -36,23 +26,24 @@ def test_instructor_creates_previews_and_publishes(login, instructor, course):
     assert template.status == "draft" and template.created_by == instructor
     preview = client.post(reverse("jobs:template_preview", args=[course.slug]), _form(course, "echo {{ epochs }}"))
     assert "echo 1" in preview.content.decode()
-    client.post(reverse("jobs:template_publish", args=[course.slug, "my-train"]))
+    edit = reverse("jobs:template_edit", args=[course.slug, "my-train"])
+    client.post(edit, _form(course, "echo {{ epochs }}\n", action="publish"))
     template.refresh_from_db()
-    assert template.status == "published"
+    assert template.status == "published" and template.published_at is not None
 
 
 def test_template_failing_bash_n_cannot_be_published(login, instructor, course):
     client = login(instructor)
     client.post(reverse("jobs:template_new", args=[course.slug]), _form(course, "if true; then echo {{ epochs }}\n"))
-    response = client.post(reverse("jobs:template_publish", args=[course.slug, "my-train"]), follow=True)
-    assert "Not published: bash -n" in response.content.decode()
+    response = client.post(_edit(course), _form(course, "if true; then echo {{ epochs }}\n", action="publish"))
+    assert response.status_code == 400 and "bash -n" in " ".join(response.context["form"].errors["body"])
     assert JobTemplate.objects.get(slug="my-train").status == "draft"
 
 
 def test_template_that_does_not_render_cannot_be_published(login, instructor, course):
     client = login(instructor)
     client.post(reverse("jobs:template_new", args=[course.slug]), _form(course, 'echo "{{ epochs }}"\n'))
-    response = client.post(reverse("jobs:template_publish", args=[course.slug, "my-train"]), follow=True)
+    response = client.post(_edit(course), _form(course, 'echo "{{ epochs }}"\n', action="publish"))
     assert "double quotes" in response.content.decode()
     assert JobTemplate.objects.get(slug="my-train").status == "draft"
 
@@ -74,12 +65,110 @@ def test_students_and_other_instructors_cannot_author(login, alice, instructor, 
     assert login(stranger).get(url).status_code == 404
 
 
-def test_editing_a_published_template_returns_it_to_draft(login, instructor, course):
+def _edit(course, slug="my-train"):
+    return reverse("jobs:template_edit", args=[course.slug, slug])
+
+
+def _published(client, course, body="echo {{ epochs }}"):
+    client.post(reverse("jobs:template_new", args=[course.slug]), _form(course, body, action="publish"))
+    template = JobTemplate.objects.get(slug="my-train")
+    assert template.status == "published"
+    return template
+
+
+CHANGED = [{**PARAMS[0], "default": 3, "label": "Passes"}]
+
+
+def test_saving_a_published_template_keeps_the_published_version_live(
+    login, api_for, instructor, alice, course, cluster
+):
     client = login(instructor)
-    client.post(reverse("jobs:template_new", args=[course.slug]), _form(course, "echo {{ epochs }}"))
-    client.post(reverse("jobs:template_publish", args=[course.slug, "my-train"]))
-    client.post(reverse("jobs:template_edit", args=[course.slug, "my-train"]), _form(course, "echo changed"))
-    assert JobTemplate.objects.get(slug="my-train").status == "draft"
+    template = _published(client, course)
+    response = client.post(_edit(course), _form(course, "echo changed {{ epochs }}", CHANGED))
+    assert response.status_code == 302
+    template.refresh_from_db()
+    assert template.status == "published" and template.body == "echo {{ epochs }}" and template.parameters == PARAMS
+    assert template.draft.body == "echo changed {{ epochs }}" and template.draft.saved_by == instructor
+
+    launched = login(alice).post(
+        reverse("jobs:launch", args=[course.slug, "my-train"]), {"cluster": cluster.pk, "param_epochs": 1}
+    )
+    assert launched.status_code == 302
+    job = template.jobs.get()
+    assert "echo 1" in job.script and "changed" not in job.script and job.params == {"epochs": 1}
+    [listed] = api_for(alice).get("/api/v1/templates/").json()["results"]
+    assert listed["parameters"] == PARAMS
+
+    page = login(instructor).get(_edit(course)).content.decode()
+    assert "unpublished changes" in page and "Students launch the published version" in page
+    assert "echo changed {{ epochs }}" in page  # the form holds the changes
+    assert 'id="discard"' in page and "What students launch now" in page
+
+
+def test_discarding_the_changes_puts_the_published_version_back_in_the_form(login, instructor, course):
+    client = login(instructor)
+    template = _published(client, course)
+    client.post(_edit(course), _form(course, "echo changed {{ epochs }}"))
+    response = client.post(reverse("jobs:template_status", args=[course.slug, "my-train"]), {"action": "discard"})
+    assert response.status_code == 302
+    assert not type(template).objects.filter(pk=template.pk, draft__isnull=False).exists()
+    page = client.get(_edit(course)).content.decode()
+    assert "echo changed" not in page and 'id="discard"' not in page and "Students launch this version" in page
+
+
+def test_saving_the_published_content_again_leaves_no_unpublished_changes(login, instructor, course):
+    client = login(instructor)
+    _published(client, course)
+    client.post(_edit(course), _form(course, "echo changed {{ epochs }}"))
+    client.post(_edit(course), _form(course, "echo {{ epochs }}"))
+    assert 'id="discard"' not in client.get(_edit(course)).content.decode()
+
+
+def test_unpublishing_keeps_the_unpublished_changes_as_the_draft(login, instructor, course):
+    client = login(instructor)
+    template = _published(client, course)
+    client.post(_edit(course), _form(course, "echo changed {{ epochs }}"))
+    client.post(reverse("jobs:template_status", args=[course.slug, "my-train"]), {"action": "unpublish"})
+    template.refresh_from_db()
+    assert template.status == "draft" and template.body == "echo changed {{ epochs }}"
+    assert "Draft: students do not see this template" in client.get(_edit(course)).content.decode()
+
+
+def test_publish_publishes_what_is_in_the_form(login, instructor, course):
+    client = login(instructor)
+    template = _published(client, course)
+    client.post(_edit(course), _form(course, "echo saved {{ epochs }}"))
+    response = client.post(_edit(course), _form(course, "echo typed {{ epochs }}", CHANGED, action="publish"))
+    assert response.status_code == 302
+    template.refresh_from_db()
+    assert template.body == "echo typed {{ epochs }}" and template.parameters == CHANGED
+    assert template.status == "published" and not type(template).objects.filter(draft__isnull=False).exists()
+
+
+def test_a_new_template_is_saved_and_published_in_one_step(login, instructor, course):
+    client = login(instructor)
+    response = client.post(
+        reverse("jobs:template_new", args=[course.slug]), _form(course, "echo {{ epochs }}", action="publish")
+    )
+    assert response.status_code == 302
+    assert JobTemplate.objects.get(slug="my-train").status == "published"
+
+
+def test_publish_with_errors_publishes_and_saves_nothing_and_shows_them_in_the_field(login, instructor, course):
+    client = login(instructor)
+    template = _published(client, course)
+    response = client.post(_edit(course), _form(course, "eval {{ epochs }}", action="publish"))
+    assert response.status_code == 400
+    assert "an argument of eval" in " ".join(response.context["form"].errors["body"])
+    assert "eval {{ epochs }}" in response.content.decode()  # what was typed stays in the form
+    assert "Not published, and nothing saved" in response.content.decode()
+    template.refresh_from_db()
+    assert template.body == "echo {{ epochs }}" and template.status == "published"
+    assert not type(template).objects.filter(draft__isnull=False).exists()
+    new = client.post(
+        reverse("jobs:template_new", args=[course.slug]), _form(course, "eval {{ epochs }}", slug="x", action="publish")
+    )
+    assert new.status_code == 400 and not JobTemplate.objects.filter(slug="x").exists()
 
 
 def test_builtin_templates_load_and_publish(course):
@@ -102,8 +191,8 @@ def test_preview_names_the_line_the_context_and_the_fix(login, instructor, cours
 def test_template_with_a_refused_placement_cannot_be_published_from_the_editor(login, instructor, course):
     client = login(instructor)
     client.post(reverse("jobs:template_new", args=[course.slug]), _form(course, REFUSED_BODY))
-    response = client.post(reverse("jobs:template_publish", args=[course.slug, "my-train"]), follow=True)
-    assert "Not published: " + REFUSAL in response.content.decode()
+    response = client.post(_edit(course), _form(course, REFUSED_BODY, action="publish"))
+    assert REFUSAL in " ".join(response.context["form"].errors["body"])
     assert JobTemplate.objects.get(slug="my-train").status == "draft"
 
 
@@ -116,8 +205,10 @@ def test_admin_publish_refuses_a_refused_placement(login, admin_user, instructor
     changelist = reverse("admin:jobs_jobtemplate_changelist")
     response = client.post(changelist, {"action": "publish_selected", "_selected_action": [template.pk]}, follow=True)
     assert "an argument of eval, which runs it as code" in response.content.decode()
-    data = {**_form(course, "eval {{ epochs }}\n"), "status": "published", "courses": [course.pk]}
-    data["parameters"] = json.dumps(PARAMS)
+    data = {**_form(course, "eval {{ epochs }}\n"), "status": "published", "parameters": json.dumps(PARAMS)}
+    placement = template.placements.get()
+    data |= {"placements-TOTAL_FORMS": 1, "placements-INITIAL_FORMS": 1, "placements-0-id": placement.pk}
+    data |= {"placements-0-template": template.pk, "placements-0-course": course.pk, "placements-0-position": ""}
     response = client.post(reverse("admin:jobs_jobtemplate_change", args=[template.pk]), data, follow=True)
     assert "Not published: Line 1: {{ epochs }} is an argument of eval" in response.content.decode()
     template.refresh_from_db()

@@ -164,8 +164,10 @@ def test_templates_of_ended_course_can_be_read_not_saved_or_published(login, ins
     page = client.get(edit).content.decode()
     assert "read-only-notice" in page and "Save draft" not in page and 'id="publish"' not in page
     assert client.post(edit, {"name": "Changed", "slug": sleep_template.slug}).status_code == 403
-    publish = reverse("jobs:template_publish", args=[ended.slug, sleep_template.slug])
-    assert client.post(publish, {"action": "unpublish"}).status_code == 403
+    assert client.post(edit, {"name": "Changed", "slug": sleep_template.slug, "action": "publish"}).status_code == 403
+    status = reverse("jobs:template_status", args=[ended.slug, sleep_template.slug])
+    assert client.post(status, {"action": "unpublish"}).status_code == 403
+    assert client.post(status, {"action": "discard"}).status_code == 403
     assert client.post(reverse("jobs:template_new", args=[ended.slug]), {"name": "New"}).status_code == 403
     sleep_template.refresh_from_db()
     assert sleep_template.name == "Sleep and echo" and sleep_template.status == JobTemplate.Status.PUBLISHED

@@ -15,6 +15,7 @@ from jobs import polling, submission
 from jobs.cancellation import cancel_on_cluster
 from jobs.models import Job, JobTemplate
 from tests.fake_kind.backend import MemoryBackend
+from tests.template_forms import editor_data, editor_data_of
 
 pytestmark = pytest.mark.django_db
 
@@ -191,11 +192,11 @@ def test_instructor_previews_and_publishes_with_the_kinds_own_checks(login, inst
     html = client.get(edit).content.decode()
     assert "count to 3" in html  # the kind's preview, with the defaults
 
-    JobTemplate.objects.filter(pk=fake_template.pk).update(body='{"run": "{missing}"}', status="draft")
-    client.post(reverse("jobs:template_publish", args=[course.slug, fake_template.slug]))
+    broken = editor_data_of(fake_template, course, body='{"run": "{missing}"}', action="publish")
+    response = client.post(edit, broken)
+    assert "whose {fields} are parameters" in " ".join(response.context["form"].errors["body"])
     fake_template.refresh_from_db()
-    assert fake_template.status == JobTemplate.Status.DRAFT
-    assert "whose {fields} are parameters" in client.get(edit).content.decode()
+    assert fake_template.status == JobTemplate.Status.PUBLISHED and fake_template.body == BODY
 
 
 def test_a_kind_nobody_registered_is_named_in_the_refusal(alice, course):
@@ -215,18 +216,7 @@ def test_instructor_writes_a_template_for_the_kind_in_the_editor_and_previews_it
     login, instructor, course, fake_kind
 ):
     client = login(instructor)
-    form = {
-        "name": "Count",
-        "slug": "count",
-        "description": "",
-        "backend": "fake",
-        "courses": [course.pk],
-        "body": BODY,
-        "parameters": json.dumps(PARAMETERS),
-        "max_gpus": 2,
-        "max_nodes": 1,
-        "max_minutes": 10,
-    }
+    form = editor_data(course, params=PARAMETERS, name="Count", slug="count", backend="fake", body=BODY, max_gpus=2)
     new = client.post(reverse("jobs:template_new", args=[course.slug]), form)
     assert new.status_code == 302, new.content.decode()[-2000:]
     assert JobTemplate.objects.get(slug="count").backend == "fake"

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from clusters.backends.kubernetes.manifests import ManifestContext, ManifestError, render_manifests, requested_resources
 from core.templating.params import CONTROL_CHARS, parse_schema
 from jobs.models import JobTemplate
+from tests.template_forms import editor_data
 
 CTX = ManifestContext(
     job_id="3f2a9c1e-0000-4000-8000-000000000001", namespace="course-hpc", owner="alice", course="hpc"
@@ -163,22 +164,21 @@ def test_requested_resources_count_replicas():
 @pytest.mark.django_db
 def test_instructor_authors_a_kubernetes_template_and_unsafe_ones_are_not_published(login, instructor, course):
     client = login(instructor)
-    params = json.dumps([p.as_dict() for p in SCHEMA])
-    form = {
-        "name": "Tiny server",
-        "slug": "tiny-server",
-        "backend": "kubernetes",
-        "courses": [course.pk],
-        "body": DEPLOYMENT,
-        "parameters": params,
-        "max_gpus": 2,
-        "max_nodes": 1,
-        "max_minutes": 60,
-    }
+    params = [p.as_dict() for p in SCHEMA]
+    form = editor_data(
+        course,
+        params=params,
+        name="Tiny server",
+        slug="tiny-server",
+        backend="kubernetes",
+        body=DEPLOYMENT,
+        max_gpus=2,
+        max_minutes=60,
+    )
     assert client.post(reverse("jobs:template_new", args=[course.slug]), form).status_code == 302
     preview = client.post(reverse("jobs:template_preview", args=[course.slug]), form).content.decode()
     assert "namespace: gpulab-preview" in preview and "kind: Service" in preview
-    client.post(reverse("jobs:template_publish", args=[course.slug, "tiny-server"]))
+    client.post(reverse("jobs:template_edit", args=[course.slug, "tiny-server"]), {**form, "action": "publish"})
     assert JobTemplate.objects.get(slug="tiny-server").status == "published"
 
     unsafe = {
@@ -187,8 +187,8 @@ def test_instructor_authors_a_kubernetes_template_and_unsafe_ones_are_not_publis
         "body": DEPLOYMENT.replace("      containers:", "      hostNetwork: true\n      containers:"),
     }
     client.post(reverse("jobs:template_new", args=[course.slug]), unsafe)
-    response = client.post(reverse("jobs:template_publish", args=[course.slug, "unsafe"]), follow=True)
-    assert "hostNetwork is not allowed" in response.content.decode()
+    response = client.post(reverse("jobs:template_edit", args=[course.slug, "unsafe"]), {**unsafe, "action": "publish"})
+    assert "hostNetwork is not allowed" in " ".join(response.context["form"].errors["body"])
     assert JobTemplate.objects.get(slug="unsafe").status == "draft"
 
 

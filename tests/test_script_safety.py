@@ -105,7 +105,7 @@ REFUSED = [
     ("cat <<< {{ v }}", "redirection"),
     ("sort {{ n }}", "option"),
     ("[ {{ n }} = x ]", "operator"),
-    ("timeout {{ v }} ./bench", "option or operand of timeout"),
+    ("timeout {{ v }} ./bench", "duration timeout waits"),
     ("srun --export={{ v }} ./a.out", "srun"),
     ("{{ v }} --help", "command name"),
     ("python3 {{ v }}", "what python3 runs"),
@@ -212,3 +212,82 @@ def test_a_body_from_a_browser_textarea_renders_with_unix_line_ends():
 
 def test_a_stray_control_character_refuses_every_value():
     assert "control character (line 2)" in refusals("echo a\necho\r{{ v }}\n")[0]
+
+
+# timeout DURATION COMMAND: a number that cannot be negative (or a choice of durations) may be the duration.
+TIMEOUT_SCHEMA = parse_schema(
+    [
+        {"name": "seconds", "type": "int", "default": 30, "min": 0, "max": 3600},
+        {"name": "minutes", "type": "float", "default": 1.5, "min": 0.5, "max": 60},
+        {"name": "limit", "type": "choice", "default": "30s", "choices": ["30s", "5m", "1h"]},
+        {"name": "shift", "type": "int", "default": 0, "min": -5, "max": 5},
+        {"name": "unbounded", "type": "int", "default": 1},
+        {"name": "word", "type": "string", "default": "10", "pattern": "[0-9]+"},
+        {"name": "mode", "type": "choice", "default": "30s", "choices": ["30s", "KILL"]},
+        {"name": "flag", "type": "bool", "default": False},
+    ]
+)
+
+TIMEOUT_ACCEPTED = [
+    "timeout {{ seconds }} perf stat -e cycles ./bench",
+    'timeout "$GPULAB_P_seconds" perf stat ./bench',
+    'timeout "${GPULAB_P_seconds}" ./bench',
+    "timeout {{seconds}}s ./bench\ntimeout {{ minutes }}m ./bench",
+    'timeout "$GPULAB_P_minutes"m ./bench',
+    "timeout {{ limit }} ./bench --steps 3",
+    "timeout --foreground -k 5 {{ seconds }} ./bench",
+    "timeout -k {{ seconds }} 60 ./bench",
+    "timeout --kill-after {{ seconds }} 60 ./bench",
+    "timeout {{ seconds }} ./bench --name {{ word }}",
+    "srun -n 2 timeout {{ seconds }} ./bench",
+    "nice -n 5 timeout {{ seconds }} python3 bench.py --steps {{ seconds }}",
+]
+
+
+@pytest.mark.parametrize("body", TIMEOUT_ACCEPTED)
+def test_a_number_that_cannot_be_negative_may_be_the_duration_of_timeout(body):
+    assert placeholder_problems(body, TIMEOUT_SCHEMA) == []
+
+
+TIMEOUT_REFUSED = [
+    ("timeout {{ word }} ./bench", "duration timeout waits"),  # a string, even one whose pattern is digits
+    ('timeout "$GPULAB_P_word" ./bench', "duration timeout waits"),
+    ("timeout {{ mode }} ./bench", "duration timeout waits"),  # a choice with a non-duration option
+    ("timeout {{ flag }} ./bench", "duration timeout waits"),
+    ("timeout {{ unbounded }} ./bench", "duration timeout waits"),  # could be -1, an option
+    ("timeout {{ shift }} ./bench", "duration timeout waits"),
+    ("timeout -k {{ word }} 60 ./bench", "duration timeout waits"),
+    ("timeout -s {{ seconds }} 60 ./bench", "option or operand of timeout"),
+    ("timeout -s{{ seconds }} 60 ./bench", "option or operand of timeout"),
+    ("timeout --signal={{ seconds }} 60 ./bench", "option or operand of timeout"),
+    ("timeout --kill-after={{ seconds }} 60 ./bench", "option or operand of timeout"),
+    ("timeout -{{ seconds }} ./bench", "option or operand of timeout"),
+    ("timeout {{ seconds }}{{ limit }} ./bench", "duration timeout waits"),
+    ("timeout {{ seconds }}x ./bench", "duration timeout waits"),
+    ("timeout {{ seconds }}.{{ seconds }} ./bench", "duration timeout waits"),
+    ("timeout 60 {{ seconds }} ./bench", "option or operand of timeout"),  # the command timeout runs
+    ("timeout {{ seconds }} {{ seconds }}", "option or operand of timeout"),
+    ("timeout {{ seconds }} bash -c {{ word }}", "bash -c"),
+    ("timeout {{ seconds }} eval {{ word }}", "eval"),
+    ('timeout "{{ seconds }}" ./bench', "double quotes"),
+    ("timeout '{{ seconds }}' ./bench", "single quotes"),
+    ("timeout $GPULAB_P_seconds ./bench", "double quotes"),
+    ('timeout "$GPULAB_P_seconds$GPULAB_P_limit" ./bench', "duration timeout waits"),
+    ('timeout "${GPULAB_P_seconds:-5}" ./bench', "${…}"),
+    ("flock {{ seconds }} ./bench", "option or operand of flock"),  # another wrapper's operand is no duration
+    ("sleep 1; timeout $(echo {{ seconds }}) ./bench", "backquotes"),
+]
+
+
+@pytest.mark.parametrize(("body", "context"), TIMEOUT_REFUSED)
+def test_near_misses_of_a_timeout_duration_are_refused(body, context):
+    found = placeholder_problems(body, TIMEOUT_SCHEMA)
+    assert found, f"accepted: {body!r}"
+    assert context in " ".join(found)
+
+
+def test_the_perf_tools_template_renders_with_its_timeout():
+    schema = parse_schema([{"name": "seconds", "type": "int", "default": 10, "min": 1, "max": 300}])
+    body = "module load perf\ntimeout {{ seconds }} perf stat -e cycles ./bench\necho done\n"
+    assert "timeout 10 perf stat" in render_script(body, schema, {"seconds": 10}, _ctx())
+    assert "set a minimum of 0" not in " ".join(placeholder_problems(body, schema))

@@ -2,7 +2,6 @@
 every URL's answer, these the behaviour around it."""
 
 import html
-import json
 
 import pytest
 from django.urls import reverse
@@ -12,24 +11,14 @@ from courses.models import Enrollment, Role
 from jobs import access
 from jobs.models import JobTemplate
 from notifications.models import CourseWebhook
+from tests.template_forms import editor_data
 
 pytestmark = pytest.mark.django_db
 
 
 def _template_form(course, slug="ta-train"):
     params = [{"name": "epochs", "type": "int", "label": "Epochs", "default": 1, "min": 1, "max": 5}]
-    return {
-        "name": "TA's training",
-        "backend": "slurm",
-        "slug": slug,
-        "description": "",
-        "courses": [course.pk],
-        "body": "echo {{ epochs }}\n",
-        "parameters": json.dumps(params),
-        "max_gpus": 1,
-        "max_nodes": 1,
-        "max_minutes": 10,
-    }
+    return editor_data(course, params=params, name="TA's training", slug=slug, body="echo {{ epochs }}\n")
 
 
 def test_a_ta_is_told_that_only_instructors_author_and_publish_templates(login, course, ta, sleep_template):
@@ -39,7 +28,10 @@ def test_a_ta_is_told_that_only_instructors_author_and_publish_templates(login, 
     told = html.unescape(response.content.decode())
     assert "Only the course's instructors author and publish its templates. Ask one of them." in told
     JobTemplate.objects.filter(pk=sleep_template.pk).update(status=JobTemplate.Status.DRAFT)
-    assert client.post(reverse("jobs:template_publish", args=[course.slug, sleep_template.slug])).status_code == 403
+    edit = reverse("jobs:template_edit", args=[course.slug, sleep_template.slug])
+    assert client.post(edit, {**_template_form(course, sleep_template.slug), "action": "publish"}).status_code == 403
+    status = reverse("jobs:template_status", args=[course.slug, sleep_template.slug])
+    assert client.post(status, {"action": "discard"}).status_code == 403
     assert not JobTemplate.objects.filter(slug="ta-train").exists()
     assert JobTemplate.objects.get(pk=sleep_template.pk).status == JobTemplate.Status.DRAFT
 

@@ -3,6 +3,8 @@
 Invariant: `judge_command` accepts a value only as an argument of a command it knows does not run, source,
 evaluate, re-parse or act destructively on its arguments; a wrapper (srun, env, timeout, …) is looked
 through to the command it runs, and any option of a wrapper or interpreter it does not know is refused.
+A wrapper's own operands and options take a value only where the wrapper reads it as a count or a time: an inert
+option (srun -n), or a duration (timeout's first operand, its -k) holding a number that cannot be negative.
 """
 
 from __future__ import annotations
@@ -91,9 +93,13 @@ class Wrapper:
     assignments: bool = False  # env NAME=value
     inert_values: frozenset[str] = frozenset()  # options whose value may be a student's (a count, a port)
     runs_script: bool = False  # what follows the options is a Python script, not a command (torchrun)
+    durations: frozenset[str] = frozenset()  # options whose value is a duration (timeout -k)
+    duration_operand: bool = False  # its first operand is a duration (timeout DURATION COMMAND)
 
 
-def _w(flags="", with_value="", operands=0, evaluates="", assignments=False, inert="", script=False) -> Wrapper:
+def _w(
+    flags="", with_value="", operands=0, evaluates="", assignments=False, inert="", script=False, durations=""
+) -> Wrapper:
     return Wrapper(
         frozenset(flags.split()),
         frozenset(with_value.split()),
@@ -102,6 +108,8 @@ def _w(flags="", with_value="", operands=0, evaluates="", assignments=False, ine
         assignments,
         frozenset(inert.split()),
         script,
+        frozenset(durations.split()),
+        duration_operand=bool(durations),
     )
 
 
@@ -126,7 +134,9 @@ WRAPPERS = {
     "builtin": _w(),
     "nohup": _w(),
     "time": _w("-p"),
-    "timeout": _w("--preserve-status --foreground -v --verbose", "-s --signal -k --kill-after", 1),
+    "timeout": _w(
+        "--preserve-status --foreground -v --verbose", "-s --signal -k --kill-after", 1, durations="-k --kill-after"
+    ),
     "nice": _w("", "-n --adjustment"),
     "ionice": _w("-t", "-c -n --class --classdata"),
     "stdbuf": _w("", "-i -o -e"),
@@ -169,8 +179,12 @@ INTERPRETERS = {
 }
 
 
-def judge_command(name: str, args: list[str | None], position: int) -> tuple[str, str] | None:
-    """(context, fix) when a value as args[position] of `name` would not stay an inert argument."""
+def judge_command(
+    name: str, args: list[str | None], position: int, *, duration: bool = False
+) -> tuple[str, str] | None:
+    """(context, fix) when a value as args[position] of `name` would not stay an inert argument. `duration`: the
+    value is a number that cannot be negative (or a choice of durations such as 30s), written as a word of its own
+    with at most a unit after it; a wrapper that reads a duration there (timeout) may take it."""
     if re.fullmatch(r"python[0-9.]*", name):
         name = "python3"
     if name in EVALUATES:
@@ -181,7 +195,7 @@ def judge_command(name: str, args: list[str | None], position: int) -> tuple[str
             f"give {name} fixed paths; a value may name files only as an argument of your own program",
         )
     if name in WRAPPERS:
-        return _wrapped(name, WRAPPERS[name], args, position)
+        return _wrapped(name, WRAPPERS[name], args, position, duration)
     if name in INTERPRETERS:
         return _interpreted(name, INTERPRETERS[name], args, position)
     if name == "printf":
@@ -197,7 +211,16 @@ def _is_value(text: str | None) -> bool:
     return text is not None and VALUE in text
 
 
-def _wrapped(name: str, wrapper: Wrapper, args: list[str | None], position: int) -> tuple[str, str] | None:
+def _duration_refusal(name: str) -> tuple[str, str]:
+    return (
+        f"the duration {name} waits, which the checker accepts only from a number parameter that cannot be negative",
+        "make it an int or float parameter with a minimum of 0 (or a choice of durations such as 30s, 5m)",
+    )
+
+
+def _wrapped(
+    name: str, wrapper: Wrapper, args: list[str | None], position: int, duration: bool = False
+) -> tuple[str, str] | None:
     """Skip the wrapper's own options and operands, then judge the command (or script) it runs."""
     refuse = (f"an option or operand of {name}", "pass values only to the command it runs, after a fixed name")
     unreadable = (f"after an argument of {name} the checker cannot read", "write the command it runs literally")
@@ -208,9 +231,14 @@ def _wrapped(name: str, wrapper: Wrapper, args: list[str | None], position: int)
             return unreadable
         if _is_value(text):
             option = text.split("=", 1)[0]
+            operand = not text.startswith("-") and operands < wrapper.operands
             if i == position and not ("=" in text and option in wrapper.inert_values):
-                return refuse
-            i += 1  # another value is judged on its own; skip it as one word
+                if not (operand and operands == 0 and wrapper.duration_operand):
+                    return refuse
+                if not duration:
+                    return _duration_refusal(name)
+            operands += operand  # a value is judged on its own; here it fills the slot it stands in
+            i += 1
             continue
         if text == COMPUTED:
             if wrapper.runs_script:
@@ -225,7 +253,10 @@ def _wrapped(name: str, wrapper: Wrapper, args: list[str | None], position: int)
         if (text.startswith("--") and "=" in text) or text in wrapper.flags:
             i += 1
         elif text in wrapper.with_value:
-            if i + 1 == position and text not in wrapper.inert_values:
+            if i + 1 == position and text in wrapper.durations:
+                if not duration:
+                    return _duration_refusal(name)
+            elif i + 1 == position and text not in wrapper.inert_values:
                 return refuse
             if i + 1 < len(args) and args[i + 1] is None:
                 return unreadable
@@ -249,7 +280,7 @@ def _wrapped(name: str, wrapper: Wrapper, args: list[str | None], position: int)
     inner = args[i]
     if inner is None or inner == COMPUTED or _is_value(inner):
         return f"an argument of a command {name} runs whose name is computed", "name the command literally"
-    return judge_command(inner.rsplit("/", 1)[-1], args[i + 1 :], position - i - 1)
+    return judge_command(inner.rsplit("/", 1)[-1], args[i + 1 :], position - i - 1, duration=duration)
 
 
 def _interpreted(name: str, flags: frozenset[str], args: list[str | None], position: int) -> tuple[str, str] | None:

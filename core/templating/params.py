@@ -46,7 +46,14 @@ CLUSTER_CHOICES = {"partition": "partitions", "gpu_type": "gpu_types"}
 
 
 class SchemaError(ValueError):
-    """The template's parameter schema is malformed; the message says where."""
+    """The template's parameter schema is malformed; the message says where. `field`: the key at fault (name, type,
+    default, min, …) where there is one; `detail`: the message without the parameter it names, for that field."""
+
+    def __init__(self, message: str, *, field: str | None = None, where: str = ""):
+        super().__init__(message)
+        self.field = field
+        rest = message[len(where) :] if where and message.startswith(where) else ": " + message
+        self.detail = rest[2:3].upper() + rest[3:] if rest.startswith(": ") else "This parameter" + rest
 
 
 @dataclass(frozen=True)
@@ -161,26 +168,34 @@ def parse_schema(data: Any) -> list[Param]:
             raise SchemaError(f"{where} must be an object.")
         name = item.get("name")
         if not isinstance(name, str) or not NAME.match(name):
-            raise SchemaError(f"{where}: name must be lower-case letters, digits and _ (starting with a letter).")
+            raise SchemaError(
+                f"{where}: name must be lower-case letters, digits and _ (starting with a letter).",
+                field="name",
+                where=where,
+            )
         where = f"Parameter “{name}”"
         if name in seen or name in BUILTIN_PLACEHOLDERS:
-            raise SchemaError(f"{where} is defined twice or uses a reserved name.")
+            raise SchemaError(f"{where} is defined twice or uses a reserved name.", field="name", where=where)
         seen.add(name)
         unknown = set(item) - known_keys
         if unknown:
             raise SchemaError(f"{where}: unknown keys {', '.join(sorted(unknown))}.")
         kind = item.get("type")
         if kind not in TYPES:
-            raise SchemaError(f"{where}: type must be one of {', '.join(TYPES)}.")
+            raise SchemaError(f"{where}: type must be one of {', '.join(TYPES)}.", field="type", where=where)
         resource = RESOURCES.get(name)
         if resource is not None and kind != resource.type:
-            raise SchemaError(f"{where} sets a SLURM resource and must have type {resource.type}.")
+            raise SchemaError(
+                f"{where} sets a SLURM resource and must have type {resource.type}.", field="type", where=where
+            )
         param = _build(item, name, kind, where)
         if param.cluster_choices is None:
             try:
                 param.clean(param.default)
             except ValueError as exc:
-                raise SchemaError(f"{where}: the default {param.default!r} is invalid: {exc}") from None
+                raise SchemaError(
+                    f"{where}: the default {param.default!r} is invalid: {exc}", field="default", where=where
+                ) from None
         params.append(param)
     return params
 
@@ -191,29 +206,33 @@ def _build(item: dict, name: str, kind: str, where: str) -> Param:
     for key in ("min", "max"):
         value = item.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise SchemaError(f"{where}: {key} must be a number.")
+            raise SchemaError(f"{where}: {key} must be a number.", field=key, where=where)
         bounds[key] = value
     if bounds["min"] is not None and bounds["max"] is not None and bounds["min"] > bounds["max"]:
-        raise SchemaError(f"{where}: min is greater than max.")
+        raise SchemaError(f"{where}: min is greater than max.", field="min", where=where)
     choices = item.get("choices") or []
     if kind == "choice":
         if not isinstance(choices, list) or not all(isinstance(c, str) and c for c in choices):
-            raise SchemaError(f"{where}: choices must be a list of non-empty strings.")
+            raise SchemaError(f"{where}: choices must be a list of non-empty strings.", field="choices", where=where)
         if not choices and name not in CLUSTER_CHOICES:
-            raise SchemaError(f"{where}: a choice needs at least one option.")
+            raise SchemaError(f"{where}: a choice needs at least one option.", field="choices", where=where)
         if any(CONTROL_CHARS.search(c) for c in choices):
-            raise SchemaError(f"{where}: choices may not hold control characters.")
+            raise SchemaError(f"{where}: choices may not hold control characters.", field="choices", where=where)
     pattern = item.get("pattern")
     if pattern is not None:
         try:
             re.compile(pattern)
         except (re.error, TypeError):
-            raise SchemaError(f"{where}: pattern is not a valid regular expression.") from None
+            raise SchemaError(
+                f"{where}: pattern is not a valid regular expression.", field="pattern", where=where
+            ) from None
     max_length = item.get("max_length", DEFAULT_STRING_LENGTH)
     if not isinstance(max_length, int) or not 1 <= max_length <= MAX_STRING_LENGTH:
-        raise SchemaError(f"{where}: max_length must be between 1 and {MAX_STRING_LENGTH}.")
+        raise SchemaError(
+            f"{where}: max_length must be between 1 and {MAX_STRING_LENGTH}.", field="max_length", where=where
+        )
     if "default" not in item:
-        raise SchemaError(f"{where} needs a default.")
+        raise SchemaError(f"{where} needs a default.", field="default", where=where)
     return Param(
         name=name,
         type=kind,

@@ -65,6 +65,17 @@ def _dash_prone(param: Param) -> bool:
     return False  # bool renders true/false; strings may not start with - or + (params.SAFE_STRING)
 
 
+DURATION = re.compile(r"[0-9]+(\.[0-9]+)?[smhd]?")
+
+
+def _duration_like(param: Param) -> bool:
+    """Is every value of this parameter a duration timeout reads (a number that cannot be negative, or a choice
+    such as 30s or 5m), so it may stand as timeout's duration?"""
+    if param.type in ("int", "float"):
+        return not _dash_prone(param)
+    return param.type == "choice" and bool(param.choices) and all(DURATION.fullmatch(c) for c in param.choices)
+
+
 def unix_lines(body: str) -> str:
     """Browsers send a textarea's lines ending in CR LF; bash would keep each CR as part of the last word."""
     return body.replace("\r\n", "\n")
@@ -82,7 +93,8 @@ def placeholder_problems(body: str, schema: list[Param] | None = None) -> list[s
     dash_prone = {m.group(1): False for m in unknown}  # checked for context only; rendering refuses them
     dash_prone.update({name: _dash_prone(p) for name, p in names.items()})
     dash_prone.update(dict.fromkeys(BUILTIN_PLACEHOLDERS, False))
-    return [str(problem) for problem in script_safety.problems(body, dash_prone)]
+    durations = {name for name, p in names.items() if _duration_like(p)}
+    return [str(problem) for problem in script_safety.problems(body, dash_prone, durations)]
 
 
 def check_placeholder_contexts(body: str, schema: list[Param] | None = None) -> None:

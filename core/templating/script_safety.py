@@ -5,8 +5,11 @@ reference is, in BOTH the body as written and bash's own re-print of it (`declar
 as a function, which parses without running anything), an argument word of a command that does not run,
 source, evaluate or re-parse its arguments: not a command name, not in arithmetic, `[[ ]]`, `${…}` operators,
 a redirection, a here-document, a command substitution, quotes (for placeholders), a pipeline into code, or
-an option position a value could take over. Both texts are read with tree-sitter-bash; anything it cannot
-parse, or that bash and tree-sitter could read differently (here-document ends), refuses every value.
+an option position a value could take over. The one wrapper operand it accepts is timeout's duration (and its -k),
+and only from a parameter named in `durations` (a number that cannot be negative, or a choice of durations),
+written as a word of its own with at most a unit (s, m, h, d) after it. Both texts are read with
+tree-sitter-bash; anything it cannot parse, or that bash and tree-sitter could read differently (here-document
+ends), refuses every value.
 Unknown contexts are refused: a false refusal costs an instructor a rewrite, a false acceptance lets one
 student run code as the account every student's jobs share.
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
@@ -82,10 +85,11 @@ def _parser() -> Parser:
     return Parser(Language(tree_sitter_bash.language()))
 
 
-def problems(body: str, dash_prone: Mapping[str, bool]) -> list[Problem]:
+def problems(body: str, dash_prone: Mapping[str, bool], durations: Collection[str] = ()) -> list[Problem]:
     """Every value occurrence bash would not keep an inert argument. `dash_prone[name]`: may the value start
-    with "-" (negative numbers, choices like "-O2")? Flags ({{ x|flag:--y }}) are the instructor's text and
-    are not checked here."""
+    with "-" (negative numbers, choices like "-O2")? `durations`: the parameters whose every value is a duration
+    (a number that cannot be negative, or a choice like 30s). Flags ({{ x|flag:--y }}) are the instructor's text
+    and are not checked here."""
     text, occurrences = _tagged(body)
     if not occurrences:
         return []
@@ -93,13 +97,13 @@ def problems(body: str, dash_prone: Mapping[str, bool]) -> list[Problem]:
     found: list[Problem] = []
     for occ in occurrences:
         try:
-            _judge(text, occ, dash_prone)
+            _judge(text, occ, dash_prone, durations)
             if canonical is None:
                 raise _Refused(
                     "in a script bash cannot read as one piece",
                     "fix the syntax error bash reports (see the preview)",
                 )
-            _judge(canonical, occ, dash_prone, reprint=True)
+            _judge(canonical, occ, dash_prone, durations, reprint=True)
         except _Refused as refused:
             found.append(Problem(occ.line, occ.what, refused.context, refused.fix.replace("{env}", occ.env)))
     return found
@@ -171,7 +175,9 @@ def _script_refusal(text: str) -> _Refused | None:
     return None
 
 
-def _judge(text: str, occ: _Occurrence, dash_prone: Mapping[str, bool], reprint: bool = False) -> None:
+def _judge(
+    text: str, occ: _Occurrence, dash_prone: Mapping[str, bool], durations: Collection[str], reprint: bool = False
+) -> None:
     root = _parse(text)
     refused = _script_refusal(text)
     if refused is not None:
@@ -196,7 +202,7 @@ def _judge(text: str, occ: _Occurrence, dash_prone: Mapping[str, bool], reprint:
     unit = _word_unit(leaf, occ)
     starts_word = unit.start_byte == start or (occ.is_ref and _text(unit).lstrip('"').startswith("$"))
     prone = dash_prone.get(occ.name, True) and starts_word
-    _role_checks(unit, occ, prone)
+    _role_checks(unit, occ, prone, occ.name in durations and _duration_word(unit, occ))
 
 
 def _whole_script_checks(root: Node, text: str) -> None:
@@ -399,7 +405,15 @@ def _word_unit(leaf: Node, occ: _Occurrence) -> Node:
     return unit
 
 
-def _role_checks(unit: Node, occ: _Occurrence, prone: bool) -> None:
+def _duration_word(unit: Node, occ: _Occurrence) -> bool:
+    """Is the word the value alone, or the value and a time unit: {{ x }}, {{ x }}m, "$GPULAB_P_x", "$GPULAB_P_x"s?"""
+    value = re.escape(occ.tag)
+    if occ.is_ref:
+        value = rf'"\$(?:{ENV_PREFIX}{occ.name}{value}|\{{{ENV_PREFIX}{occ.name}{value}\}})"'
+    return re.fullmatch(value + "[smhd]?", _text(unit)) is not None
+
+
+def _role_checks(unit: Node, occ: _Occurrence, prone: bool, duration: bool = False) -> None:
     parent = unit.parent
     if parent is None:
         raise _Refused(
@@ -440,7 +454,7 @@ def _role_checks(unit: Node, occ: _Occurrence, prone: bool) -> None:
             f"an argument of {name}, a function of this script the checker does not follow into",
             "pass the value to a program directly",
         )
-    reason = rules.judge_command(name, [_static_text(a) for a in args], position)
+    reason = rules.judge_command(name, [_static_text(a) for a in args], position, duration=duration)
     if reason:
         raise _Refused(reason[0], reason[1])
     if prone:

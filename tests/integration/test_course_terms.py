@@ -80,7 +80,7 @@ def test_ended_course_refuses_changes_through_pages_and_api_and_stays_readable(
         teacher.post(reverse("courses:quotas", args=[course.slug]), {"max_concurrent_jobs": 9, "max_gpus": 9}),
         teacher.post(reverse("courses:roster", args=[course.slug]), {}),
         teacher.post(reverse("jobs:template_edit", args=[course.slug, sleep_template.slug]), {"name": "X"}),
-        teacher.post(reverse("jobs:template_publish", args=[course.slug, sleep_template.slug]), {}),
+        teacher.post(reverse("jobs:template_status", args=[course.slug, sleep_template.slug]), {"action": "unpublish"}),
         teacher.post(reverse("jobs:template_new", args=[course.slug]), {"name": "X"}),
     ]
     assert [r.status_code for r in refused] == [403] * 5

@@ -1,7 +1,6 @@
 """An instructor in Chromium cannot publish a template that puts a student's value where bash would run it,
 and is told the line, the reason and the fix; the admin's cluster page states what a shared account isolates."""
 
-import json
 import os
 
 import pytest
@@ -23,13 +22,20 @@ def test_instructor_cannot_publish_a_refused_placement_and_is_told_the_fix(page,
     page.fill("#id_name", "Arithmetic")
     page.fill("#id_slug", "arith")
     page.fill("#id_body", "echo start\n(( total = {{ epochs }} * 2 ))\necho $total\n")
-    page.fill("#id_parameters", json.dumps(PARAMS))
-    page.click("button[type=submit].primary")
+    page.fill("#id_params-0-name", "epochs")  # the blank parameter row
+    page.select_option("#id_params-0-type", "int")
+    page.fill("#id_params-0-label", "Epochs")
+    page.fill("#id_params-0-default", "1")
+    page.fill("#id_params-0-min", "1")
+    page.fill("#id_params-0-max", "5")
+    page.get_by_role("button", name="Save draft").click()
     preview = page.locator("#preview")
     expect(preview).to_contain_text("Line 2: {{ epochs }} is inside (( )) arithmetic", timeout=15_000)
     expect(preview).to_contain_text('"$GPULAB_P_epochs"')
+    assert JobTemplate.objects.get(slug="arith").parameters == PARAMS
     page.click("#publish")
-    expect(page.locator("body")).to_contain_text("Not published: Line 2: {{ epochs }} is inside (( )) arithmetic")
+    body_field = page.locator(".field", has=page.locator("#id_body"))
+    expect(body_field).to_contain_text("Line 2: {{ epochs }} is inside (( )) arithmetic")
     page.screenshot(path=f"{SHOTS}/gpulab-template-refused.png", full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
     page.screenshot(path=f"{SHOTS}/gpulab-template-refused-phone.png", full_page=True)
@@ -37,8 +43,7 @@ def test_instructor_cannot_publish_a_refused_placement_and_is_told_the_fix(page,
 
     page.set_viewport_size({"width": 1280, "height": 720})
     page.fill("#id_body", 'echo start\nseq 1 {{ epochs }}\necho "epochs: $GPULAB_P_epochs"\n')
-    page.click("button[type=submit].primary")
-    page.click("#publish")
+    page.click("#publish")  # publishes what is in the form, in one step
     expect(page.locator("body")).to_contain_text("Published")
     assert JobTemplate.objects.get(slug="arith").status == "published"
 
