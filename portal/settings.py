@@ -283,6 +283,8 @@ GPULAB_FILES_VIEW_BYTES = env_int("FILES_VIEW_BYTES", 512 * 1024)
 # more bytes than these: one listing on the cluster counts them (sessions/files.py, Session.walk).
 GPULAB_FILES_ARCHIVE_MAX_ENTRIES = env_int("FILES_ARCHIVE_MAX_ENTRIES", 10_000)
 GPULAB_FILES_ARCHIVE_MAX_BYTES = env_int("FILES_ARCHIVE_MAX_BYTES", 2 * 2**30)
+# Folder archives one user may have under way at once, across web processes (sessions/archive_slots.py).
+GPULAB_FILES_ARCHIVES_PER_USER = env_int("FILES_ARCHIVES_PER_USER", 2)
 # Large downloads read by OpenSSH's client at once per web process (each a login on the cluster); more go over the
 # pooled SFTP connection, slower but without another login (sessions/streaming.py).
 GPULAB_FILES_OPENSSH_DOWNLOADS = env_int("FILES_OPENSSH_DOWNLOADS", 8)

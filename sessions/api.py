@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from core.api_schema import ErrorSerializer
 
-from . import paths, upload_limits
+from . import archive_slots, paths, upload_limits
 from .files import FilesUnavailable, archive, opened, openssh_range
 from .paths import PathRefused
 from .serializers import (
@@ -36,6 +36,7 @@ ERRORS = {
     404: OpenApiResponse(ErrorSerializer, description="No such file, or a space you may not see."),
     409: OpenApiResponse(ErrorSerializer, description="Files are not available here (cluster kind, identity, down)."),
 }
+ARCHIVE_BUSY = {429: OpenApiResponse(ErrorSerializer, description="As many folder downloads under way as allowed.")}
 
 
 def _refusals(method):
@@ -81,7 +82,12 @@ class DownloadView(SpaceView):
     @extend_schema(
         description="A file, streamed; `Range: bytes=a-b` gives part of it (206). A folder needs `archive`.",
         parameters=[PATH, OpenApiParameter("archive", str, enum=["zip", "tar"], description="A folder as .zip/.tar")],
-        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, 206: OpenApiTypes.BINARY, **ERRORS},
+        responses={
+            (200, "application/octet-stream"): OpenApiTypes.BINARY,
+            206: OpenApiTypes.BINARY,
+            **ERRORS,
+            **ARCHIVE_BUSY,
+        },
     )
     @_refusals
     def get(self, request, **kwargs):
@@ -93,19 +99,10 @@ class DownloadView(SpaceView):
         # Every access check and database read is done: nothing below touches the ORM, so the cluster and the browser
         # may take their time without holding one of the pool's connections (sessions/streaming.py).
         release_database()
-        with opened(space) as session:  # refusals (and an archive's limits) answered before the stream starts
-            if fmt:
-                listed = session.walk(relative)
-            else:
-                real, attrs = session.resolve_file(relative)
         if fmt:
-            name = paths.shown(posixpath.basename(relative)) or "files"
-
-            def make_archive():
-                with opened(space) as session:
-                    yield from archive(session, listed, fmt)
-
-            return archive_response(request, make_archive, name, fmt)
+            return self._archive(request, space, relative, fmt)
+        with opened(space) as session:  # refusals answered before the stream starts
+            real, attrs = session.resolve_file(relative)
 
         def over_sftp(start: int, length: int):
             with opened(space) as session:
@@ -116,6 +113,28 @@ class DownloadView(SpaceView):
             return preferring(openssh_range(space, real, start, length), over_sftp, start, length)
 
         return file_response(request, stream, paths.shown(posixpath.basename(relative)), attrs.st_size or 0)
+
+    def _archive(self, request, space, relative: str, fmt: str):
+        slot = archive_slots.take(request.user.pk)
+        if slot is None:
+            refused = Response({"detail": archive_slots.refusal()}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+            refused["Retry-After"] = "10"
+            return refused
+        try:
+            with opened(space) as session:  # refusals (and the archive's limits) answered before the stream starts
+                listed = session.walk(relative)
+        except BaseException:
+            slot.give_back()
+            raise
+        if request.method == "HEAD":  # the headers alone: nothing will stream
+            slot.give_back()
+
+        def chunks():
+            with opened(space) as session:
+                yield from archive(session, listed, fmt)
+
+        name = paths.shown(posixpath.basename(relative)) or "files"
+        return archive_response(request, lambda: slot.holding(chunks()), name, fmt)
 
 
 class TextView(SpaceView):

@@ -212,7 +212,13 @@ def test_with_accounting_a_slurmctld_outage_still_shows_the_stale_notice(
             timeout=45,
             what="the stale notice while only slurmdbd answers",
         )
-        assert "slurmctld did not answer" in measurements.polls()[cluster.name]["note"]
+        # The poll's squeue waits out its own timeouts against the stopped controller before the note is written.
+        wait_for(
+            lambda: "slurmctld did not answer" in measurements.polls()[cluster.name]["note"],
+            timeout=90,
+            what="a poll that heard only from accounting",
+        )
+        assert notices_for(Job.objects.select_related("cluster").get(pk=job.pk))
         assert Job.objects.get(pk=job.pk).state == "running"
     finally:
         subprocess.run(["slurmctld"], check=True)

@@ -1,0 +1,101 @@
+"""How many folder archives each user has under way, counted across every web process.
+
+Walking a folder of 10,000 entries and zipping it costs the web server real CPU (SFTP listings parsed in Python). One
+student's burst of folder downloads (twenty tabs, a script, a download manager retrying) must not slow everyone
+else's pages, so each user holds at most GPULAB_FILES_ARCHIVES_PER_USER archives at a time; one more is refused in
+words before anything is read on the cluster. The slots live in Redis (one sorted set per user, scored by when each
+was taken), so every web process sees the same count; a slot older than SLOT_SECONDS belongs to a process that died
+mid-download and is reclaimed. If Redis cannot be asked, the download goes ahead: the limit protects the pages, and
+losing it for a moment is better than refusing every archive.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Iterator
+
+import redis
+from django.conf import settings
+
+from core import measurements
+
+logger = logging.getLogger(__name__)
+
+SLOT_SECONDS = 6 * 3600  # longer than any archive stream: a 2 GiB limit at a slow 100 kB/s takes under 6 h
+KEY = "gpulab:archive-slots:{user}"
+
+# Atomic across web processes: drop slots past their age, then take one if fewer than the limit are held.
+_TAKE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1] - ARGV[2])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+
+
+class Slot:
+    """One archive under way; give_back() (idempotent) when it has ended, however it ended."""
+
+    def __init__(self, user_id: int, token: str | None):
+        self.user_id, self.token = user_id, token
+
+    def give_back(self) -> None:
+        token, self.token = self.token, None
+        if token is None:
+            return
+        try:
+            measurements.client().zrem(KEY.format(user=self.user_id), token)
+        except (redis.RedisError, OSError):  # it ages out after SLOT_SECONDS
+            logger.warning("archive slots: could not give back a slot of user %s", self.user_id, exc_info=True)
+
+    def holding(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """`chunks`, with the slot given back once they are closed or run out, even if never started."""
+        return _Held(chunks, self)
+
+
+class _Held:
+    def __init__(self, chunks: Iterator[bytes], slot: Slot):
+        self.chunks, self.slot = chunks, slot
+
+    def __iter__(self) -> _Held:
+        return self
+
+    def __next__(self) -> bytes:
+        try:
+            return next(self.chunks)
+        except StopIteration:
+            self.slot.give_back()
+            raise
+
+    def close(self) -> None:
+        try:
+            close = getattr(self.chunks, "close", None)
+            if callable(close):
+                close()
+        finally:
+            self.slot.give_back()
+
+
+def take(user_id: int) -> Slot | None:
+    """A slot for one more archive of this user's, or None when they already hold as many as allowed."""
+    limit = settings.GPULAB_FILES_ARCHIVES_PER_USER
+    token = secrets.token_hex(8)
+    try:
+        taken = measurements.client().eval(
+            _TAKE, 1, KEY.format(user=user_id), f"{time.time():.3f}", SLOT_SECONDS, limit, token
+        )
+    except (redis.RedisError, OSError):
+        logger.warning("archive slots: Redis did not answer; the archive of user %s goes ahead", user_id)
+        return Slot(user_id, None)
+    return Slot(user_id, token) if taken else None
+
+
+def refusal() -> str:
+    limit = settings.GPULAB_FILES_ARCHIVES_PER_USER
+    under_way = "one folder download" if limit == 1 else f"{limit} folder downloads"
+    return f"You already have {under_way} under way; wait for one to finish, then try again."
