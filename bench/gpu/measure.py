@@ -11,7 +11,9 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 import traceback
@@ -23,7 +25,7 @@ import report
 import serving
 import smi
 import training
-from proc import PYTHON, ROOT, log, run, shown
+from proc import PYTHON, ROOT, end_all, log, run, shown
 
 QUICK = os.environ.get("GPULAB_GPU_QUICK") == "1"
 OUT = Path(os.environ["OUT"]).resolve()
@@ -168,6 +170,15 @@ def meta() -> dict:
     return info
 
 
+def stopped(signum: int, frame: object) -> None:
+    """The overall limit (or a person) stopped the run: end the children too, and keep what was measured."""
+    log(f"stopped by signal {signum}; ending the running part")
+    end_all()
+    sys.exit(128 + signum)
+
+
 if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, stopped)
+    signal.signal(signal.SIGINT, stopped)
     Session().go()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
+LIVE: set[Child] = set()  # children still running, for end_all when the whole run is stopped
 
 
 def shown(argv: list[str]) -> str:
@@ -54,6 +55,7 @@ class Child:
             errors="replace",
             start_new_session=True,
         )
+        LIVE.add(self)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -79,6 +81,7 @@ class Child:
             self.kill()
             status, timed_out = self.proc.returncode, True
         self._reader.join(timeout=5)
+        LIVE.discard(self)
         return status, timed_out
 
     def kill(self, hard: bool = False) -> None:
@@ -95,9 +98,18 @@ class Child:
             except subprocess.TimeoutExpired:
                 continue
 
+    def __hash__(self) -> int:
+        return id(self)
+
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self.started
+
+
+def end_all() -> None:
+    """Kill every child still running: each is in its own session, out of reach of a signal to this one's group."""
+    for child in list(LIVE):
+        child.kill(hard=True)
 
 
 def run(argv: list[str], log_path: Path, timeout: float, prefix: str, **kwargs) -> dict:
