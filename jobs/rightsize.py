@@ -47,6 +47,7 @@ class Report:
     missing: list[str] = field(default_factory=list)  # why some figures are absent, in words
     in_words: str = ""  # the suggestions under the launch form's labels: "GPUs 1, CPU cores 2"
     too_little: str = ""  # why the job gives no figures to judge by, said once instead of advice on each resource
+    simulated: str = ""  # why the GPU figures are not judged: the demo's stand-in made them up
 
     @property
     def changes(self) -> bool:
@@ -113,6 +114,7 @@ def report_for(job: Job) -> Report | None:
     accounted = getattr(job, "accounted", None)
     summary = getattr(job, "summary", None)
     report = Report()
+    report.simulated = SIMULATED if summary is not None and summary.simulated_gpus else ""
     report.too_little = _too_little(job, _elapsed_seconds(job, accounted))
     if report.too_little:
         return report
@@ -129,8 +131,17 @@ def params_in_words(job: Job, values: dict) -> str:
     return ", ".join(f"{labels.get(name, name)} {value}" for name, value in values.items())
 
 
+SIMULATED = (
+    "Simulated GPUs: this cluster's nvidia-smi is the demo's stand-in, which replays recorded figures whatever the job "
+    "does. Its GPU utilization and memory say nothing about this job, so this report gives no GPU advice; run on a "
+    "real GPU node for that."
+)
+
+
 def _gpus(report: Report, job: Job, summary) -> None:
     if not job.gpus:
+        return
+    if report.simulated:
         return
     per_node = int(job.params.get("gpus_per_node") or job.gpus)
     mean = summary.mean_gpu_util if summary else None

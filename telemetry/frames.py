@@ -41,6 +41,7 @@ class Usage:
     tokens_sum: float = 0.0
     tokens_count: int = 0
     idle_seconds: float = 0.0
+    simulated: bool = False  # a GPU sample came from the demo's stand-in nvidia-smi
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -214,6 +215,7 @@ class FrameBuilder:
         was_idle = rules.idle_seconds(now)
         rules.add(sample)
         usage = self.usage.setdefault(job_id, Usage())
+        usage.simulated = usage.simulated or any(g.numbers.simulated for g in gpus)
         if utils:
             usage.samples += len(utils)
             usage.util_sum += sum(utils)

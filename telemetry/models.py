@@ -68,6 +68,11 @@ class JobSummary(models.Model):
         "GPU idle minutes", default=0.0, help_text="Minutes every GPU of the job sat idle."
     )
     samples = models.PositiveIntegerField(default=0, help_text="GPU samples the means are taken over.")
+    simulated_gpus = models.BooleanField(
+        "simulated GPU figures",
+        default=False,
+        help_text="The GPU figures came from the demo's stand-in nvidia-smi: replayed, not measured on this job.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -25,6 +25,9 @@ NVIDIA_SMI_FIELDS = (
     "temperature.gpu",
     "clocks.sm",
 )
+# The demo's stand-in nvidia-smi (scripts/fixtures/nvidia-smi) gives its GPUs UUIDs of zeros but the index, which
+# no NVIDIA GPU has: samples with it are simulated, and every page, report and log line showing them says so.
+SIMULATED_UUID_PREFIX = "GPU-00000000-0000-4000-8000-"
 _MISSING = {"", "[N/A]", "N/A", "[Not Supported]", "[Unknown Error]", "[GPU is lost]"}
 
 
@@ -40,6 +43,11 @@ class GpuSample:
     temp_c: float | None
     sm_clock_mhz: float | None
     taken_at: datetime | None = None
+
+    @property
+    def simulated(self) -> bool:
+        """Figures replayed by the demo's stand-in nvidia-smi, not measured on a GPU."""
+        return self.uuid.startswith(SIMULATED_UUID_PREFIX)
 
 
 @dataclass(frozen=True)

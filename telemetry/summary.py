@@ -22,7 +22,7 @@ def gpu_hours(gpus: int, started: datetime | None, finished: datetime | None) ->
 
 
 def summary_fields(job: Job, usage: Usage | None) -> dict:
-    fields: dict[str, float | None] = {"gpu_hours": gpu_hours(job.gpus, job.started_at, job.finished_at)}
+    fields: dict[str, float | bool | None] = {"gpu_hours": gpu_hours(job.gpus, job.started_at, job.finished_at)}
     if usage is not None:
         fields.update(
             mean_gpu_util=round(usage.util_sum / usage.samples, 1) if usage.samples else None,
@@ -32,6 +32,7 @@ def summary_fields(job: Job, usage: Usage | None) -> dict:
             mean_tokens_per_s=round(usage.tokens_sum / usage.tokens_count, 1) if usage.tokens_count else None,
             idle_minutes=round(usage.idle_seconds / 60, 1),
             samples=usage.samples,
+            simulated_gpus=usage.simulated,
         )
     return fields
 

@@ -26,13 +26,14 @@ class GpuNumbers:
     power: float | None = None
     temp: float | None = None
     clock: float | None = None
+    simulated: bool = False  # replayed by the demo's stand-in nvidia-smi, not measured
 
     @classmethod
     def from_sample(cls, sample: GpuSample | None) -> GpuNumbers:
         if sample is None:
             return NO_NUMBERS
         return cls(sample.util, sample.mem_util, sample.mem_used_mib, sample.mem_total_mib, sample.power_w,
-                   sample.temp_c, sample.sm_clock_mhz)  # fmt: skip
+                   sample.temp_c, sample.sm_clock_mhz, sample.simulated)  # fmt: skip
 
     @classmethod
     def from_dcgm(cls, gpu: DcgmGpu) -> GpuNumbers:
@@ -49,7 +50,7 @@ class GpuNumbers:
 
     def to_wire(self) -> dict:
         return {"util": self.util, "mem_util": self.mem_util, "mem_used": self.mem_used, "mem_total": self.mem_total,
-                "power": self.power, "temp": self.temp, "clock": self.clock}  # fmt: skip
+                "power": self.power, "temp": self.temp, "clock": self.clock, "simulated": self.simulated}  # fmt: skip
 
 
 NO_NUMBERS = GpuNumbers()

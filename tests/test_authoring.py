@@ -238,3 +238,13 @@ def test_api_launch_of_a_template_with_a_refused_placement_creates_no_job(api_fo
     )
     assert 400 <= response.status_code < 500 and "bash -c" in response.content.decode()
     assert not template.jobs.exists()
+
+
+def test_tiny_lm_templates_say_cpu_precision_and_batch_results_are_not_a_gpus(login, alice, course):
+    tiny = [d for d in builtin_definitions() if "tinylm" in d["slug"].replace("-", "") and "server" not in d["slug"]]
+    assert {d["slug"] for d in tiny} == {"tiny-lm-single", "tiny-lm-ddp", "k8s-tinylm-train"}
+    for definition in tiny:
+        assert "precision and batch results do not show what a GPU does" in " ".join(definition["description"].split())
+    load_builtin_templates([course])
+    page = login(alice).get(reverse("jobs:launch", args=[course.slug, "tiny-lm-single"])).content.decode()
+    assert "do not show what a GPU does" in page

@@ -391,3 +391,40 @@ def test_admin_lists_accounting_read_only(client, login, admin_user, alice, over
     page = login(admin_user).get(url)
     assert page.status_code == 200 and oversized.short_id in page.content.decode()
     assert login(admin_user).get(reverse("admin:jobs_jobusage_add")).status_code == 403
+
+
+class TestSimulatedGpus:
+    """The demo's stand-in nvidia-smi replays figures whatever a job does: reports and pages say so, judge nothing."""
+
+    def test_simulated_gpus_give_no_gpu_advice_and_the_report_says_so(self, alice, oversized):
+        JobSummary.objects.filter(job=oversized).update(simulated_gpus=True)
+        report = report_for(Job.objects.get(pk=oversized.pk))
+        assert report.simulated.startswith("Simulated GPUs: this cluster's nvidia-smi is the demo's stand-in")
+        assert {line.resource for line in report.lines} == {"CPU cores", "Host memory", "Wall time"}
+        assert "gpus_per_node" not in report.suggested
+        page = _page(alice, oversized)
+        assert 'id="rightsize-simulated"' in page and 'id="summary-simulated"' in page
+        assert "simulated, not measured" in page and "10.0 %" not in page
+
+    def test_an_8_second_crash_on_simulated_gpus_shows_no_utilization_figure(
+        self, alice, course, big_template, cluster
+    ):
+        job = _ended(alice, course, big_template, cluster, state=JobState.FAILED, minutes=8 / 60)
+        figures = {
+            "mean_gpu_util": 93.0,
+            "max_gpu_util": 96.0,
+            "peak_gpu_memory_mib": 61282,
+            "gpu_memory_total_mib": 81559,
+        }
+        JobSummary.objects.create(job=job, gpu_hours=0.009, samples=8, simulated_gpus=True, **figures)
+        report = report_for(Job.objects.get(pk=job.pk))
+        assert report.too_little and report.simulated
+        page = _page(alice, job)
+        assert "93.0 %" not in page and "61282 MiB" not in page
+        assert 'id="summary-simulated"' in page and 'id="rightsize-simulated"' in page
+        assert "data-chart-simulated>" in page  # the recorded GPU charts' captions say "simulated", shown
+
+    def test_measured_gpus_keep_their_figures_and_hidden_chart_labels(self, alice, oversized):
+        page = _page(alice, oversized)
+        assert "10.0 %" in page and "simulated" not in page.split('id="rightsize"')[1].split("</section>")[0]
+        assert 'id="summary-simulated"' not in page and "data-chart-simulated hidden" in page

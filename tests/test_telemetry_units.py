@@ -198,3 +198,58 @@ def test_a_node_without_nvidia_smi_says_so():
     frames = FrameBuilder().build(state.take(), now=5.0)
     assert frames["telemetry.job.j1"]["gpus"] == [] and frames["telemetry.job.j1"]["no_gpu"] == ["cpu01"]
     assert frames["telemetry.node.1"]["has_gpu"] is False
+
+
+# -- the demo's stand-in nvidia-smi: labelled simulated, and every view of it agrees ---------------------------------
+STAND_IN = Path(__file__).parents[1] / "scripts/fixtures/nvidia-smi"
+
+
+def stand_in(*args: str, gpus: str = "0,3") -> str:
+    import os
+    import subprocess
+
+    env = {**os.environ, "GPULAB_NVIDIA_SMI_ROWS": str(ROWS), "CUDA_VISIBLE_DEVICES": gpus}
+    return subprocess.run(["bash", str(STAND_IN), *args], env=env, capture_output=True, text=True, check=True).stdout
+
+
+def test_the_stand_ins_table_and_list_agree_with_the_rows_the_charts_draw():
+    first = {s.index: s for s in reversed([s for s in map(parse_nvidia_smi_line, ROWS.read_text().splitlines()) if s])}
+    table = stand_in()
+    assert "simulated" in table.splitlines()[0] and "not measured" in table.splitlines()[0]
+    for index in (0, 3):
+        row = next(line for line in table.splitlines() if line.startswith(f"{index} "))
+        gpu = first[index]
+        assert f"{gpu.util:.0f}%" in row and f"{gpu.mem_used_mib:.0f}MiB / {gpu.mem_total_mib:.0f}MiB" in row
+        assert "(simulated)" in row
+    listed = stand_in("-L").splitlines()
+    assert listed == [f"GPU {i}: GPU Lab demo GPU (simulated) (UUID: {first[i].uuid})" for i in (0, 3)]
+
+
+def test_stand_in_samples_are_simulated_on_the_wire_and_in_the_jobs_summary():
+    samples = [s for s in map(parse_nvidia_smi_line, ROWS.read_text().splitlines()) if s]
+    assert samples and all(s.simulated for s in samples)
+    real = parse_nvidia_smi_line(
+        "2026/11/21 09:00:00.137, 0, GPU-5f1a2c3d-0b4e-4c6f-9a7b-1c2d3e4f5a60, 93, 41, 61234, 81559, 612.87, 64, 1980"
+    )
+    assert real is not None and not real.simulated
+    state = LiveState()
+    job = live_node(state)
+    builder = FrameBuilder()
+    frames = builder.build(state.take(), now=1000.5)
+    assert all(g["simulated"] is True for g in frames[f"telemetry.job.{job.job_id}"]["gpus"])
+    assert all(g["simulated"] is True for g in frames["telemetry.node.1"]["gpus"])
+    assert builder.usage[job.job_id].simulated is True
+
+
+def test_the_collector_logs_and_shows_once_that_a_nodes_gpus_are_simulated(caplog):
+    from telemetry.collector.node_stream import NodeStream, NodeTarget
+
+    state = LiveState()
+    state.node(1, 1, "gpu01")
+    stream = NodeStream(state, 1, NodeTarget("127.0.0.1", 22, "", "gpu01"), None, None)
+    rows: list = []
+    with caplog.at_level("WARNING", logger="telemetry.collector.node_stream"):
+        stream._gpu_lines(ROWS.read_text().splitlines()[:40], rows)
+    said = [r.getMessage() for r in caplog.records if "simulated" in r.getMessage()]
+    assert len(said) == 1 and "gpu01" in said[0] and "not measured" in said[0]
+    assert "simulated" in state.nodes[1].status

@@ -34,7 +34,7 @@ def test_a_gpu_row_carries_its_key_legend_and_every_number_the_charts_read():
     wire = gpu_row().to_wire()
     assert wire == {"key": "gpu07/1", "node": "gpu07", "i": 1, "label": "GPU 1 · gpu07", "stale": False,
                     "util": 87.0, "mem_util": 40.0, "mem_used": 1200.0, "mem_total": 81559.0, "power": 310.5,
-                    "temp": 64.0, "clock": 1980.0}  # fmt: skip
+                    "temp": 64.0, "clock": 1980.0, "simulated": False}  # fmt: skip
 
 
 def test_only_a_node_page_row_says_which_job_holds_the_gpu_and_null_when_free():

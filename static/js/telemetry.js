@@ -530,6 +530,16 @@ class ChartGrid {
   }
 }
 
+const SIMULATED_NOTE = "Simulated GPUs: this cluster's nvidia-smi is the demo's stand-in, which replays recorded figures whatever the jobs do; nothing on these GPU charts was measured.";
+
+// Every GPU chart says "simulated" on its caption (and to a screen reader) while its rows come from the stand-in.
+function markSimulated(root, simulated) {
+  for (const box of root.querySelectorAll("figure[data-chart-box^='gpu-']")) {
+    const caption = box.querySelector("[data-chart-simulated]");
+    if (caption && caption.hidden !== !simulated) caption.hidden = !simulated;
+  }
+}
+
 function showNotes(root, frame) {
   const notes = root.querySelector("[data-telemetry-notes]");
   if (!notes) return;
@@ -538,6 +548,9 @@ function showNotes(root, frame) {
   if (stale.length) lines.push(`Stale: no samples from ${stale.join(", ")} for a few seconds; the charts show a gap.`);
   for (const node of frame.no_gpu || []) lines.push(`No GPU on ${node}: nvidia-smi is not there, so no GPU charts.`);
   if (frame.kind === "node" && frame.has_gpu === false) lines.push(`No GPU charts: ${frame.status}.`);
+  const simulated = (frame.gpus || []).some((g) => g.simulated);
+  if (simulated) lines.push(SIMULATED_NOTE);
+  markSimulated(root, simulated);
   const text = lines.join(" ");
   if (notes.textContent !== text) notes.textContent = text; // a frame a second: the DOM changes only with the words
   if (notes.hidden !== !text) notes.hidden = !text;

@@ -63,6 +63,7 @@ class NodeStream(threading.Thread):
         self.state, self.node_id, self.target, self.account = state, node_id, target, account
         self.stop_event = stop
         self.connections = 0  # how many times this stream connected, for tests and the node page
+        self.simulated = False  # the node's nvidia-smi is the demo's stand-in: said once in the log and on its page
 
     def run(self) -> None:
         failures = 0
@@ -131,6 +132,8 @@ class NodeStream(threading.Thread):
             sample = parse_nvidia_smi_line(line)
             if sample is None:
                 continue
+            if sample.simulated and not self.simulated:
+                self._say_simulated()
             if rows and sample.index <= rows[-1].index:
                 self.state.put_gpus(self.node_id, rows[:])
                 rows.clear()
@@ -138,6 +141,14 @@ class NodeStream(threading.Thread):
         if rows and self._known_gpus() and len(rows) >= self._known_gpus():
             self.state.put_gpus(self.node_id, rows[:])
             rows.clear()
+
+    def _say_simulated(self) -> None:
+        self.simulated = True
+        logger.warning(
+            "telemetry: %s: its nvidia-smi is the demo's stand-in: GPU figures are simulated (replayed), not measured",
+            self.target.display_name,
+        )
+        self.state.set_node_status(self.node_id, "streaming simulated GPU figures (the demo's stand-in nvidia-smi)")
 
     def _known_gpus(self) -> int:
         live = self.state.nodes.get(self.node_id)

@@ -13,7 +13,7 @@ import torch
 from checkpoints import CHECKPOINT
 from conftest import LOG_LINE
 from distributed import Dist, StopSignal
-from logline import ending_line, step_line
+from logline import ending_line, peak_for, start_line, step_line
 from loop import train_steps
 from prepare import prepare
 from train import parse_args, save_at_end
@@ -100,3 +100,24 @@ def test_the_ending_line_says_how_to_resume_only_when_stopped(tmp_path):
     checkpoint = tmp_path / CHECKPOINT
     assert ending_line(False, 30, 30, checkpoint) == f"done at step 30; checkpoint saved to {checkpoint}"
     assert "launch again with the same run directory to resume" in ending_line(True, 7, 30, checkpoint)
+
+
+def test_tf32_lets_fp32_matmuls_use_tensor_cores_and_the_start_line_says_so(tmp_path):
+    before = torch.get_float32_matmul_precision()
+    try:
+        plain = small_run(tmp_path / "plain", "--precision", "fp32")
+        assert torch.get_float32_matmul_precision() == "highest"
+        tf32 = small_run(tmp_path / "tf32", "--precision", "fp32", "--tf32")
+        assert torch.get_float32_matmul_precision() == "high"
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert "precision=fp32 " in start_line(plain.args, plain.env, 1, plain.cast, 1)
+    assert "precision=fp32+tf32 " in start_line(tf32.args, tf32.env, 1, tf32.cast, 1)
+
+
+def test_mfu_uses_the_peak_of_the_h100_variant_the_run_is_on():
+    assert peak_for("NVIDIA H100 80GB HBM3") == 989e12  # SXM
+    assert peak_for("NVIDIA H100 PCIe") == 756e12
+    assert peak_for("NVIDIA H100 NVL") == 835e12
+    assert peak_for("NVIDIA A100-SXM4-80GB") == 312e12 and peak_for("NVIDIA A10") == 125e12
+    assert peak_for("Some Future GPU") is None

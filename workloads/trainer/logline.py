@@ -19,7 +19,18 @@ from distributed import Dist
 
 PRECISION_NAMES = {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 # Peak dense bf16/fp16 tensor FLOP/s, for MFU. Other GPUs: pass --peak_tflops.
-PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0, "L4": 121.0, "V100": 125.0}
+# First match wins: the PCIe and NVL cards come before the SXM H100 their names also contain.
+PEAK_TFLOPS = {
+    "H200": 989.0,
+    "H100 PCIe": 756.0,
+    "H100 NVL": 835.0,
+    "H100": 989.0,
+    "A100": 312.0,
+    "L40S": 362.0,
+    "A10": 125.0,
+    "L4": 121.0,
+    "V100": 125.0,
+}
 
 
 def step_line(epoch: int, step: int, loss: float, tok_s: float, step_ms: float, mfu: float | None = None) -> str:
@@ -68,16 +79,25 @@ def peak_flops(args: argparse.Namespace, device: torch.device) -> float | None:
         return None
     if args.peak_tflops:
         return args.peak_tflops * 1e12
-    name = torch.cuda.get_device_name(device)
+    return peak_for(torch.cuda.get_device_name(device))
+
+
+def peak_for(name: str) -> float | None:
+    """The peak dense bf16/fp16 FLOP/s of a GPU by its CUDA name; None for one not in PEAK_TFLOPS."""
     return next((tf * 1e12 for key, tf in PEAK_TFLOPS.items() if key in name), None)
 
 
 def start_line(args: argparse.Namespace, env: Dist, parameters: int, cast: torch.dtype | None, steps: int) -> str:
     return (
         f"model={args.model} params={parameters / 1e6:.2f}M world={env.world} "
-        f"device={env.device.type} precision={PRECISION_NAMES[cast]} batch={args.batch_size} "
+        f"device={env.device.type} precision={precision_name(args, cast)} batch={args.batch_size} "
         f"seq_len={args.seq_len} steps={steps} run_dir={args.run_dir}"
     )
+
+
+def precision_name(args: argparse.Namespace, cast: torch.dtype | None) -> str:
+    name = PRECISION_NAMES[cast]
+    return f"{name}+tf32" if getattr(args, "tf32", False) else name
 
 
 def ending_line(stopped: bool, step: int, total_steps: int, checkpoint: Path) -> str:

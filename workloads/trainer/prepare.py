@@ -47,6 +47,8 @@ class Run:
 
 def prepare(args: argparse.Namespace, env: Dist) -> Run:
     torch.manual_seed(args.seed)
+    if args.tf32:  # fp32 work (full fp32, and what autocast leaves in fp32) may use TF32 tensor cores
+        torch.set_float32_matmul_precision("high")
     model = TinyLM(model_config(args)).to(env.device)
     cast = autocast_dtype(args.precision, env.device)
     use_fused = env.device.type == "cuda"

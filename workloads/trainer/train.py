@@ -49,6 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--precision", choices=["auto", "fp32", "fp16", "bf16"], default="auto")
     p.add_argument("--fp16", action="store_true", help="same as --precision fp16 (as in the seed lab)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--tf32", action="store_true", help="fp32 matmuls on TensorFloat-32 tensor cores (Ampere and newer)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--run_dir", type=Path, default=None, help="default: runs/$SLURM_JOB_ID (or runs/local)")
     p.add_argument("--data", type=Path, default=None, help="a UTF-8 text file, optionally .gz (default: bundled)")
