@@ -6,10 +6,13 @@ runs against the test database. Tests wait for real state changes.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,30 +27,83 @@ ROOT = Path(__file__).resolve().parents[2]
 REQUIRED = ["GPULAB_SSH_HOST", "GPULAB_SSH_PORT", "GPULAB_SERVICE_KEY", "GPULAB_HOST_KEY", "REDIS_URL", "DATABASE_URL"]
 
 
-# A parallel run (pytest-xdist, --dist loadgroup) shares one local SLURM node between its test processes. The tests that
-# put jobs or reservations on it (the SLURM cluster with the Celery worker or the collector behind it) run in one group,
-# one after another, on one process; every other test runs beside them. A test process has its own database, Redis
-# database, Celery worker and web server, so the Kubernetes, sign-on, browser and files tests need no group.
-SLURM_GROUP = "slurm-node"
+# A parallel run (pytest-xdist, --dist loadgroup) shares one local SLURM node (16 cores, 4 GPUs) between its test
+# processes. The tests that put jobs or reservations on it (the SLURM cluster with the Celery worker or the collector
+# behind it) run in two lanes, two xdist groups, each on one process, one test after another; every other test runs
+# beside them. A test process has its own database, Redis database, Celery worker and web server, so the Kubernetes,
+# sign-on, browser and files tests need no lane. The two lanes' tests share the node, each with its own small jobs,
+# except a test marked `slurm_exclusive` (it stops a daemon, reserves the node, holds its GPUs, reads the whole
+# queue): that one waits until the other lane's test is done and runs alone (node_turn, below). The exclusive tests
+# all go to the first lane, and whole modules are dealt to the lanes, longest first, to even them out.
+SLURM_LANES = ("slurm-node", "slurm-node-2")
 SLURM_CLUSTERS = {"cluster", "rest_cluster", "lab_cluster"}
 SLURM_DRIVERS = {"worker", "collector"}
+NODE_TURN = Path(tempfile.gettempdir()) / f"gpulab-tests-slurm-node-{os.getuid()}"
 
 
 def pytest_collection_modifyitems(config, items):
+    on_node: dict[str, list] = {}
     for item in items:
         if "tests/integration" not in str(item.fspath):
             continue
         item.add_marker(pytest.mark.integration)
         fixtures = set(getattr(item, "fixturenames", ()))
-        if (fixtures & SLURM_CLUSTERS and fixtures & SLURM_DRIVERS) or item.get_closest_marker("slurm_node"):
-            item.add_marker(pytest.mark.xdist_group(SLURM_GROUP))
+        driven = fixtures & SLURM_CLUSTERS and fixtures & SLURM_DRIVERS
+        if driven or item.get_closest_marker("slurm_node") or item.get_closest_marker("slurm_exclusive"):
             item.add_marker(pytest.mark.slurm_node)
-    # The node's group is the longest: it goes first, so its process starts on it while the others share the rest.
-    items.sort(key=lambda item: not _in_slurm_group(item))
+            on_node.setdefault(str(item.fspath), []).append(item)
+    _deal_to_lanes(on_node)
+    # The lanes are the longest: they go first, so their processes start on them while the others share the rest.
+    items.sort(key=lambda item: not item.get_closest_marker("slurm_node"))
 
 
-def _in_slurm_group(item) -> bool:
-    return any(mark.args == (SLURM_GROUP,) for mark in item.iter_markers("xdist_group"))
+def _deal_to_lanes(modules: dict[str, list]) -> None:
+    """Each module's tests to one lane (module fixtures and lab folders stay on one process): the exclusive ones to
+    the first, then the biggest modules first to whichever lane has fewer tests."""
+    load = dict.fromkeys(SLURM_LANES, 0)
+    for tests in modules.values():
+        for item in tests:
+            if item.get_closest_marker("slurm_exclusive"):
+                item.add_marker(pytest.mark.xdist_group(SLURM_LANES[0]))
+                load[SLURM_LANES[0]] += 2  # they wait for the other lane, and they are the long ones
+    for _, tests in sorted(modules.items(), key=lambda module: -len(module[1])):
+        shared = [item for item in tests if not item.get_closest_marker("slurm_exclusive")]
+        exclusive_here = len(shared) < len(tests)
+        lane = SLURM_LANES[0] if exclusive_here else min(SLURM_LANES, key=load.__getitem__)
+        for item in shared:
+            item.add_marker(pytest.mark.xdist_group(lane))
+        load[lane] += len(shared)
+
+
+@contextlib.contextmanager
+def node_turn(exclusive: bool):
+    """A turn on the node: shared with the other lane's test, or alone. An exclusive taker holds the gate while it
+    waits, so the other lane's next test waits behind it instead of overtaking it (a writer-preferring lock, on two
+    flock(2) files that every test process of this machine opens)."""
+    NODE_TURN.mkdir(exist_ok=True)
+    with open(NODE_TURN / "gate", "a") as gate, open(NODE_TURN / "node", "a") as node:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(node, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            if not exclusive:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(node, fcntl.LOCK_UN)
+            if exclusive:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True)
+def _turn_on_the_node(request):
+    """Held from before the test's set-up to after its teardown (conftest's _quiesce cancels its jobs in it)."""
+    if not request.node.get_closest_marker("slurm_node"):
+        yield
+        return
+    with node_turn(exclusive=bool(request.node.get_closest_marker("slurm_exclusive"))):
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -256,7 +312,7 @@ def _flush_retried_on_deadlock():
 
 
 @pytest.fixture(autouse=True)
-def _quiesce(request, transactional_db):
+def _quiesce(request, _turn_on_the_node, transactional_db):
     """After each test, before its tables are flushed: stop on SLURM what this test made, and nothing else.
 
     Depending on transactional_db makes this teardown run before the flush. Other tests run beside this one (other

@@ -33,6 +33,9 @@ from .conftest import cancel_own_jobs
 from .test_files import upload
 from .test_terminal import open_socket, plain, read_until
 
+# A student's shell tries to reserve the node and to cancel others' jobs: alone on the node.
+pytestmark = pytest.mark.slurm_exclusive
+
 HOME_LAB = "~/gpulab-isolation-test"
 SHARED_LAB = Path("/var/tmp/gpulab-isolation-lab")  # the demo's layout (scripts/local_slurm.sh, ensure_lab_root)
 RESERVATION = "gpulab-isolation-attempt"

@@ -23,6 +23,9 @@ from tests.integration.jobs_api import launch, read_whole_log
 from . import test_cluster_identity as identity
 from .conftest import slurm, wait_for
 
+# Lab sessions reserve the node's cores and GPUs: alone on the node (tests/integration/conftest.py, node lanes).
+pytestmark = pytest.mark.slurm_exclusive
+
 students, whoami = identity.students, identity.whoami  # the students' own UNIX users and a template that prints them
 
 

@@ -18,6 +18,9 @@ from workers.tasks import refresh_cluster_limits
 
 from .conftest import slurm, wait_for
 
+# It changes the gpu partition's time limit for everyone: alone on the node.
+pytestmark = pytest.mark.slurm_exclusive
+
 GRACE_SECONDS = 6
 
 

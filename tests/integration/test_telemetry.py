@@ -99,6 +99,7 @@ def test_sockets_only_join_what_the_user_may_see(
         socket.wait(with_gpus, what="the job's frames, for its instructor")
 
 
+@pytest.mark.slurm_exclusive  # it freezes the service account's processes on the node
 def test_node_page_socket_and_a_node_that_stops_answering_turns_stale(
     worker, collector, web, api_for, alice, admin_user, cluster, sleep_template, job_state
 ):
@@ -122,6 +123,7 @@ def test_node_page_socket_and_a_node_that_stops_answering_turns_stale(
         socket.wait(with_gpus, timeout=20, what="fresh numbers after the node answers again")
 
 
+@pytest.mark.slurm_exclusive  # it kills the service account's SSH connections
 def test_dropped_ssh_connection_reconnects_within_five_seconds(
     worker, collector, web, api_for, alice, cluster, sleep_template, job_state
 ):

@@ -132,9 +132,9 @@ def test_student_types_in_a_terminal_inside_the_running_job_and_reads_the_answer
 
 
 @pytest.mark.browser
+@pytest.mark.slurm_exclusive  # its first job takes every free GPU so that the second one waits
 @pytest.mark.timeout(360)
 def test_the_terminal_button_appears_when_the_job_starts_while_its_page_is_open(
-    request,
     worker,
     web,
     page,  # noqa: F811
@@ -151,7 +151,6 @@ def test_the_terminal_button_appears_when_the_job_starts_while_its_page_is_open(
     cluster.save()
     set_cluster_username(alice, students[0])
     set_cluster_username(bob, students[1])
-    request.addfinalizer(lambda: [subprocess.run(["scancel", f"--user={name}"], check=False) for name in students])
     free = free_gpus()  # bob's job takes the node's free GPUs (others' runs may hold the rest): alice's job waits
     blocker = running_job(api_for, bob, job_state, gpus=free) if free else None
     job = job_state(launch(api_for, alice, gpus_per_node=1, seconds=240, time_minutes=5), "pending")

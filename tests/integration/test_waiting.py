@@ -27,6 +27,9 @@ from .conftest import slurm, wait_for
 from .test_browser import log_in
 from .test_job_page_browser import SHOTS, WIDTHS, _no_horizontal_scroll, _page
 
+# Its jobs hold the node's GPUs so that others wait, and it reads the whole queue: alone on the node.
+pytestmark = pytest.mark.slurm_exclusive
+
 
 def _learn_partitions(cluster) -> None:
     """What an admin's Test connection stores: each partition's GPUs per node, from sinfo."""
