@@ -13,6 +13,7 @@ import codecs
 import csv
 import io
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from django.contrib.auth.validators import UnicodeUsernameValidator
@@ -191,21 +192,38 @@ def _row(line: int, cells: list[str], mapping: dict[str, int], width: int) -> Ro
     row.first_name, row.last_name = split_name(cell("name")) if "name" in mapping else (cell("first_name"), "")
     if "name" not in mapping:
         row.last_name = cell("last_name")
-    if any(len(value) > MAX_CELL for value in cells):
-        row.problems.append(f"a cell is longer than {MAX_CELL} characters")
-        return row
-    extra = [value for value in cells[width:] if value]
+    names = {index: column for column, index in mapping.items()}
+    long = {index for index, value in enumerate(cells) if len(value) > MAX_CELL}
+    for index in sorted(long):
+        row.problems.append(f"the {_column_words(index, names)} cell is longer than {MAX_CELL} characters")
+    extra = [(index, value) for index, value in enumerate(cells) if index >= width and value]
     if extra:
-        row.problems.append(f"an extra column (“{extra[0][:40]}”): the file has {width} columns")
-    row.problems += _cell_problems(row)
+        row.problems.append(_extra_words(extra, width, names))
+    row.problems += _cell_problems(row, skip={names[index] for index in long if index in names})
     role = cell("role")
     if "role" in mapping:
         row.role = ROLE_NAMES.get(_key(role), "")  # "" (shown as —) until the line names a role we know
         if not role:
             row.problems.append("the role is missing (write student, ta or instructor)")
-        elif not row.role:
+        elif not row.role and mapping["role"] not in long:
             row.problems.append(f"the role “{role[:20]}” is not one of student, ta, instructor")
     return row
+
+
+def _column_words(index: int, names: dict[int, str]) -> str:
+    """'email', or 'column 5 (not used)' for a column no header names: how a problem names a cell's column."""
+    return names[index].replace("_", " ") if index in names else f"column {index + 1} (not used)"
+
+
+def _extra_words(extra: list[tuple[int, str]], width: int, names: dict[int, str]) -> str:
+    """Cells past the last column the header (or the headerless format) names, each by its column number."""
+    named = ", ".join(names[i].replace("_", " ") for i in sorted(names) if i < width)
+    cells = ", ".join(f"column {index + 1} (“{value[:40]}”)" for index, value in extra[:5])
+    more = f" and {len(extra) - 5} more" if len(extra) > 5 else ""
+    return (
+        f"{'an extra column' if len(extra) == 1 else f'{len(extra)} extra columns'}: {cells}{more}; the file has "
+        f"{width} columns ({named}): remove the extra cells or give them a header"
+    )
 
 
 def split_name(name: str) -> tuple[str, str]:
@@ -217,21 +235,23 @@ def split_name(name: str) -> tuple[str, str]:
     return (first.strip(), last.strip()) if first else (last.strip(), "")
 
 
-def _cell_problems(row: RosterRow) -> list[str]:
+def _cell_problems(row: RosterRow, skip: Collection[str] = ()) -> list[str]:
+    """Every problem of the row's values; `skip`: the columns whose cell is too long (said once, not again here)."""
     problems = []
-    if row.cluster_username and not POSIX_NAME.match(row.cluster_username):
+    if row.cluster_username and "cluster_username" not in skip and not POSIX_NAME.match(row.cluster_username):
         problems.append(
             f"“{row.cluster_username[:40]}” is not a cluster username (1 to 32 lower-case letters, digits, _ or -, "
             "starting with a letter or _)"
         )
-    if problem := username_problem(row.username):
+    if "username" not in skip and (problem := username_problem(row.username)):
         problems.append(problem)
-    if row.email:
+    if row.email and "email" not in skip:
         try:
             validate_email(row.email)
         except ValidationError:
             problems.append(f"“{row.email[:60]}” is not a valid email address")
-    if len(row.first_name) > MAX_NAME or len(row.last_name) > MAX_NAME:
+    name_too_long = any(column in skip for column in ("name", "first_name", "last_name"))  # said once already
+    if not name_too_long and (len(row.first_name) > MAX_NAME or len(row.last_name) > MAX_NAME):
         problems.append(f"the name is longer than {MAX_NAME} characters")
     return problems
 

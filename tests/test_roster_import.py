@@ -111,7 +111,7 @@ def test_a_200_kb_field_is_refused_in_words(login, course, instructor):
 def test_a_long_cell_a_huge_file_and_too_many_rows_are_refused_in_words(login, course, instructor):
     client = login(instructor)
     long_name = upload(client, course, b"name,username\n" + b"y" * 1000 + b",sam\n")
-    assert long_name.status_code == 400 and "Line 2: a cell is longer than 320 characters." in text_of(long_name)
+    assert long_name.status_code == 400 and "Line 2: the name cell is longer than 320 characters." in text_of(long_name)
     huge = upload(client, course, b"sam,,student\n" * 90_000)
     assert huge.status_code == 400 and "The file is larger than 1 MB; split it." in text_of(huge)
     many = upload(client, course, b"".join(b"u%d,,student\n" % i for i in range(MAX_ROWS + 1)))
@@ -155,7 +155,38 @@ def test_the_preview_lists_every_problem_of_a_line(login, course, instructor):
     assert response.status_code == 400 and response.context["token"] is None
     [error] = response.context["errors"]
     assert error.startswith("Line 2:")
-    assert "an extra column (“surplus”)" in error and "not a valid email" in error and "the role is missing" in error
+    assert (
+        "an extra column: column 4 (“surplus”)" in error
+        and "not a valid email" in error
+        and "the role is missing" in error
+    )
+
+
+def test_a_cell_too_long_is_one_problem_among_the_lines_others_each_named(login, course, instructor):
+    data = b"username,email,role\nsam," + b"x" * 400 + b"@example.edu,,surplus\nbad name,,student\n"
+    response = upload(login(instructor), course, data)
+    assert response.status_code == 400
+    assert response.context["errors"] == [
+        "Line 2: the email cell is longer than 320 characters; an extra column: column 4 (“surplus”); the file has 3 "
+        "columns (username, email, role): remove the extra cells or give them a header; the role is missing (write "
+        "student, ta or instructor).",
+        "Line 3: “bad name” is not a valid username (letters, digits and @.+-_).",
+    ]
+
+
+def test_extra_cells_are_named_by_their_column_and_the_columns_the_file_has(course):
+    with_header = import_roster(course, "Username,Email,Role\nsam,sam@example.edu,student,surplus,,more\n")
+    assert with_header.errors == [
+        "Line 2: 2 extra columns: column 4 (“surplus”), column 6 (“more”); the file has 3 columns (username, email, "
+        "role): remove the extra cells or give them a header."
+    ]
+    headerless = import_roster(course, "sam,sam@example.edu,student,sam1,extra\nkim,kim@example.edu\n")
+    assert headerless.errors == [
+        "Line 1: an extra column: column 5 (“extra”); the file has 4 columns (username, email, role, cluster "
+        "username): remove the extra cells or give them a header.",
+        "Line 2: the role is missing (write student, ta or instructor).",
+    ]
+    assert not User.objects.filter(username__in=["sam", "kim"]).exists()
 
 
 def test_the_preview_saves_nothing_until_the_instructor_confirms(login, course, instructor, alice):
