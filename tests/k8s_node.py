@@ -5,9 +5,10 @@ click through a server (deploy, Try it, scale, load test, logs, delete).
 No container runtime can run here, so the kubelet runs a container's command as a local process, with the workloads'
 Python in place of the image's: only the bundled images are known (IMAGES: their entrypoint, command and working
 folder, with the image's /app being this checkout's workloads/). Each pod gets a loopback address of its own
-(127.1.x.y), on which "0.0.0.0" in its arguments binds, so replicas listen on the same containerPort side by side;
+(127.N.x.y, N picked at random per node, so that nodes of parallel test processes and a demo on one machine
+do not collide), on which "0.0.0.0" in its arguments binds, so replicas listen on the same containerPort side by side;
 a volume is a folder (a PersistentVolumeClaim's is shared by every pod of its namespace that names the claim); a
-Service gets a cluster IP (127.2.x.y) where kube-proxy forwards each connection to the next ready pod, and the
+Service gets a cluster IP (127.N+1.x.y) where kube-proxy forwards each connection to the next ready pod, and the
 cluster's DNS is played by writing the Service's cluster IP for its name into the container's arguments. A GPU
 request stays Pending as Unschedulable: the emulated node has no GPUs. What this writes (pods, their status, the
 workloads' status) follows the published API types, and the portal reads it through the API as on any cluster.
@@ -136,6 +137,7 @@ class Node:
         self.turn = itertools.count()
         self.pod_ips = itertools.count()
         self.service_ips = itertools.count()
+        self.network = secrets.choice(range(16, 250, 2))  # pods in 127.N.0.0/16, Services in 127.N+1.0.0/16
         self.session: aiohttp.ClientSession | None = None
 
     # -- the store --------------------------------------------------------------------------------------------
@@ -345,7 +347,7 @@ class Node:
             if _condition(pod, "PodScheduled") != condition:
                 self.set_status(key, {"phase": "Pending", "conditions": [condition]})
             return
-        ip = _address(1, next(self.pod_ips))
+        ip = _address(self.network, next(self.pod_ips))
         containers = [Container(c["name"], c.get("image", "")) for c in spec.get("containers") or []]
         state = Pod(
             namespace, name, pod["metadata"].get("uid", ""), ip, containers, spec.get("restartPolicy", "Always")
@@ -556,7 +558,7 @@ class Node:
         for namespace, service in self.live("v1/services"):
             name, spec = service["metadata"]["name"], service.get("spec") or {}
             if not spec.get("clusterIP"):
-                ip = _address(2, next(self.service_ips))
+                ip = _address(self.network + 1, next(self.service_ips))
                 self.patch("v1/services", namespace, name, {"spec": {"clusterIP": ip, "clusterIPs": [ip]}})
                 continue
             if spec["clusterIP"] == "None":
