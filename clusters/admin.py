@@ -57,8 +57,8 @@ NEW_CLUSTER_RUN_AS_LABEL = "Each student's own user (sudo on SLURM, impersonatio
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ["name", "title", "kind", "address", "enabled", "host_key_status"]
-    list_filter = ["kind", "enabled"]
+    list_display = ["name", "title", "kind", "address", "enabled", "emulated", "host_key_status"]
+    list_filter = ["kind", "enabled", "emulated"]
     search_fields = ["name", "title", "host"]
     # Filled in by "Test connection"; shown, never typed. The pinned key reads as its fingerprint.
     readonly_fields = [
@@ -98,7 +98,8 @@ class ClusterAdmin(admin.ModelAdmin):
             for name in fields:
                 users.setdefault(name, []).append(kind)
                 titles.setdefault(name, set()).add(title)
-        fieldsets: list[tuple[str | None, dict]] = [(None, {"fields": ["name", "title", "kind", "enabled", "run_as"]})]
+        general = ["name", "title", "kind", "enabled", "emulated", "run_as"]
+        fieldsets: list[tuple[str | None, dict]] = [(None, {"fields": general})]
         placed: set[str] = set()
         for kind, title, options, fields in sets:
             own = [f for f in fields if len(users[f]) == 1]

@@ -17,6 +17,16 @@
 Secrets are referenced, never inline: private_key_file / private_key_env / password_file / password_env.
 The host key may be given inline (it is public) or as host_key_file.
 
+A Kubernetes cluster names a kubeconfig (the API server, its CA and the portal's credentials; by reference too) and,
+optionally, the context to use from it; `emulated: true` marks a stand-in (make demo's emulator), which every page
+naming the cluster then says:
+
+    v2:
+      metadata: {title: "Campus Kubernetes", emulated: false}
+      job: {adapter: kubernetes, context: lab}
+      gpulab:
+        service_account: {username: gpulab-portal, kubeconfig_file: /run/secrets/campus_kubeconfig}
+
 A cluster reached through slurmrestd names its URL and the account's token (a JWT, by reference too); its login
 node is optional (logs and students' own cluster users need it):
 
@@ -50,6 +60,8 @@ SECRET_REFS = {
     "private_key_env": AuthMethod.KEY,
     "password_file": AuthMethod.PASSWORD,
     "password_env": AuthMethod.PASSWORD,
+    "kubeconfig_file": AuthMethod.KUBECONFIG,
+    "kubeconfig_env": AuthMethod.KUBECONFIG,
 }
 
 
@@ -80,7 +92,7 @@ def _read_secret(ref: dict, where: str) -> tuple[str, str] | None:
     if inline:
         raise ClusterFileError(
             f"{where}: `{sorted(inline)[0]}` is inline. Reference secrets with private_key_file, private_key_env, "
-            "password_file, password_env, token_file or token_env instead."
+            "password_file, password_env, kubeconfig_file, kubeconfig_env, token_file or token_env instead."
         )
     given = [key for key in SECRET_REFS if key in ref]
     if not given:
@@ -171,6 +183,11 @@ def parse_file(path: Path) -> dict:
         lists[key] = value
     account = _section(extra, "service_account", where)
     secret = _read_secret(account, f"{where} service_account")
+    if secret:
+        probe = Cluster(kind=kind, kube_context=str(job.get("context", "")))
+        problem = kinds.kind_of(kind).credential_problem(probe, *secret)
+        if problem:
+            raise ClusterFileError(f"{where}: {problem}")
     token = _read_token(account, f"{where} service_account")
     if account and not account.get("username"):
         raise ClusterFileError(f"{where}: service_account.username is required.")
@@ -182,10 +199,15 @@ def parse_file(path: Path) -> dict:
     courses = extra.get("courses", [])
     if not isinstance(courses, list):
         raise ClusterFileError(f"{where}: gpulab.courses must be a list of course slugs.")
+    metadata = _section(v2, "metadata", where)
+    if not isinstance(metadata.get("emulated", False), bool):
+        raise ClusterFileError(f"{where}: metadata.emulated must be true or false.")
     return {
         "name": name,
         "fields": {
-            "title": str(_section(v2, "metadata", where).get("title", "")),
+            "title": str(metadata.get("title", "")),
+            "emulated": metadata.get("emulated", False),
+            "kube_context": str(job.get("context", "")),
             "kind": kind,
             "host": str(login.get("host", "")),
             "port": port,

@@ -13,6 +13,11 @@ class Cluster(models.Model):
     title = models.CharField(max_length=200, blank=True, help_text="What students see, e.g. “Campus GPU cluster”.")
     kind = models.CharField(max_length=16, choices=kinds.choices, default=kinds.default)
     enabled = models.BooleanField(default=True, help_text="Disabled clusters take no new jobs.")
+    emulated = models.BooleanField(
+        default=False,
+        help_text="A stand-in for a real cluster (make demo's Kubernetes emulator: pods run as local processes on "
+        "one machine, without GPUs). Every page that names the cluster says “emulated”.",
+    )
     run_as = models.CharField(
         "jobs run as",
         max_length=16,
@@ -122,7 +127,7 @@ class Cluster(models.Model):
         ordering = ["name"]
 
     def __str__(self) -> str:
-        return self.title or self.name
+        return self.display_name
 
     def save(self, *args, **kwargs):
         if not self.run_as:  # a row made without clean() (a script, a fixture) gets what clean() would give it
@@ -131,7 +136,9 @@ class Cluster(models.Model):
 
     @property
     def display_name(self) -> str:
-        return self.title or self.name
+        """Its name as pages show it; an emulated cluster's always says so."""
+        name = self.title or self.name
+        return f"{name} (emulated)" if self.emulated and "emulated" not in name.lower() else name
 
     @property
     def shares_gpus(self) -> bool:

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # `make demo`: the whole lab on this machine. PostgreSQL, Redis, a one-node SLURM cluster behind sshd on
-# 127.0.0.1, the portal (uvicorn), a Celery worker with beat; then the URL and the demo logins.
-# `make stop-demo` stops the portal processes (scripts/demo.sh stop).
+# 127.0.0.1, a Kubernetes cluster, the portal (uvicorn), a Celery worker with beat; then the URL and the demo logins.
+# `make stop-demo` stops the portal processes and the emulated Kubernetes cluster (scripts/demo.sh stop).
+#
+# Kubernetes: GPULAB_DEMO_KUBECONFIG=/path/to/kubeconfig (or a file at $GPULAB_LOCAL_DIR/demo-kubeconfig) registers
+# that cluster, with GPULAB_DEMO_KUBE_CONTEXT picking a context; without one, the Kubernetes API emulator the tests use
+# runs on 127.0.0.1:$GPULAB_DEMO_K8S_PORT (6443) with one node that runs the bundled workloads' pods as local
+# processes (tests/k8s_demo.py), and the cluster is named and labelled "emulated".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -14,7 +19,7 @@ log() { printf '[demo] %s\n' "$*"; }
 
 stop() {
   # Each process runs in a session of its own (setsid); stopping it signals the whole session.
-  for name in web worker collector; do
+  for name in "$@"; do
     [ -f "$RUN/$name.pid" ] || continue
     pid=$(cat "$RUN/$name.pid")
     if kill -0 "$pid" 2>/dev/null; then
@@ -27,7 +32,7 @@ stop() {
   done
 }
 
-if [ "${1:-}" = "stop" ]; then stop; exit 0; fi
+if [ "${1:-}" = "stop" ]; then stop web worker collector kube; exit 0; fi
 if [ "$(id -u)" != 0 ]; then echo "make demo runs as root (it installs packages and starts daemons)." >&2; exit 1; fi
 
 bash scripts/ensure_packages.sh
@@ -70,12 +75,35 @@ fi
 # The demo logins, each with its own cluster user (lab<login>, made by scripts/local_slurm.sh): jobs run as them.
 .venv/bin/python manage.py demo_setup --logins "$RUN/logins.txt"
 
+# The Kubernetes cluster: the user's (a kubeconfig), or the emulated one, made afresh (it keeps objects in memory).
+KUBECONFIG_GIVEN=${GPULAB_DEMO_KUBECONFIG:-}
+if [ -z "$KUBECONFIG_GIVEN" ] && [ -f "$GPULAB_LOCAL_DIR/demo-kubeconfig" ]; then
+  KUBECONFIG_GIVEN=$GPULAB_LOCAL_DIR/demo-kubeconfig
+fi
+stop kube
+if [ -n "$KUBECONFIG_GIVEN" ]; then
+  [ -r "$KUBECONFIG_GIVEN" ] || { echo "GPULAB_DEMO_KUBECONFIG: cannot read $KUBECONFIG_GIVEN" >&2; exit 1; }
+  log "registering the Kubernetes cluster of $KUBECONFIG_GIVEN"
+  export GPULAB_KUBECONFIG_FILE=$KUBECONFIG_GIVEN GPULAB_KUBE_EMULATED=false GPULAB_KUBE_CONTEXT=${GPULAB_DEMO_KUBE_CONTEXT:-}
+else
+  # The pods' Python: the trainer, the inference server and the load generator (workloads/.venv).
+  make -s workloads-venv || log "the workloads' Python environment could not be made; pods fail until it is"
+  KUBE_DIR=$RUN/kube
+  rm -rf "$KUBE_DIR/kubeconfig"
+  log "starting the emulated Kubernetes cluster on 127.0.0.1:${GPULAB_DEMO_K8S_PORT:-6443}"
+  setsid .venv/bin/python -m tests.k8s_demo "$KUBE_DIR" --port "${GPULAB_DEMO_K8S_PORT:-6443}" \
+    </dev/null >"$RUN/kube.log" 2>&1 &
+  echo $! >"$RUN/kube.pid"
+  for _ in $(seq 1 60); do grep -q '^listening ' "$RUN/kube.log" 2>/dev/null && break; sleep 1; done
+  grep -q '^listening ' "$RUN/kube.log" || { echo "The Kubernetes emulator did not start; see $RUN/kube.log" >&2; exit 1; }
+  export GPULAB_KUBECONFIG_FILE=$KUBE_DIR/kubeconfig GPULAB_KUBE_EMULATED=true GPULAB_KUBE_CONTEXT=emulated
+fi
 bash scripts/demo_cluster.sh "$RUN/clusters.d" "$LAB_VENV"
 .venv/bin/python manage.py sync_clusters "$RUN/clusters.d"
 .venv/bin/python manage.py load_templates --course demo
 .venv/bin/python manage.py stage_lab_files local
 
-stop
+stop web worker collector
 log "starting the portal on http://$BIND (HTTP and WebSockets), a Celery worker with beat, the telemetry collector"
 setsid .venv/bin/uvicorn portal.asgi:application --host "${BIND%:*}" --port "${BIND##*:}" --workers 2 \
   --ws websockets-sansio --forwarded-allow-ips "${TRUSTED_PROXIES:-}" </dev/null >"$RUN/web.log" 2>&1 &
@@ -101,6 +129,10 @@ $(sed 's/^/    /' "$RUN/logins.txt")
 
   Each login's jobs, files and terminals run as its own cluster user (lab<login>: labstudent1, …), so students
   cannot read or cancel each other's work; the service account labsvc never runs a student's code.
+
+  Kubernetes: $(if [ -n "$KUBECONFIG_GIVEN" ]; then echo "the cluster of $KUBECONFIG_GIVEN"; else echo "emulated (pods \
+run as local processes, no GPUs; var/demo/kube.log)"; fi). Day-2 lab: train with "Tiny LM training (Kubernetes
+  Job)" (GPUs 0, a -cpu image), then deploy "Tiny LM inference server (Kubernetes)": Try it, Scale, Load test, Cancel.
 
   admin: /admin/ (clusters, accounts, templates, courses) · API: /api/v1/ (schema at /api/v1/schema/)
   Logs: var/demo/web.log, var/demo/worker.log, var/demo/collector.log · Stop: make stop-demo

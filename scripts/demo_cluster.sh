@@ -2,6 +2,9 @@
 # Write the demo SLURM cluster's clusters.d entry from the GPULAB_* variables of its cluster.env.
 #   scripts/demo_cluster.sh OUT_DIR [LAB_VENV]
 # Used by `make demo` (sshd on 127.0.0.1) and by the compose stack's setup (the `slurm` service).
+# With GPULAB_KUBECONFIG_FILE set (make demo sets it: the user's kubeconfig, or its emulated cluster's), it writes the
+# Kubernetes cluster's entry too (k8s.yml); GPULAB_KUBE_EMULATED=true marks it emulated, GPULAB_KUBE_CONTEXT picks a
+# context of the kubeconfig.
 #
 # Every demo job runs as its student's own cluster user (run_as: sudo; rest-user through slurmrestd), whose
 # username manage.py demo_setup gave each login; the shared user is named for an admin who switches a cluster to the
@@ -50,4 +53,22 @@ v2:
       private_key_file: $GPULAB_SERVICE_KEY
       token_file: $GPULAB_SLURMREST_TOKEN_FILE
 EOF2
+fi
+# The Kubernetes cluster: the portal reads the kubeconfig (server, CA, credentials) once, at sync_clusters, and keeps
+# it encrypted; its jobs go through the official kubernetes client with it.
+if [ -n "${GPULAB_KUBECONFIG_FILE:-}" ]; then
+  emulated=${GPULAB_KUBE_EMULATED:-false}
+  title="Kubernetes (demo)"
+  [ "$emulated" = true ] && title="Emulated Kubernetes (demo)"
+  cat >"$out/k8s.yml" <<EOF3
+# The demo's Kubernetes cluster (written by scripts/demo_cluster.sh).
+v2:
+  metadata: {title: "$title", emulated: $emulated}
+  job: {adapter: kubernetes${GPULAB_KUBE_CONTEXT:+, context: "$GPULAB_KUBE_CONTEXT"}}
+  gpulab:
+    courses: [demo]
+    service_account: {username: gpulab-portal, kubeconfig_file: $GPULAB_KUBECONFIG_FILE}
+EOF3
+else
+  rm -f "$out/k8s.yml"
 fi

@@ -11,7 +11,10 @@ what the portal uses and kmock 0.8 does not serve, each as the real API server b
     - exec into a pod: a WebSocket (v5/v4.channel.k8s.io) to a real local process, as a kubelet runs one
       (tests/k8s_kubelet.py);
     - creationTimestamp and uid on created objects, and a Secret's stringData stored as data.
-There are no controllers: tests create pods and set statuses themselves, as a kubelet would.
+There are no controllers: tests create pods and set statuses themselves, as a kubelet would. With --node, one node
+of controllers, kubelet and kube-proxy runs beside the API server (tests/k8s_node.py): the bundled workloads' pods
+run as local processes, and the service proxy reaches a Service that no test routed through its cluster IP. `make
+demo` runs it that way, as its emulated Kubernetes cluster.
 
 Authentication, with --client-ca (as kube-apiserver's --client-ca-file): a request is authenticated by a client
 certificate that CA signed (TLS checks it; a certificate another CA signed fails the handshake) or by a bearer
@@ -22,8 +25,8 @@ Control endpoints (loopback only, used by tests): POST /_emulator/config {"deny"
 POST /_emulator/logs/<ns>/<pod>/<container> (appends the body), POST /_emulator/upstreams/<ns>/<service>
 {"url": …}, GET /_emulator/requests (and DELETE to clear).
 
-Run: python -m tests.k8s_emulator --port 0 [--tls-cert c.pem --tls-key k.pem [--client-ca ca.pem]] [--mpi]; it
-prints "listening URL".
+Run: python -m tests.k8s_emulator --port 0 [--tls-cert c.pem --tls-key k.pem [--client-ca ca.pem]] [--mpi]
+[--node STATE_DIR [--python WORKLOADS_PYTHON]]; it prints "listening URL".
 """
 
 from __future__ import annotations
@@ -31,19 +34,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import re
+import signal
 import ssl
 import uuid
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import aiohttp
 import kmock
 from aiohttp import web
 from multidict import CIMultiDict
 
-from tests import k8s_kubelet
+from tests import k8s_kubelet, k8s_node
 
 SERVED = [
     "v1/pods",
@@ -61,7 +68,17 @@ SERVED = [
     "metrics.k8s.io/v1beta1/nodes",
 ]
 MPI = "kubeflow.org/v2beta1/mpijobs"
-VERSION = {"major": "1", "minor": "34", "gitVersion": "v1.34.1", "platform": "linux/amd64"}
+VERSION = {  # every field of the published VersionInfo type (the official client requires each)
+    "major": "1",
+    "minor": "34",
+    "gitVersion": "v1.34.1",
+    "gitCommit": "93248f9ae092f571eb870b7664c534bfc7d00f03",
+    "gitTreeState": "clean",
+    "buildDate": "2025-09-09T19:44:50Z",
+    "goVersion": "go1.24.6",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
 PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
     r"(?:/namespaces/(?P<namespace>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>.+))?$"
@@ -120,6 +137,7 @@ class Front:
         self.upstreams: dict[tuple[str, str], str] = {}
         self.requests: list[str] = []
         self.session: aiohttp.ClientSession | None = None
+        self.node: k8s_node.Node | None = None
 
     # -- control ----------------------------------------------------------------------------------------------
     async def control(self, request: web.Request) -> web.StreamResponse:
@@ -269,6 +287,8 @@ class Front:
         (less the client's Authorization, which the API server consumes), streamed; WebSocket upgrades relayed frame by
         frame."""
         upstream = self.upstreams.get((namespace, service.split(":")[0]))
+        if upstream is None and self.node is not None:
+            upstream = self.node.upstream(namespace, service)
         if upstream is None:
             return status(503, "ServiceUnavailable", f'no endpoints available for service "{service}"')
         assert self.session is not None
@@ -348,7 +368,15 @@ class Front:
         return None if obj.deleted else obj
 
 
-async def serve(port: int, tls: ssl.SSLContext | None, mpi: bool, authenticate: bool = False) -> None:
+@dataclass(frozen=True)
+class NodeOptions:
+    state: Path
+    python: str
+
+
+async def serve(
+    port: int, tls: ssl.SSLContext | None, mpi: bool, authenticate: bool = False, node: NodeOptions | None = None
+) -> None:
     emulator = kmock.KubernetesEmulator()
     for resource in [*SERVED, *([MPI] if mpi else [])]:
         emulator.resources[resource] = {}
@@ -362,8 +390,20 @@ async def serve(port: int, tls: ssl.SSLContext | None, mpi: bool, authenticate: 
         site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=tls)
         await site.start()
         bound = runner.addresses[0][1]
+        stopped = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(signum, stopped.set)
+        running = None
+        if node is not None:
+            front.node = k8s_node.Node(emulator, front.logs, node.state, node.python, k8s_node.ROOT / "workloads")
+            running = asyncio.create_task(front.node.run())
         print(f"listening {'https' if tls else 'http'}://127.0.0.1:{bound}", flush=True)
-        await asyncio.Event().wait()
+        await stopped.wait()
+        if running is not None:  # the node stops its pods' processes
+            running.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await running
+        await runner.cleanup()
 
 
 def main() -> None:
@@ -373,6 +413,8 @@ def main() -> None:
     parser.add_argument("--tls-key")
     parser.add_argument("--client-ca", help="authenticate requests: client certificates this CA signed, or a token")
     parser.add_argument("--mpi", action="store_true", help="serve the MPI Operator's MPIJob resource")
+    parser.add_argument("--node", type=Path, help="run one node (tests/k8s_node.py), keeping its files here")
+    parser.add_argument("--python", default=str(k8s_node.ROOT / "workloads/.venv/bin/python"), help="the pods' Python")
     args = parser.parse_args()
     tls = None
     if args.tls_cert:
@@ -381,7 +423,8 @@ def main() -> None:
         if args.client_ca:
             tls.verify_mode = ssl.CERT_OPTIONAL  # a certificate is checked when given; a token may sign in instead
             tls.load_verify_locations(args.client_ca)
-    asyncio.run(serve(args.port, tls, args.mpi, authenticate=bool(args.client_ca)))
+    node = NodeOptions(args.node.resolve(), args.python) if args.node else None
+    asyncio.run(serve(args.port, tls, args.mpi, authenticate=bool(args.client_ca), node=node))
 
 
 if __name__ == "__main__":

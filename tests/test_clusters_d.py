@@ -121,3 +121,47 @@ def test_the_shared_mode_needs_a_shared_user_other_than_the_service_account(tmp_
     path.write_text(GOOD.replace("lab_dir: ~/lab", "lab_dir: ~/lab\n    run_as: service\n    shared_user: labshared"))
     fields = parse_file(path)["fields"]
     assert (fields["run_as"], fields["shared_user"]) == ("service", "labshared")
+
+
+KUBERNETES = """
+v2:
+  metadata: {title: Emulated Kubernetes, emulated: true}
+  job: {adapter: kubernetes, context: lab}
+  gpulab:
+    courses: [hpc]
+    service_account: {username: gpulab-portal, kubeconfig_file: KUBECONFIG}
+"""
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters: [{name: lab-cluster, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: portal, user: {token: t0ken}}]
+contexts: [{name: lab, context: {cluster: lab-cluster, user: portal}}]
+current-context: lab
+"""
+
+
+def test_a_kubernetes_cluster_takes_its_kubeconfig_by_reference_and_says_it_is_emulated(tmp_path, course):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    (tmp_path / "k8s.yml").write_text(KUBERNETES.replace("KUBECONFIG", str(kubeconfig)))
+    call_command("sync_clusters", str(tmp_path))
+    cluster = Cluster.objects.get(name="k8s")
+    assert cluster.kind == "kubernetes" and cluster.kube_context == "lab" and cluster.emulated
+    account = cluster.service_account()
+    assert account.auth_method == "kubeconfig" and account.secret() == KUBECONFIG
+    assert list(course.clusters.all()) == [cluster]
+    assert str(cluster) == cluster.display_name == "Emulated Kubernetes"
+    cluster.title = "Local Kubernetes"
+    assert cluster.display_name == "Local Kubernetes (emulated)"
+
+
+def test_a_kubeconfig_without_the_named_context_is_refused(tmp_path, course, capsys):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    text = KUBERNETES.replace("KUBECONFIG", str(kubeconfig)).replace("context: lab", "context: prod")
+    (tmp_path / "k8s.yml").write_text(text)
+    with pytest.raises(CommandError):
+        call_command("sync_clusters", str(tmp_path))
+    assert "k8s.yml: the kubeconfig has no context prod; it has lab." in capsys.readouterr().err
+    assert not Cluster.objects.exists()

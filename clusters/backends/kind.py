@@ -161,6 +161,10 @@ class Kind:
         """Cluster fields this kind cannot work without, each with what to fill in (the admin form shows them)."""
         return {}
 
+    def credential_problem(self, cluster: Any, method: str, secret: str) -> str:
+        """What is wrong with a credential given for `cluster` (a kubeconfig without its context…), or ""."""
+        return ""
+
     # -- launch ---------------------------------------------------------------------------------------------------
     def render(self, request: RenderRequest) -> Rendered:
         """The template and values as what will be submitted; RenderRefused names what is wrong."""

@@ -27,8 +27,10 @@ def _pem_key(key) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, pkcs8, serialization.NoEncryption())
 
 
-def _certificate(subject: x509.Name, key, *, issuer: tuple[x509.Name, object] | None = None, ca: bool, san=None):
-    """A certificate for `key`'s public half, signed by `issuer` (its name and key), or by itself."""
+def _certificate(
+    subject: x509.Name, key, *, issuer: tuple[x509.Name, object] | None = None, ca: bool, san=None, days: int = 1
+):
+    """A certificate for `key`'s public half, signed by `issuer` (its name and key), or by itself; valid `days`."""
     issuer_name, issuer_key = issuer or (subject, key)
     now = datetime.datetime.now(datetime.UTC)
     builder = (
@@ -38,7 +40,7 @@ def _certificate(subject: x509.Name, key, *, issuer: tuple[x509.Name, object] | 
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), True)
     )
     if san is not None:
@@ -46,12 +48,12 @@ def _certificate(subject: x509.Name, key, *, issuer: tuple[x509.Name, object] | 
     return builder.sign(issuer_key, hashes.SHA256())
 
 
-def make_tls(directory: Path) -> tuple[Path, Path, str]:
+def make_tls(directory: Path, days: int = 1) -> tuple[Path, Path, str]:
     """A self-signed certificate for 127.0.0.1: the API server's certificate and, as PEM, the CA to pin."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")])
     san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
-    cert = _certificate(name, key, ca=True, san=san)
+    cert = _certificate(name, key, ca=True, san=san, days=days)
     cert_path, key_path = directory / "apiserver.crt", directory / "apiserver.key"
     pem = cert.public_bytes(serialization.Encoding.PEM)
     cert_path.write_bytes(pem)
@@ -69,23 +71,26 @@ class ClientCertificate:
     key_file: Path
 
 
-def make_client_ca(directory: Path, name: str) -> tuple[Path, object, x509.Name]:
+def make_client_ca(directory: Path, name: str, days: int = 1) -> tuple[Path, object, x509.Name]:
     """A CA that signs client certificates (kubeadm's ca.crt as --client-ca-file): its PEM file, key and name."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     path = directory / f"{name}.crt"
-    path.write_bytes(_certificate(subject, key, ca=True).public_bytes(serialization.Encoding.PEM))
+    path.write_bytes(_certificate(subject, key, ca=True, days=days).public_bytes(serialization.Encoding.PEM))
     return path, key, subject
 
 
-def make_client_certificate(directory: Path, ca: tuple[object, x509.Name], user: str) -> ClientCertificate:
+def make_client_certificate(
+    directory: Path, ca: tuple[object, x509.Name], user: str, days: int = 1
+) -> ClientCertificate:
     """A certificate for `user` (CN), in group system:masters (O), as kubeadm's admin.conf holds, signed by `ca`."""
     ca_key, ca_name = ca
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name(
         [x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"), x509.NameAttribute(NameOID.COMMON_NAME, user)]
     )
-    cert_pem = _certificate(subject, key, issuer=(ca_name, ca_key), ca=False).public_bytes(serialization.Encoding.PEM)
+    cert = _certificate(subject, key, issuer=(ca_name, ca_key), ca=False, days=days)
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
     cert_file, key_file = directory / f"{user}.crt", directory / f"{user}.key"
     cert_file.write_bytes(cert_pem)
     key_file.write_bytes(_pem_key(key))
@@ -94,18 +99,22 @@ def make_client_certificate(directory: Path, ca: tuple[object, x509.Name], user:
 
 
 class Emulator:
-    def __init__(self, directory: Path, *, mpi: bool = True):
+    """The emulated API server as a process; with `node`, one node runs beside it (tests/k8s_node.py) and keeps its
+    pods' files there: the bundled workloads' pods then run as local processes. `port` 0 picks a free one;
+    certificates are valid `days`."""
+
+    def __init__(self, directory: Path, *, mpi: bool = True, node: Path | None = None, port: int = 0, days: int = 1):
         self.directory = directory
-        cert, key, self.ca_pem = make_tls(directory)
-        client_ca, ca_key, ca_name = make_client_ca(directory, "kubernetes-client-ca")
-        self.portal_certificate = make_client_certificate(directory, (ca_key, ca_name), "gpulab-portal")
-        self.admin_certificate = make_client_certificate(directory, (ca_key, ca_name), "kubernetes-admin")
+        cert, key, self.ca_pem = make_tls(directory, days)
+        client_ca, ca_key, ca_name = make_client_ca(directory, "kubernetes-client-ca", days)
+        self.portal_certificate = make_client_certificate(directory, (ca_key, ca_name), "gpulab-portal", days)
+        self.admin_certificate = make_client_certificate(directory, (ca_key, ca_name), "kubernetes-admin", days)
         argv = [
             sys.executable,
             "-m",
             "tests.k8s_emulator",
             "--port",
-            "0",
+            str(port),
             "--tls-cert",
             str(cert),
             "--tls-key",
@@ -115,7 +124,11 @@ class Emulator:
         ]
         self.log = (directory / "emulator.log").open("w+")
         self.proc = subprocess.Popen(
-            [*argv, *(["--mpi"] if mpi else [])], cwd=ROOT, stdout=subprocess.PIPE, stderr=self.log, text=True
+            [*argv, *(["--mpi"] if mpi else []), *(["--node", str(node)] if node else [])],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
         )
         line = self.proc.stdout.readline().strip()
         if not line.startswith("listening "):
@@ -126,8 +139,8 @@ class Emulator:
         self.tls.load_cert_chain(self.admin_certificate.cert_file, self.admin_certificate.key_file)
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
+        self.proc.terminate()  # a node stops its pods' processes first
+        self.proc.wait(timeout=30)
 
     def kubeconfig(self, token: str | None, *, context: str = "lab") -> str:
         """A kubeconfig for the portal that signs in with `token`, or with None, with a client certificate the

@@ -10,6 +10,7 @@ from typing import Any
 
 from clusters.choices import AuthMethod
 
+from ..base import BackendError
 from ..kind import (
     ActionRefused,
     Kind,
@@ -22,6 +23,7 @@ from ..kind import (
     ServerPanel,
 )
 from . import endpoints, launch, namespaces, notebook, shell
+from .api import kubeconfig_contexts
 from .backend import KubernetesBackend
 from .manifests import ManifestError, dump, preview_context, render_manifests
 
@@ -77,6 +79,18 @@ class KubernetesKind(Kind):
 
     def shares_gpus(self, cluster) -> bool:
         return cluster.gpu_sharing_factor > 1
+
+    def credential_problem(self, cluster, method: str, secret: str) -> str:
+        """A kubeconfig as the portal takes it: parsed, logging in by no program, holding the cluster's context."""
+        if method != AuthMethod.KUBECONFIG:
+            return ""
+        try:
+            contexts = kubeconfig_contexts(secret)
+        except BackendError as exc:
+            return str(exc)
+        if cluster.kube_context and cluster.kube_context not in contexts:
+            return f"the kubeconfig has no context {cluster.kube_context}; it has {', '.join(contexts)}."
+        return ""
 
     def address(self, cluster) -> str:
         return cluster.api_url or "kubeconfig"
