@@ -211,6 +211,24 @@ class TestAfterACancel:
         assert "(SIGTERM: the cancel stopped it, as expected)" in html
         assert "Cancelled by <strong>alice</strong>" in html and 'class="error"' not in html
 
+    def test_a_cancelled_job_without_an_exit_code_says_none_not_0(self, login, make_job, alice):
+        job = _running(make_job, alice)
+        transition(job, JobState.CANCELLED, exit_code=None)
+        html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert '<span class="mono" id="exit-code">none</span>' in html
+        assert "the cluster reported no exit code for it" in html
+        queued = make_job(alice)
+        transition(queued, JobState.CANCELLED, actor=alice)
+        html = login(alice).get(reverse("jobs:detail", args=[queued.pk])).content.decode()
+        assert '<span class="mono" id="exit-code">none</span> <span class="small muted">(it never ran)' in html
+
+    def test_a_script_that_exits_0_on_the_cancel_shows_0_and_why(self, login, make_job, alice):
+        job = _running(make_job, alice)  # the trainer saves its checkpoint on SIGTERM and exits 0
+        transition(job, JobState.CANCELLED, exit_code=0)
+        html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert '<span class="mono" id="exit-code">0</span>' in html
+        assert "the script itself exited 0: it stopped cleanly when the cancel signalled it" in html
+
     def test_cancel_from_outside_the_portal_says_so(self, login, make_job, alice):
         job = _running(make_job, alice)
         transition(job, JobState.CANCELLED, exit_code=143)
