@@ -19,6 +19,7 @@ from core.templating.rendering import (
     RenderError,
     bash_syntax_error,
     placeholder_problems,
+    portal_exports,
     render_script,
     unix_lines,
 )
@@ -50,7 +51,10 @@ class BatchKind(Kind):
     student_logins = True
     shared_user_mode = True
     opens_terminals = True
-    terminal_note = "A login shell in the job's allocation (srun --overlap --pty bash -l)."
+    terminal_note = (
+        "A login shell in the job's allocation (srun --overlap --pty bash -l), in its run directory with its GPULAB_* "
+        "variables."
+    )
     notebook_note = "Notebooks are saved in the job's run directory and stay there after the session."
 
     def open_terminal(self, job, *, cols: int, rows: int, target: str = "") -> terminal.Terminal:
@@ -63,7 +67,10 @@ class BatchKind(Kind):
                 "its jobs. An admin can add the login node on the cluster's page."
             )
         account = job.account or job.cluster.service_account()
-        return terminal.srun_in_job(job.cluster, account, job.scheduler_id, cols=cols, rows=rows)
+        # In the run directory, with the job's GPULAB_* variables: the shell the job's own commands had.
+        run_dir = f'"$GPULAB_LAB_DIR"/jobs/{job.pk}'
+        first = terminal.job_shell_line(portal_exports(job.script or ""), run_dir)
+        return terminal.srun_in_job(job.cluster, account, job.scheduler_id, cols=cols, rows=rows, first_line=first)
 
     def notebook_address(self, job) -> NotebookAddress:
         """The job's node at the address SLURM records for it, on the port the job reports from the portal's range."""
