@@ -59,10 +59,18 @@ def ended_before_cancel(job: Job) -> bool:
 
 
 def exit_note(job: Job) -> str:
-    """Words for an exit code that is not a crash: the signal a cancel or a time limit sends."""
-    signal = SIGNAL_EXITS.get(job.exit_code or 0)
+    """Words for an exit code that is not a crash (the signal a cancel or a time limit sends, a script that stopped
+    cleanly when asked to), or for an ended job without one."""
+    if job.exit_code is None:
+        if not job.is_terminal:
+            return ""
+        return "it never ran" if job.started_at is None else "the cluster reported no exit code for it"
+    signal = SIGNAL_EXITS.get(job.exit_code)
     if signal and job.state == JobState.CANCELLED:
         return f"{signal}: the cancel stopped it, as expected"
     if signal and job.state == JobState.TIMED_OUT:
         return f"{signal}: the time limit stopped it"
+    if job.exit_code == 0 and job.state in (JobState.CANCELLED, JobState.TIMED_OUT):
+        stop = "the cancel" if job.state == JobState.CANCELLED else "the time limit"
+        return f"the script itself exited 0: it stopped cleanly when {stop} signalled it, as the bundled trainer does"
     return ""

@@ -139,6 +139,7 @@ def launch(user, *, course, template: JobTemplate, cluster, raw_params: Mapping[
         raise access.LaunchRefused(
             f"The cluster “{cluster.display_name}” has no account to run jobs as yet; ask an admin to add one."
         )
+    check_files(template, cluster, account, user, values)
     job_id = uuid.uuid4()
     rendered = render(template, course, user, cluster, values, job_id)
     script, gpus = rendered.script, rendered.gpus
@@ -160,6 +161,16 @@ def launch(user, *, course, template: JobTemplate, cluster, raw_params: Mapping[
         record(job, EventKind.LAUNCH, f"Launched {template.name} on {cluster.display_name}{origin}.", actor=user)
         enqueue.submit(job.pk)
     return job
+
+
+def check_files(template: JobTemplate, cluster, account, user, values: Mapping[str, Any]) -> None:
+    """LaunchInvalid naming each file parameter (a path in the user's Files space) whose file the job's identity
+    cannot read, where the cluster's kind can look: now, rather than after minutes in the queue."""
+    paths = {p.name: values[p.name] for p in template.schema() if p.in_files and values.get(p.name)}
+    if paths:
+        errors = kinds.kind_of(cluster.kind).unreadable_files(cluster, account, user, paths)
+        if errors:
+            raise LaunchInvalid(errors)
 
 
 def check_quota(user, course, gpus: int, *, replacing: Job | None = None) -> None:

@@ -38,6 +38,7 @@ ROW_FIELDS = (
     "max_length",
     "pattern",
     "pattern_help",
+    "in_files",
 )
 TRUE_WORDS, FALSE_WORDS = {"true", "1", "on", "yes"}, {"false", "0", "off", "no", ""}
 # Which keys each type keeps; a field of another type is ignored (the page hides it where the browser can).
@@ -46,7 +47,7 @@ TYPE_KEYS = {
     "float": {"min", "max"},
     "choice": {"choices"},
     "bool": set(),
-    "string": {"max_length", "pattern", "pattern_help"},
+    "string": {"max_length", "pattern", "pattern_help", "in_files"},
 }
 
 
@@ -101,6 +102,12 @@ class ParameterForm(forms.Form):
         max_length=300, required=False, label="Pattern help", help_text="string: what the pattern allows, in words."
     )
 
+    in_files = forms.BooleanField(
+        required=False,
+        label="A file in the student's Files",
+        help_text="string: a path in the student's Files space; the launch checks the file is there and readable.",
+    )
+
     def clean(self):
         data = super().clean()
         if self.errors:
@@ -129,6 +136,8 @@ class ParameterForm(forms.Form):
             item["choices"] = [line.strip() for line in data["choices"].splitlines() if line.strip()]
         if "max_length" in keys and data["max_length"] is not None:
             item["max_length"] = data["max_length"]
+        if "in_files" in keys and data["in_files"]:
+            item["in_files"] = True
         return item
 
     @staticmethod
@@ -204,7 +213,9 @@ def rows_of(parameters: list[dict]) -> list[dict]:
     """The schema's JSON as the rows' initial values."""
     rows = []
     for item in parameters if isinstance(parameters, list) else ():
-        row: dict[str, Any] = {key: _text(item.get(key)) for key in ROW_FIELDS if key not in ("choices", "max_length")}
+        texts = (key for key in ROW_FIELDS if key not in ("choices", "max_length", "in_files"))
+        row: dict[str, Any] = {key: _text(item.get(key)) for key in texts}
+        row["in_files"] = item.get("in_files") is True
         row["choices"] = "\n".join(str(c) for c in item.get("choices") or ())
         row["max_length"] = item.get("max_length")
         rows.append(row)

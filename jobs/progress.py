@@ -2,7 +2,9 @@
 
 Arithmetic over the job row and the trainer's points, which telemetry parsed from the log (this module never reads
 a log). What cannot be known is None, and the page leaves it out rather than guessing: no time left without a
-limit, no ETA without `step_ms`, no step of N without `max_steps`.
+limit, no ETA without `step_ms`, no step of N without the steps the run plans. Those are the trainer's own
+`total_steps` (fewer than `max_steps` when the epoch ends first); only a running job whose trainer does not print them
+falls back to the template's `max_steps`.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ def time_limit(job: Job) -> timedelta | None:
 
 
 def job_progress(job: Job, points: Sequence[dict], now: datetime) -> Progress:
-    """`points`: the trainer's points, oldest first, each with "step" and, from recent trainers, "step_ms"."""
+    """`points`: the trainer's points, oldest first, each with "step" and, from recent trainers, "step_ms" and
+    "total_steps"."""
     if job.started_at is None:
         return Progress()
     finished = job.finished_at if job.is_terminal else None
@@ -57,10 +60,20 @@ def job_progress(job: Job, points: Sequence[dict], now: datetime) -> Progress:
     ends_at = job.started_at + limit if limit else None
     time_left = max(timedelta(0), ends_at - now) if ends_at and not finished else None
     step = int(points[-1]["step"]) if points else None
-    max_steps = int(job.params["max_steps"]) if job.params.get("max_steps") else None
+    max_steps = planned_steps(points) or (None if finished else _max_steps_param(job))
     eta = None
     if step is not None and max_steps and not finished:
         recent = [float(p["step_ms"]) for p in points[-RECENT_POINTS:] if p.get("step_ms")]
         if recent:
             eta = timedelta(milliseconds=max(0, max_steps - step) * statistics.median(recent))
     return Progress(elapsed, ends_at, time_left, step, max_steps, eta)
+
+
+def planned_steps(points: Sequence[dict]) -> int | None:
+    """The steps the run plans in all, as its trainer last said (points from trainers that print them)."""
+    return next((int(p["total_steps"]) for p in reversed(points) if p.get("total_steps")), None)
+
+
+def _max_steps_param(job: Job) -> int | None:
+    value = job.params.get("max_steps")
+    return int(value) if value else None

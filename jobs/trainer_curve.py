@@ -1,8 +1,9 @@
 """The trainer's curve per job (epoch, step, loss, tok/s), kept in telemetry's Redis for the whole run.
 
 The collector appends the points it parses from rank 0's log line; the job page reads the last few to say how far
-a run got, and the job's telemetry socket sends them all to a page opened late, so it still shows epoch 1. The
-list lives below telemetry so that jobs reads it without importing the telemetry app.
+a run got (and, once they have expired, the last step of the job's stored series), and the job's telemetry socket
+sends them all to a page opened late, so it still shows epoch 1. The list lives below telemetry so that jobs reads it
+without importing the telemetry app.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.conf import settings
 CURVE_POINTS = 5000
 CURVE_SECONDS = 86400
 KEY_PREFIX = "gpulab:telemetry"  # the telemetry database's prefix (telemetry/stream.py)
+LOSS_CHART = "loss"  # the stored chart whose x is the trainer's step (static/js/telemetry-charts.json)
 
 
 def _curve_key(job_id) -> str:
@@ -42,6 +44,19 @@ def recent_curve_points(job_id, count: int = 10) -> list[dict]:
     except (redis.RedisError, OSError):
         return []
     return [json.loads(p) for p in raw]
+
+
+def stored_curve_points(job) -> list[dict]:
+    """The job's last trainer step as its stored series keep it (the loss chart, by step), for a job whose curve has
+    left Redis (a day after it ran): one query, none of the chunks' other charts read. Empty without a loss chart."""
+    stored = (
+        job.series_chunks.filter(series__has_key=LOSS_CHART)
+        .order_by("-end")
+        .values_list(f"series__{LOSS_CHART}", flat=True)
+        .first()
+    )
+    steps = [x for trace in (stored or {}).values() if isinstance(trace, dict) for x in trace.get("x") or []]
+    return [{"step": max(steps)}] if steps else []
 
 
 @functools.cache

@@ -82,6 +82,7 @@ class TrainerPoint:
     loss: float
     tokens_per_s: float
     step_ms: float | None = None
+    total_steps: int | None = None  # the steps the run plans in all (recent trainers): what progress counts to
 
 
 def _number(text: str) -> float | None:
@@ -174,7 +175,8 @@ _TRAINER_PAIR = re.compile(r"(?:^|\s)([A-Za-z_/]+)=(\S+)")
 
 
 def parse_trainer_line(line: str) -> TrainerPoint | None:
-    """`epoch=<int> step=<int> loss=<float> tok/s=<float> [step_ms=…] [mfu=…]`; unknown keys are ignored."""
+    """`epoch=<int> step=<int> loss=<float> tok/s=<float> [step_ms=…] [total_steps=…] [mfu=…]`; unknown keys are
+    ignored."""
     if "loss=" not in line or "step=" not in line:
         return None
     pairs = dict(_TRAINER_PAIR.findall(line))
@@ -185,6 +187,7 @@ def parse_trainer_line(line: str) -> TrainerPoint | None:
             loss=float(pairs["loss"]),
             tokens_per_s=float(pairs["tok/s"]),
             step_ms=float(pairs["step_ms"]) if "step_ms" in pairs else None,
+            total_steps=int(pairs["total_steps"]) if "total_steps" in pairs else None,
         )
     except (KeyError, ValueError):
         return None

@@ -10,6 +10,7 @@ from core.choices import EventKind, JobState
 from jobs.models import Job
 from jobs.progress import job_progress
 from jobs.states import record, transition
+from telemetry.models import SeriesChunk
 
 pytestmark = pytest.mark.django_db
 
@@ -65,6 +66,21 @@ class TestProgress:
         progress = job_progress(job, POINTS, timezone.now())
         assert progress.elapsed == timedelta(minutes=7) and progress.time_left is None and progress.eta is None
 
+    def test_step_of_and_eta_count_to_the_steps_the_trainer_plans_not_max_steps(self, make_job, alice):
+        job = _running(make_job, alice)
+        job.params["max_steps"] = 300  # the epoch ends first: the trainer plans 214
+        planned = [{**p, "total_steps": 214} for p in POINTS]
+        progress = job_progress(job, planned, timezone.now())
+        assert (progress.step, progress.max_steps, progress.percent) == (150, 214, 70)
+        assert progress.eta == timedelta(seconds=(214 - 150) * 0.4)
+
+    def test_a_finished_job_without_planned_steps_says_no_step_of_max_steps(self, make_job, alice):
+        job = _running(make_job, alice)
+        transition(job, JobState.COMPLETED)
+        job.params["max_steps"] = 300
+        progress = job_progress(job, [{"step": 214}], timezone.now())
+        assert (progress.step, progress.max_steps, progress.percent) == (214, None, None)
+
 
 class TestJobPageShowsProgress:
     def test_running_training_job_shows_elapsed_time_left_step_and_bar(self, login, make_job, alice, points):
@@ -79,6 +95,31 @@ class TestJobPageShowsProgress:
         # The state panel's refresh carries the same numbers.
         status = login(alice).get(reverse("jobs:status", args=[job.pk])).content.decode()
         assert "step 150 of 300" in status
+
+    def test_page_says_step_of_the_planned_steps_with_their_eta(self, login, make_job, alice, points):
+        job = _running(make_job, alice, minutes_ago=3, time_minutes=10)
+        Job.objects.filter(pk=job.pk).update(params={**job.params, "max_steps": 300})
+        points[job.pk] = [{**p, "total_steps": 214} for p in POINTS]
+        html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert "step 150 of 214" in html and "of 300" not in html
+        assert '<progress id="step-progress" max="100" value="70"' in html
+
+    def test_finished_job_a_day_later_shows_its_last_step_from_the_stored_series(self, login, make_job, alice, points):
+        job = _running(make_job, alice, minutes_ago=60 * 30)
+        transition(job, JobState.COMPLETED, finished_at=job.started_at + timedelta(minutes=20))
+        loss = {"loss": {"name": "loss", "x": [10, 20, 30], "y": [3.0, 2.5, 2.0]}}
+        start = job.started_at
+        SeriesChunk.objects.create(job=job, start=start, end=start + timedelta(minutes=1), series={"loss": loss})
+        later = {"loss": {"name": "loss", "x": [200, 214], "y": [1.2, 1.1]}}
+        SeriesChunk.objects.create(
+            job=job, start=start + timedelta(minutes=1), end=start + timedelta(minutes=20), series={"loss": later}
+        )
+        SeriesChunk.objects.create(  # a chunk of time charts only, flushed last
+            job=job, start=start + timedelta(minutes=20), end=start + timedelta(minutes=21), series={"gpu-util": {}}
+        )
+        assert job.pk not in points  # the curve in Redis has expired
+        html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert '<dd id="step">step 214</dd>' in html
 
     def test_times_are_time_elements_the_browser_puts_in_the_viewers_zone(self, login, make_job, alice, points):
         job = _running(make_job, alice)
@@ -169,6 +210,24 @@ class TestAfterACancel:
         html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
         assert "(SIGTERM: the cancel stopped it, as expected)" in html
         assert "Cancelled by <strong>alice</strong>" in html and 'class="error"' not in html
+
+    def test_a_cancelled_job_without_an_exit_code_says_none_not_0(self, login, make_job, alice):
+        job = _running(make_job, alice)
+        transition(job, JobState.CANCELLED, exit_code=None)
+        html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert '<span class="mono" id="exit-code">none</span>' in html
+        assert "the cluster reported no exit code for it" in html
+        queued = make_job(alice)
+        transition(queued, JobState.CANCELLED, actor=alice)
+        html = login(alice).get(reverse("jobs:detail", args=[queued.pk])).content.decode()
+        assert '<span class="mono" id="exit-code">none</span> <span class="small muted">(it never ran)' in html
+
+    def test_a_script_that_exits_0_on_the_cancel_shows_0_and_why(self, login, make_job, alice):
+        job = _running(make_job, alice)  # the trainer saves its checkpoint on SIGTERM and exits 0
+        transition(job, JobState.CANCELLED, exit_code=0)
+        html = login(alice).get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert '<span class="mono" id="exit-code">0</span>' in html
+        assert "the script itself exited 0: it stopped cleanly when the cancel signalled it" in html
 
     def test_cancel_from_outside_the_portal_says_so(self, login, make_job, alice):
         job = _running(make_job, alice)

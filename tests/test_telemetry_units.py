@@ -70,6 +70,10 @@ def test_trainer_lines_as_the_bundled_trainer_prints_them():
     point = parse_trainer_line("epoch=2 step=1500 loss=1.9876 tok/s=48211.3 step_ms=10.4 mfu=41.2")
     assert (point.epoch, point.step, point.loss, point.tokens_per_s, point.step_ms) == (2, 1500, 1.9876, 48211.3, 10.4)
     assert parse_trainer_line("epoch=0 step=1 loss=3.2 tok/s=100.0 unknown=whatever").step == 1
+    # The steps the run plans, which the job page counts to (fewer than --max_steps when the epoch ends first).
+    planned = parse_trainer_line("epoch=1 step=200 loss=2.3457 tok/s=12345.7 step_ms=10.4 total_steps=214 mfu=41.2")
+    assert (planned.step, planned.total_steps, planned.step_ms) == (200, 214, 10.4)
+    assert parse_trainer_line("epoch=0 step=1 loss=3.2 tok/s=100.0 step_ms=9.0").total_steps is None
     for line in ("loss went down", "epoch=0 step=x loss=1 tok/s=2", "epoch=0 step=1 loss=nan tok/s=2", ""):
         assert parse_trainer_line(line) is None
 

@@ -158,3 +158,12 @@ def test_preview_names_the_row_and_field_of_a_wrong_parameter(login, instructor,
     data = _row(editor_data(course, params=[EPOCHS], body="echo {{ epochs }}"), 0, default="9")
     page = login(instructor).post(reverse("jobs:template_preview", args=[course.slug]), data).content.decode()
     assert "Parameter epochs default: The default 9 is invalid: Must be at most 5." in page.replace("&quot;", '"')
+
+
+def test_a_file_parameter_keeps_in_files_through_the_rows(login, instructor, course):
+    data_param = {"name": "data", "type": "string", "label": "Training text", "default": "", "in_files": True}
+    client = login(instructor)
+    assert client.post(_new(course), editor_data(course, params=[data_param], body="cat {{ data }}")).status_code == 302
+    assert JobTemplate.objects.get(slug="my-train").parameters == [data_param]
+    page = client.get(_edit(course)).content.decode()
+    assert f'id="id_{PREFIX}-0-in_files" checked' in page

@@ -57,11 +57,19 @@ def _opened_argv(monkeypatch, job) -> tuple[str, list[str]]:
     from clusters import kinds
     from clusters.backends import terminal
 
-    seen = {}
-    monkeypatch.setattr(
-        terminal, "open_terminal", lambda cluster, login, argv, **size: seen.update(login=login, argv=argv)
-    )
+    seen: dict = {"typed": b""}
+
+    class Typed:
+        def write(self, data: bytes) -> None:
+            seen["typed"] += data
+
+    def opened(cluster, login, argv, **size):
+        seen.update(login=login, argv=argv)
+        return Typed()
+
+    monkeypatch.setattr(terminal, "open_terminal", opened)
     kinds.kind_of("slurm").open_terminal(job, cols=80, rows=24)
+    _opened_argv.typed = seen["typed"].decode()  # type: ignore[attr-defined]
     return seen["login"].username, seen["argv"]
 
 
@@ -87,3 +95,22 @@ def test_the_shell_runs_as_the_students_user_through_sudo_when_jobs_do(monkeypat
     login, argv = _opened_argv(monkeypatch, running_job)
     assert login == "labsvc"
     assert argv == ["sudo", "-n", "-u", "jalice", "--", "srun", "--jobid=4242", "--overlap", "--pty", "bash", "-l"]
+
+
+def test_the_shell_starts_in_the_run_directory_with_the_jobs_gpulab_variables(monkeypatch, running_job):
+    """srun (pinned by the sudo rule) takes no directory or variables: the terminal types them first, as the job's
+    script set them (quoted by the portal), then clears the screen."""
+    running_job.script = (
+        "#!/bin/bash\n#SBATCH --job-name=x\n\n# Launched from GPU Lab Portal, job 1.\numask 077\n"
+        f'export GPULAB_JOB_ID={running_job.pk}\nexport GPULAB_LAB_DIR="$HOME"/gpulab\n'
+        "export GPULAB_P_data='my notes.txt'\n\nexport GPULAB_FROM_BODY=$(id)\necho body\n"
+    )
+    _opened_argv(monkeypatch, running_job)
+    typed = _opened_argv.typed  # type: ignore[attr-defined]
+    assert typed == (
+        f' export GPULAB_JOB_ID={running_job.pk}; export GPULAB_LAB_DIR="$HOME"/gpulab; '
+        f"export GPULAB_P_data='my notes.txt'; cd -- \"$GPULAB_LAB_DIR\"/jobs/{running_job.pk} && clear\n"
+    )
+    running_job.script = "#!/bin/bash\necho a script from before the portal's header\n"
+    _opened_argv(monkeypatch, running_job)
+    assert _opened_argv.typed == ""  # type: ignore[attr-defined]

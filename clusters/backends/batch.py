@@ -11,6 +11,8 @@ import re
 import uuid
 from typing import Any
 
+import paramiko
+
 from clusters.identity import IdentityMissing, account_for
 from clusters.lab_space import files_subdir
 from core.templating.params import SchemaError, parse_schema, requested_gpus
@@ -19,12 +21,14 @@ from core.templating.rendering import (
     RenderError,
     bash_syntax_error,
     placeholder_problems,
+    portal_exports,
     render_script,
     unix_lines,
 )
 from core.templating.script_safety import PLACEHOLDER
 
-from . import batch_notebook, terminal
+from . import batch_notebook, lab_files, terminal
+from .base import BackendError
 from .kind import ActionRefused, Kind, NotebookAddress, Preview, Rendered, RenderRefused, RenderRequest
 
 PREVIEW_JOB_ID = uuid.UUID(int=0)
@@ -50,7 +54,10 @@ class BatchKind(Kind):
     student_logins = True
     shared_user_mode = True
     opens_terminals = True
-    terminal_note = "A login shell in the job's allocation (srun --overlap --pty bash -l)."
+    terminal_note = (
+        "A login shell in the job's allocation (srun --overlap --pty bash -l), in its run directory with its GPULAB_* "
+        "variables."
+    )
     notebook_note = "Notebooks are saved in the job's run directory and stay there after the session."
 
     def open_terminal(self, job, *, cols: int, rows: int, target: str = "") -> terminal.Terminal:
@@ -63,7 +70,21 @@ class BatchKind(Kind):
                 "its jobs. An admin can add the login node on the cluster's page."
             )
         account = job.account or job.cluster.service_account()
-        return terminal.srun_in_job(job.cluster, account, job.scheduler_id, cols=cols, rows=rows)
+        # In the run directory, with the job's GPULAB_* variables: the shell the job's own commands had.
+        run_dir = f'"$GPULAB_LAB_DIR"/jobs/{job.pk}'
+        first = terminal.job_shell_line(portal_exports(job.script or ""), run_dir)
+        return terminal.srun_in_job(job.cluster, account, job.scheduler_id, cols=cols, rows=rows, first_line=first)
+
+    def unreadable_files(self, cluster, account, user, paths: dict[str, str]) -> dict[str, str]:
+        """Each path opened for reading over SFTP as the job's identity (its own login, or the student's user through
+        the sudo rule's sftp-server): the `test -r` the job's first read would be, minutes earlier. A cluster that
+        cannot be reached now is not a reason to refuse: the submission says so."""
+        if not paths or not cluster.host:
+            return {}
+        try:
+            return lab_files.unreadable(cluster, account, files_subdir(cluster, account, user), paths)
+        except (BackendError, OSError, paramiko.SSHException):
+            return {}
 
     def notebook_address(self, job) -> NotebookAddress:
         """The job's node at the address SLURM records for it, on the port the job reports from the portal's range."""

@@ -170,6 +170,11 @@ class Kind:
         """The template and values as what will be submitted; RenderRefused names what is wrong."""
         raise RenderRefused(f"Templates cannot be launched on {self.name} clusters yet.")
 
+    def unreadable_files(self, cluster: Any, account: Any, user: Any, paths: dict[str, str]) -> dict[str, str]:
+        """Of `paths` ({parameter: path in the user's Files space}), those the job's identity (`account`) cannot
+        read, each with why, for the launch form; {} where the kind cannot look (the job then finds out)."""
+        return {}
+
     def preview(self, body: str, parameters: Any, cluster: Any = None) -> Preview:
         """The body rendered with the schema's defaults, with every reason it could not be published."""
         return Preview(errors=[f"Templates for {self.name} clusters have no preview yet."])

@@ -69,6 +69,7 @@ class Param:
     pattern: str | None = None
     pattern_help: str = ""  # "A path inside your Files space, such as data/notes.txt": the pattern's error
     max_length: int = DEFAULT_STRING_LENGTH
+    in_files: bool = False  # a path in the launching user's Files space: checked at launch where the kind can
 
     @property
     def cluster_choices(self) -> str | None:
@@ -161,7 +162,7 @@ def parse_schema(data: Any) -> list[Param]:
     params: list[Param] = []
     seen: set[str] = set()
     known_keys = {"name", "type", "label", "default", "help", "min", "max", "choices", "max_length"}
-    known_keys |= {"pattern", "pattern_help"}
+    known_keys |= {"pattern", "pattern_help", "in_files"}
     for index, item in enumerate(data, start=1):
         where = f"Parameter {index}"
         if not isinstance(item, dict):
@@ -245,6 +246,7 @@ def _build(item: dict, name: str, kind: str, where: str) -> Param:
         pattern=pattern,
         pattern_help=str(item.get("pattern_help") or "")[:300],
         max_length=max_length,
+        in_files=item.get("in_files") is True and kind == "string",
     )
 
 

@@ -16,6 +16,7 @@ are validated tokens.
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 import subprocess
@@ -170,6 +171,20 @@ def value_exports(schema: list[Param], values: Mapping[str, Any]) -> list[str]:
     ]
 
 
+LAUNCHED_LINE = "# Launched from GPU Lab Portal"
+
+
+def portal_exports(script: str) -> list[str]:
+    """The `export GPULAB_…=…` lines render_script wrote in a script's header (quoted by the portal, never the
+    template body's): a shell inside the job (the terminal) sets them again to have the job's variables."""
+    lines = script.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith(LAUNCHED_LINE)), None)
+    if start is None:
+        return []
+    header = itertools.takewhile(lambda line: line.strip(), lines[start + 1 :])
+    return [line for line in header if line.startswith("export GPULAB_")]
+
+
 def render_script(body: str, schema: list[Param], values: Mapping[str, Any], ctx: RenderContext) -> str:
     """The whole script: shebang, the portal's #SBATCH header, environment, cluster preamble, the body."""
     rendered_body = render_body(body, schema, values, ctx)
@@ -179,7 +194,7 @@ def render_script(body: str, schema: list[Param], values: Mapping[str, Any], ctx
         "#!/bin/bash",
         *sbatch_header(values, ctx),
         "",
-        f"# Launched from GPU Lab Portal, job {ctx.job_id}.",
+        f"{LAUNCHED_LINE}, job {ctx.job_id}.",
         "umask 077  # what the job makes (checkpoints, outputs, folders) is its owner's alone",
         f"export GPULAB_JOB_ID={shlex.quote(ctx.job_id)}",
         f"export GPULAB_LAB_DIR={_lab_dir_word(ctx.lab_dir)}",

@@ -17,7 +17,7 @@ from jobs.logs import log_streams, read_log
 from jobs.models import IdleWarning, Job, JobTemplate
 from jobs.progress import job_progress
 from jobs.states import record
-from jobs.trainer_curve import recent_curve_points
+from jobs.trainer_curve import recent_curve_points, stored_curve_points
 
 
 @login_required
@@ -58,7 +58,7 @@ def detail(request, job_id):
 def _status_context(job) -> dict:
     """What the state panel shows: the job, its events, how far it got, and what a cancel would stop."""
     events = list(job.events.select_related("actor"))
-    points = recent_curve_points(job.pk) if job.started_at else []
+    points = (recent_curve_points(job.pk) or stored_curve_points(job)) if job.started_at else []
     now = timezone.now()
     progress = job_progress(job, points, now)
     return {

@@ -659,10 +659,67 @@ class LiveLog {
   }
 
   finish() {
+    if (this.done) return;
     this.done = true;
     const status = document.getElementById("log-status");
     if (status) status.textContent = "End of log.";
+    const badge = document.getElementById("job-state");
+    if (badge && badge.dataset.state === "failed") this.showFailure();
   }
+
+  // A failed job: its last error lines above the log (the traceback's last lines and its exception, else the log's
+  // last lines), and the log scrolled to where the failure starts (the first traceback, else the end).
+  showFailure() {
+    const text = this.pre.textContent;
+    const first = text.indexOf(TRACEBACK);
+    const lines = failureLines(text, text.lastIndexOf(TRACEBACK));
+    if (lines.length) {
+      const box = document.createElement("div");
+      box.id = "log-error";
+      box.className = "flash error";
+      const heading = document.createElement("p");
+      heading.textContent = first >= 0 ? "Where it failed (the traceback's last lines):" : "The log's last lines:";
+      const quote = document.createElement("pre");
+      quote.textContent = lines.join("\n");
+      box.append(heading, quote);
+      const shown = document.getElementById("log-error");
+      if (shown) shown.remove();
+      this.pre.before(box);
+    }
+    this.scrollTo(first >= 0 ? first : text.length);
+  }
+
+  scrollTo(index) {
+    let left = index;
+    for (const node of this.pre.childNodes) {
+      if (left < node.length) {
+        const range = document.createRange();
+        range.setStart(node, left);
+        range.setEnd(node, left + 1);
+        const top = range.getBoundingClientRect().top - this.pre.getBoundingClientRect().top;
+        this.pre.scrollTop += top - LOG_SCROLL_MARGIN;
+        return;
+      }
+      left -= node.length;
+    }
+    this.pre.scrollTop = this.pre.scrollHeight; // the end
+  }
+}
+
+const TRACEBACK = "Traceback (most recent call last):";
+const FAILURE_LINES = 6;
+const LOG_SCROLL_MARGIN = 12; // px above the line scrolled to: the pre's padding
+
+// The traceback's last frame lines and its exception line, the first line after them that is not indented (the log
+// may go on after a traceback: torchrun's report, a shell's message); without a traceback, the log's last lines.
+function failureLines(text, traceback) {
+  if (traceback < 0) {
+    return text.split("\n").filter((line) => line.trim()).slice(-FAILURE_LINES);
+  }
+  const after = text.slice(traceback).split("\n").slice(1);
+  let end = after.findIndex((line) => line && !/^\s/.test(line)); // the exception line
+  if (end < 0) return after.filter((line) => line.trim()).slice(-FAILURE_LINES);
+  return after.slice(0, end + 1).filter((line) => line.trim()).slice(-FAILURE_LINES);
 }
 
 function jobPage(root) {
@@ -688,6 +745,7 @@ function jobPage(root) {
   });
   // The job ended while its page was open (jobs.js): the headings and the charts that never got a sample say so.
   document.addEventListener("gpulab:job-ended", () => {
+    if (log) log.catchUp(); // the last lines now, with the new state: not at the next idle check, seconds later
     recorded = true;
     if (state) state.textContent = "recorded";
     const heading = root.querySelector("h2");

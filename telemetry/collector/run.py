@@ -154,4 +154,5 @@ class Collector:
 
 
 def _point(p) -> dict:
-    return {"epoch": p.epoch, "step": p.step, "loss": p.loss, "tok_s": p.tokens_per_s, "step_ms": p.step_ms}
+    point = {"epoch": p.epoch, "step": p.step, "loss": p.loss, "tok_s": p.tokens_per_s, "step_ms": p.step_ms}
+    return point if p.total_steps is None else {**point, "total_steps": p.total_steps}

@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 from core import measurements
 from core.choices import JobState
 from jobs import enqueue
-from jobs.models import Job, JobTemplate
+from jobs.models import Job, JobTemplate, KeptLog
 from jobs.states import transition
 
 from .test_browser import log_in
@@ -280,3 +280,93 @@ def test_open_job_page_swaps_nothing_until_the_state_changes_then_shows_it_witho
     page.wait_for_timeout(4000)
     assert len(polls) == asked  # an ended job's page stops asking
     page.screenshot(path=SHOTS / "job-completed-without-reload-laptop.png", full_page=True)
+
+
+FAILED_LOG = (
+    "".join(f"epoch=0 step={s} loss=2.5 tok/s=1000.0 step_ms=10.0 total_steps=300\n" for s in range(10, 410, 10))
+    + "Traceback (most recent call last):\n"
+    + '  File "/lab/trainer/train.py", line 96, in <module>\n'
+    + "    sys.exit(main())\n"
+    + '  File "/lab/trainer/data.py", line 15, in read_bytes\n'
+    + "    raw = path.read_bytes()\n"
+    + "FileNotFoundError: [Errno 2] No such file or directory: '/lab/files/corpus.txt'\n"
+    + "srun: error: vm: task 0: Exited with exit code 1\n"
+)
+
+
+def _ended_with_kept_log(job, state, text: str, **fields):
+    """The job ends as `state`; its log is the copy the portal keeps (the made-up scheduler id has none on the
+    cluster, so the page reads the kept copy, as it does once the cluster's scratch is cleaned)."""
+    KeptLog.objects.create(job=job, data=text)
+    transition(job, state, **fields)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("size", WIDTHS)
+def test_failed_jobs_page_shows_the_tracebacks_last_lines_and_opens_the_log_at_the_traceback(
+    chromium, live_server, alice, unsent_job, size
+):
+    job = unsent_job(alice)
+    transition(job, JobState.SUBMITTING)
+    transition(job, JobState.RUNNING, scheduler_id="77004")
+    error = "The job ended with exit code 1 (FAILED). The log shows why."
+    _ended_with_kept_log(job, JobState.FAILED, FAILED_LOG, exit_code=1, error=error)
+    page = _page(chromium, size)
+    log_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}/jobs/{job.pk}/")
+    box = page.locator("#log-error")
+    expect(box).to_contain_text("Where it failed")
+    expect(box).to_contain_text("FileNotFoundError: [Errno 2] No such file or directory: '/lab/files/corpus.txt'")
+    expect(box).to_contain_text("raw = path.read_bytes()")
+    expect(box).not_to_contain_text("srun: error")  # the exception is the traceback's last line
+    # The log opens at the traceback, not at its first line: the traceback's first line is in the log's view.
+    in_view = """() => {
+      const pre = document.getElementById('log'), node = pre.firstChild, at = node.data.indexOf('Traceback');
+      const range = document.createRange(); range.setStart(node, at); range.setEnd(node, at + 9);
+      const line = range.getBoundingClientRect(), box = pre.getBoundingClientRect();
+      return pre.scrollTop > 0 && line.top >= box.top && line.bottom <= box.bottom;
+    }"""
+    page.wait_for_function(in_view, timeout=5_000)
+    _no_horizontal_scroll(page)
+    page.locator("#log-error").scroll_into_view_if_needed()
+    page.screenshot(path=SHOTS / f"job-failed-traceback-{size}.png")
+
+
+@pytest.mark.timeout(120)
+def test_failed_job_without_a_traceback_shows_the_logs_last_lines_and_opens_it_at_the_end(
+    chromium, live_server, alice, unsent_job
+):
+    job = unsent_job(alice)
+    transition(job, JobState.SUBMITTING)
+    transition(job, JobState.RUNNING, scheduler_id="77005")
+    text = "".join(f"line {n}\n" for n in range(200)) + "bash: train.sh: No such file or directory\n"
+    _ended_with_kept_log(job, JobState.FAILED, text, exit_code=127, error="The job ended with exit code 127.")
+    page = _page(chromium, "laptop")
+    log_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}/jobs/{job.pk}/")
+    expect(page.locator("#log-error")).to_contain_text("The log's last lines")
+    expect(page.locator("#log-error")).to_contain_text("bash: train.sh: No such file or directory")
+    at_end = (
+        "() => { const p = document.getElementById('log'); return p.scrollTop + p.clientHeight >= p.scrollHeight - 2; }"
+    )
+    page.wait_for_function(at_end, timeout=5_000)
+
+
+@pytest.mark.timeout(120)
+def test_a_job_that_ends_while_its_page_is_open_shows_its_log_with_the_new_state(
+    chromium, live_server, alice, unsent_job
+):
+    job = unsent_job(alice)
+    transition(job, JobState.SUBMITTING)
+    transition(job, JobState.RUNNING, scheduler_id="77006")
+    page = _page(chromium, "laptop")
+    log_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}/jobs/{job.pk}/")
+    expect(page.locator("#job-state")).to_have_attribute("data-state", "running")
+    page.wait_for_timeout(1000)  # the page has read the (still empty) log once
+    _ended_with_kept_log(job, JobState.COMPLETED, "hello from a short job\ndone\n", exit_code=0)
+    expect(page.locator("#job-state")).to_have_attribute("data-state", "completed", timeout=10_000)
+    # With the state, not at the log's next idle check (10 s of silence) later.
+    expect(page.locator("#log")).to_contain_text("hello from a short job", timeout=2_000)
+    expect(page.locator("#log-status")).to_have_text("End of log.")
+    expect(page.locator("#log-error")).to_have_count(0)  # not a failure

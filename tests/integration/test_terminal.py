@@ -221,6 +221,18 @@ def test_the_remote_pty_follows_the_window_and_a_cluster_with_another_host_key_i
     assert "typed-too-soon" not in output
 
 
+def test_the_terminal_opens_in_the_run_directory_with_the_jobs_variables(
+    worker, web, alice, cluster, sleep_template, api_for, job_state
+):
+    job = running_job(api_for, alice, job_state)
+    with open_socket(web, alice, job) as socket:
+        socket.send(b'echo "in-dir=$PWD job-var=$GPULAB_JOB_ID files-var=$GPULAB_FILES_DIR"\n')
+        output, _ = read_until(socket, lambda out: re.search(r"in-dir=\S+ job-var=\S+ files-var=\S+\r\n", out))
+    answer = re.search(r"in-dir=(\S+) job-var=(\S+) files-var=(\S+)\r\n", plain(output))
+    assert answer, output
+    assert answer[1].endswith(f"/jobs/{job.pk}") and answer[2] == str(job.pk) and answer[3].startswith("/"), output
+
+
 def test_instructor_opens_a_terminal_and_the_students_terminal_and_timeline_say_so(
     worker, web, alice, instructor, cluster, sleep_template, api_for, job_state
 ):

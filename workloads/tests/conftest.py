@@ -23,7 +23,7 @@ sys.path.insert(0, str(WORKLOADS / "inference"))
 # The documented log line (docs/architecture.md: the trainer's contract with the portal's telemetry parser).
 LOG_LINE = re.compile(
     r"^epoch=(?P<epoch>\d+) step=(?P<step>\d+) loss=(?P<loss>[0-9.]+) tok/s=(?P<toks>[0-9.]+)"
-    r"(?: step_ms=(?P<step_ms>[0-9.]+))?(?: mfu=(?P<mfu>[0-9.]+))?$"
+    r"(?: step_ms=(?P<step_ms>[0-9.]+))?(?: total_steps=(?P<total_steps>\d+))?(?: mfu=(?P<mfu>[0-9.]+))?$"
 )
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from conftest import ENV, LOG_LINE, TRAIN, train
+from conftest import ENV, LOG_LINE, TRAIN, free_port, train
 
 
 def test_loss_falls_and_every_log_line_parses(tmp_path):
@@ -94,3 +94,25 @@ def test_sigterm_to_the_whole_job_ends_with_one_line_and_a_checkpoint_not_a_trac
 
     step = torch.load(checkpoint, weights_only=False)["step"]
     assert f"at step {step} of " in ending[0] and step >= 10
+
+
+def test_a_cancelled_ddp_run_ends_with_one_cancelled_line_not_torchruns_traceback(tmp_path):
+    """scancel signals torchrun as well as its trainer processes; ddp_run.py is the templates' torchrun."""
+    argv = [sys.executable, str(TRAIN.parent / "ddp_run.py"), "--nproc_per_node=2", f"--master_port={free_port()}"]
+    argv += [str(TRAIN), "--num_workers", "0", "--seq_len", "64", "--batch_size", "8", "--log_every", "5"]
+    argv += ["--epochs", "50", "--run_dir", str(tmp_path)]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, start_new_session=True
+    )
+    for line in proc.stdout:
+        if line.startswith("epoch="):
+            break
+    os.killpg(proc.pid, signal.SIGTERM)  # torchrun and both ranks, as SLURM does
+    output, errors = proc.communicate(timeout=90)
+    assert proc.returncode == 0, errors[-3000:]
+    assert "Traceback" not in errors and "SignalException" not in errors and "signal" not in errors, errors[-3000:]
+    ending = [line for line in output.splitlines() if not LOG_LINE.match(line)]
+    assert ending[0].startswith("stopped by SIGTERM at step ") and (tmp_path / "checkpoint.pt").exists()
+    assert ending[1:] == [
+        "cancelled (SIGTERM): torchrun stopped its trainer processes; rank 0 saved the checkpoint named above"
+    ]

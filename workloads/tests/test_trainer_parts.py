@@ -63,6 +63,16 @@ def test_the_step_loop_lowers_the_loss_and_prints_the_portals_line_every_k_steps
     assert all(m["mfu"] is None for m in lines)  # no MFU without a GPU
 
 
+def test_the_step_line_counts_to_the_planned_steps_when_the_epoch_ends_before_max_steps(tmp_path, capsys):
+    text = tmp_path / "small.txt"  # 3,230 bytes in 33-byte windows, 8 per batch: about a dozen steps make the epoch
+    text.write_bytes(bytes(range(32, 127)) * 34)
+    run = small_run(tmp_path / "run", "--max_steps", "300", "--data", str(text))
+    outcome = train_steps(run, StopSignal())
+    lines = [LOG_LINE.match(line) for line in capsys.readouterr().out.splitlines()]
+    assert 5 < run.total_steps == outcome.step < 300
+    assert {m["total_steps"] for m in lines} == {str(outcome.step)} and lines[-1]["step"] == str(outcome.step)
+
+
 def test_a_sigterm_stops_the_loop_after_the_current_step(tmp_path):
     run = small_run(tmp_path, "--max_steps", "20")
     outcome = train_steps(run, StopAfter(7))
@@ -90,10 +100,10 @@ def test_a_stopped_run_resumed_ends_with_the_weights_of_a_run_never_stopped(tmp_
 
 
 def test_the_step_line_keeps_the_contract_with_and_without_mfu():
-    plain = step_line(1, 200, 2.34567, 12345.67, 10.42)
-    assert plain == "epoch=1 step=200 loss=2.3457 tok/s=12345.7 step_ms=10.4"
-    with_mfu = LOG_LINE.match(step_line(0, 5, 1.0, 2.0, 3.0, mfu=41.23))
-    assert with_mfu and with_mfu["mfu"] == "41.2"
+    plain = step_line(1, 200, 2.34567, 12345.67, 10.42, 214)
+    assert plain == "epoch=1 step=200 loss=2.3457 tok/s=12345.7 step_ms=10.4 total_steps=214"
+    with_mfu = LOG_LINE.match(step_line(0, 5, 1.0, 2.0, 3.0, 300, mfu=41.23))
+    assert with_mfu and (with_mfu["total_steps"], with_mfu["mfu"]) == ("300", "41.2")
 
 
 def test_the_ending_line_says_how_to_resume_only_when_stopped(tmp_path):

@@ -1,11 +1,12 @@
 """What rank 0 prints. One of these lines is a contract: the step line the portal's telemetry parses into curves
 (docs/architecture.md, "The trainer's log line"; telemetry/parsers.py reads it):
 
-    epoch=<int> step=<int> loss=<float> tok/s=<float> step_ms=<float> [mfu=<float>]
+    epoch=<int> step=<int> loss=<float> tok/s=<float> step_ms=<float> total_steps=<int> [mfu=<float>]
 
 `loss` is the interval's mean over all ranks, `tok/s` counts every rank's tokens, `step_ms` is the interval's
-mean step time, `mfu` (GPU only) the percentage of the GPU's peak dense bf16/fp16 FLOP/s. Change its keys or
-their order only together with the parser. The start and ending lines are for people.
+mean step time, `total_steps` the steps this run plans in all (--max_steps, or fewer where the last epoch ends
+first: the portal's progress and ETA count to it), `mfu` (GPU only) the percentage of the GPU's peak dense bf16/fp16
+FLOP/s. Change its keys or their order only together with the parser. The start and ending lines are for people.
 """
 
 from __future__ import annotations
@@ -33,8 +34,12 @@ PEAK_TFLOPS = {
 }
 
 
-def step_line(epoch: int, step: int, loss: float, tok_s: float, step_ms: float, mfu: float | None = None) -> str:
-    line = f"epoch={epoch} step={step} loss={loss:.4f} tok/s={tok_s:.1f} step_ms={step_ms:.1f}"
+def step_line(
+    epoch: int, step: int, loss: float, tok_s: float, step_ms: float, total_steps: int, mfu: float | None = None
+) -> str:
+    line = (
+        f"epoch={epoch} step={step} loss={loss:.4f} tok/s={tok_s:.1f} step_ms={step_ms:.1f} total_steps={total_steps}"
+    )
     return line if mfu is None else f"{line} mfu={mfu:.1f}"
 
 
@@ -69,7 +74,8 @@ class StepLog:
         tok_s = self.tokens_per_step * self.steps / elapsed
         mfu = 100 * self.flops_per_token * tok_s / self.env.world / self.peak if self.peak else None
         if self.env.main:
-            print(step_line(epoch, step, loss, tok_s, 1000 * elapsed / self.steps, mfu), flush=True)
+            ms = 1000 * elapsed / self.steps
+            print(step_line(epoch, step, loss, tok_s, ms, self.total_steps, mfu), flush=True)
         self.restart()
         return loss
 

@@ -21,7 +21,8 @@ if [ "${IB:-0}" = 1 ]; then
 fi
 # To isolate fabric problems: export NCCL_IB_DISABLE=1 (TCP only, slower).
 echo "job $SLURM_JOB_ID: $SLURM_NNODES node(s) x $GPUS_PER_NODE GPU(s), rendezvous $RANK0_HOST:29500"
-srun --ntasks-per-node=1 ${PYTHON:-python3} -m torch.distributed.run \
+# ddp_run.py: torchrun, ending a cancelled run with one line instead of torchrun's own traceback.
+srun --ntasks-per-node=1 ${PYTHON:-python3} ddp_run.py \
   --nnodes "$SLURM_NNODES" --nproc_per_node "$GPUS_PER_NODE" \
   --rdzv_id "$SLURM_JOB_ID" --rdzv_backend c10d --rdzv_endpoint "$RANK0_HOST:29500" \
   train.py --model small --epochs 1 --batch_size 16 --seq_len 256 --precision bf16 --run_dir "runs/$SLURM_JOB_ID" "$@"
