@@ -34,7 +34,7 @@ def test_dashboard_and_report_are_for_the_courses_instructors(
     page = login(instructor).get(urls[0])
     assert page.status_code == 200
     assert 'data-socket="/ws/courses/' in page.content.decode()
-    assert b'<td data-label="GPU-hours">3</td>' in page.content  # alice's GPU-hours
+    assert b'data-label="GPU-hours" data-value="3.000000">3</td>' in page.content  # alice's GPU-hours
     report = login(instructor).get(urls[1]).content.decode().splitlines()
     assert report[0].startswith("student,job,template,cluster,state,gpus")
     assert report[1].startswith("alice,") and ",3.0,40.0," in report[1]
