@@ -53,7 +53,8 @@ def test_rows_offer_cancel_on_unfinished_jobs_and_clone_on_every_job(login, make
     done = set_state(done, "completed")
     body = login(alice).get(reverse("jobs:my_jobs")).content.decode()
     assert body.count('action="/jobs/') == 1 and f'action="{reverse("jobs:cancel", args=[live.pk])}"' in body
-    assert "confirm(" in body  # the cancel asks first
+    assert f'data-confirm-cancel="Cancel job {live.short_id} (Sleep and echo)?"' in body  # asked in the page's dialog
+    assert "confirm(" not in body and 'id="table-cancel-dialog"' in body and "js/job_tables.js" in body
     assert reverse("jobs:clone", args=[done.pk]) in body and reverse("jobs:clone", args=[live.pk]) in body
 
 
