@@ -41,6 +41,7 @@ class Usage:
     tokens_sum: float = 0.0
     tokens_count: int = 0
     idle_seconds: float = 0.0
+    final_loss: float | None = None  # the newest trainer point's loss: the run's result when it ends
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -229,6 +230,7 @@ class FrameBuilder:
         for point in trainer:
             usage.tokens_sum += point.tokens_per_s
             usage.tokens_count += 1
+            usage.final_loss = point.loss
 
     def _forget_ended(self, snap: Snapshot) -> None:
         for job_id in [j for j in self.rules if j not in snap.jobs]:

@@ -76,3 +76,21 @@ def test_job_page_has_live_charts_and_the_summary_when_it_ended(login, alice, co
     assert f'data-socket="/ws/jobs/{job.pk}/"' in page and 'data-chart="gpu-util"' in page
     assert "vendor/uplot.min.js" in page and "cdn" not in page.lower()
     assert "61.5 %" in page and "GPU-hours" in page
+
+
+def test_a_jobs_summary_keeps_the_trainers_last_loss(alice, course, cluster, sleep_template):
+    """The job tables' Loss column reads the summary the collector stores when a job ends."""
+    from telemetry.frames import FrameBuilder
+    from telemetry.hints import HintRules
+    from telemetry.parsers import TrainerPoint
+    from telemetry.summary import store_ended
+
+    job = finished_job(alice, course, cluster, sleep_template)
+    JobSummary.objects.filter(job=job).delete()
+    builder = FrameBuilder()
+    builder.rules[str(job.pk)] = HintRules()
+    points = [TrainerPoint(epoch=0, step=s, loss=3.0 - s / 100, tokens_per_s=1000.0 + s) for s in (10, 20, 30)]
+    builder._account(str(job.pk), [], [], points, now=1000.0)
+    assert store_ended(builder.usage) == [str(job.pk)]
+    summary = JobSummary.objects.get(job=job)
+    assert summary.final_loss == pytest.approx(2.7) and summary.mean_tokens_per_s == pytest.approx(1020.0)
