@@ -220,3 +220,22 @@ def test_run_columns_keep_a_constant_query_count(make_job, alice, instructor, co
         assert student.get(reverse("jobs:my_jobs")).content.decode().count('data-label="Exit code"') == 8
     with django_assert_max_num_queries(len(taught.captured_queries)):
         teacher.get(reverse("courses:jobs", args=[course.slug]))
+
+
+def test_a_running_run_shows_its_newest_trainer_point_until_it_has_a_summary(login, make_job, alice):
+    from jobs.trainer_curve import _curve_key, _sync_client, add_curve_points
+
+    running = set_state(make_job(alice, seconds=1), "running", started_at=timezone.now())
+    set_state(make_job(alice, seconds=2), "completed")
+    client = _sync_client()
+    pipe = client.pipeline()
+    add_curve_points(
+        pipe, running.pk, [{"step": 10, "loss": 3.5, "tok_s": 900.0}, {"step": 20, "loss": 2.75, "tok_s": 950.0}]
+    )
+    pipe.execute()
+    try:
+        body = login(alice).get(reverse("jobs:my_jobs")).content.decode()
+    finally:
+        client.delete(_curve_key(running.pk))
+    assert _cells(body, "Loss")[1] == "2.750" and _cells(body, "tok/s")[1] == "950"  # the older row
+    assert "—" in _cells(body, "Loss")[0]  # the completed run stored no summary
