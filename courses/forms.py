@@ -103,7 +103,7 @@ class RosterUploadForm(forms.Form):
     def clean_roster(self) -> str:
         upload = self.cleaned_data["roster"]
         if upload.size > MAX_BYTES:
-            raise forms.ValidationError(f"The file is larger than {MAX_BYTES // (1024 * 1024)} MB; split it.")
+            raise forms.ValidationError(f"The file is larger than {MAX_BYTES // (1024 * 1024)} MiB; split it.")
         try:
             return decode(upload.read(MAX_BYTES + 1))
         except RosterUnreadable as exc:

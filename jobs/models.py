@@ -140,17 +140,16 @@ class TemplateDraft(TemplateContent):
 class JobQuerySet(models.QuerySet["Job"]):
     def for_table(self) -> JobQuerySet:
         """Newest first, with what a row of a job table (jobs/_job_rows.html) shows in the same query: the
-        owner's, template's and cluster's names, a pending job's place in its queue. The long texts a row never
-        reads stay in the database."""
+        owner's, template's and cluster's names, a pending job's place in its queue, its values and the template's
+        labels for them, and the results telemetry stored when it ended (its summary, joined by name: jobs does
+        not import telemetry). The long texts a row never reads stay in the database."""
         return (
-            self.select_related("template", "cluster", "owner", "wait")
+            self.select_related("template", "cluster", "owner", "wait", "summary")
             .defer(
-                "params",
                 "script",
                 "error",
                 "template__description",
                 "template__body",
-                "template__parameters",
                 "cluster__host_key",
                 "cluster__preamble",
                 "cluster__ca_certificate",

@@ -64,3 +64,21 @@ def _sync_client():
     import redis
 
     return redis.Redis.from_url(settings.TELEMETRY_REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+
+
+def latest_curve_points(job_ids) -> dict[str, dict]:
+    """Each job's newest trainer point, in one round trip for a whole table; jobs without one are left out, and a
+    Redis that is away gives {} (the table then shows no result rather than failing)."""
+    import redis
+
+    ids = [str(job_id) for job_id in job_ids]
+    if not ids:
+        return {}
+    try:
+        pipe = _sync_client().pipeline(transaction=False)
+        for job_id in ids:
+            pipe.lrange(_curve_key(job_id), -1, -1)
+        answers = pipe.execute()
+    except (redis.RedisError, OSError):
+        return {}
+    return {job_id: json.loads(raw[0]) for job_id, raw in zip(ids, answers, strict=True) if raw}

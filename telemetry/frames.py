@@ -42,6 +42,7 @@ class Usage:
     tokens_count: int = 0
     idle_seconds: float = 0.0
     simulated: bool = False  # a GPU sample came from the demo's stand-in nvidia-smi
+    final_loss: float | None = None  # the newest trainer point's loss: the run's result when it ends
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -231,6 +232,7 @@ class FrameBuilder:
         for point in trainer:
             usage.tokens_sum += point.tokens_per_s
             usage.tokens_count += 1
+            usage.final_loss = point.loss
 
     def _forget_ended(self, snap: Snapshot) -> None:
         for job_id in [j for j in self.rules if j not in snap.jobs]:

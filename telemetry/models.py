@@ -64,6 +64,9 @@ class JobSummary(models.Model):
         "GPU memory (MiB)", null=True, blank=True, help_text="One GPU's memory: what the peak is a share of."
     )
     mean_tokens_per_s = models.FloatField("mean tok/s", null=True, blank=True)
+    final_loss = models.FloatField(
+        "final loss", null=True, blank=True, help_text="The loss of the trainer's last logged step."
+    )
     idle_minutes = models.FloatField(
         "GPU idle minutes", default=0.0, help_text="Minutes every GPU of the job sat idle."
     )

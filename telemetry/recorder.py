@@ -76,7 +76,7 @@ class SeriesRecorder:
     def _bucket(self, owner: Owner, chart: str, key: str, name: str, t: int) -> Bucket:
         start = t - t % BUCKET_MS
         held = self.open.get((owner, chart, key))
-        if held is None or held[1].start != start:
+        if held is None or held[1].start != start or held[0] != name:  # a new bucket, or another job's GPU now
             if held is not None:
                 self._close(owner, chart, key, *held)
             held = self.open[(owner, chart, key)] = (name, Bucket(start))
@@ -90,10 +90,18 @@ class SeriesRecorder:
         trace["hi"].append(round(bucket.high, 3))
 
     def _trace(self, owner: Owner, chart: str, key: str, name: str, *, extra: bool) -> dict:
+        """The pending trace for `key` under `name`; a time trace that another name takes (a node's GPU another job
+        holds now) is set aside under its own key first (charts.segment_key), keeping its holder's name."""
         traces = self.pending.setdefault(owner, {}).setdefault(chart, {})
-        if key not in traces:
-            traces[key] = {"name": name, "x": [], "y": [], **({"lo": [], "hi": []} if extra else {})}
-        return traces[key]
+        held = traces.get(key)
+        if held is not None and held["name"] != name and held["x"] and not charts.by_step(chart):
+            traces[charts.segment_key(key, held["x"][0])] = held
+            held = None
+        elif held is not None:
+            held["name"] = name  # nothing recorded under the old name yet, or a trainer chart (by step)
+        if held is None:
+            held = traces[key] = {"name": name, "x": [], "y": [], **({"lo": [], "hi": []} if extra else {})}
+        return held
 
     # -- flushing -----------------------------------------------------------------------------------------------
     def due(self, now: float) -> bool:

@@ -81,25 +81,45 @@ class Trace:
 Series = dict[str, dict[str, Trace]]
 
 
+def segment_key(key: str, first_x) -> str:
+    """The key of a trace's earlier stretch under another name: a node's GPU that another job held then."""
+    return f"{key}@{first_x}"
+
+
+def trace_for(traces: dict, chart: str, key: str, name: str):
+    """The trace that takes `key`'s next points under `name`. On a time chart a new name (the GPU's holder changed)
+    starts a new trace, and the stretch before keeps its own name under segment_key(): each stretch of a node's
+    history is labelled by the job that held the GPU then, never by whoever holds it now. The newest stretch keeps
+    the plain key, so live points (static/js/telemetry.js does the same) carry on from it."""
+    trace = traces.get(key)
+    if trace is None:
+        trace = traces[key] = Trace(name)
+    elif trace.name != name:
+        if not by_step(chart) and trace.x:
+            traces[segment_key(key, trace.x[0])] = trace
+            trace = traces[key] = Trace(name)
+        trace.name = name
+    return trace
+
+
 def add_frames(series: Series, frames: Iterable[dict], *, after_ms: float = -math.inf) -> None:
     """Append the points of frames (oldest first); time points at or before after_ms are already there."""
     for frame in frames:
         for chart, key, name, x, y in points(frame):
             if not by_step(chart) and x <= after_ms:
                 continue
-            trace = series.setdefault(chart, {}).setdefault(key, Trace(name))
-            trace.name = name
+            trace = trace_for(series.setdefault(chart, {}), chart, key, name)
             trace.x.append(x)
             trace.y.append(y)
 
 
 def add_stored(series: Series, data: dict) -> None:
-    """Append one stored chunk ({chart: {key: {"name", "x", "y", ...}}})."""
+    """Append one stored chunk ({chart: {key: {"name", "x", "y", ...}}}); its earlier stretches first."""
     for chart, traces in data.items():
         if chart not in CHARTS:
             continue  # a chart since removed
-        for key, stored in traces.items():
-            trace = series.setdefault(chart, {}).setdefault(key, Trace(stored["name"]))
+        for key, stored in sorted(traces.items(), key=lambda item: item[1]["x"][0] if item[1]["x"] else 0):
+            trace = trace_for(series.setdefault(chart, {}), chart, key.split("@")[0], stored["name"])
             trace.x.extend(stored["x"])
             trace.y.extend(stored["y"])
 

@@ -31,6 +31,7 @@ def summary_fields(job: Job, usage: Usage | None) -> dict:
             gpu_memory_total_mib=usage.memory_total,
             mean_tokens_per_s=round(usage.tokens_sum / usage.tokens_count, 1) if usage.tokens_count else None,
             idle_minutes=round(usage.idle_seconds / 60, 1),
+            final_loss=usage.final_loss,
             samples=usage.samples,
             simulated_gpus=usage.simulated,
         )

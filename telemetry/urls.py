@@ -9,4 +9,5 @@ urlpatterns = [
     path("nodes/<int:node_id>/", views.node_detail, name="node"),
     path("courses/<slug:slug>/dashboard/", views.course_dashboard, name="dashboard"),
     path("courses/<slug:slug>/report.csv", views.course_report_csv, name="report"),
+    path("courses/<slug:slug>/students.csv", views.course_students_csv, name="students_report"),
 ]

@@ -5,22 +5,11 @@ The live parts arrive over the WebSocket (telemetry/consumers.py); these views r
 
 from __future__ import annotations
 
-from collections import defaultdict
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.db.models import (
-    Case,
-    Count,
-    DateTimeField,
-    DurationField,
-    ExpressionWrapper,
-    F,
-    Q,
-    Sum,
-    Value,
-    When,
-)
+from django.db.models import Count, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -33,7 +22,12 @@ from jobs.models import Job
 from .access import get_node
 from .models import Node
 from .recorder import NODE_HISTORY_SECONDS
+from .students import CSV_COLUMNS, STUCK_AFTER, StudentRow, class_rows
 from .summary import REPORT_COLUMNS, course_report
+
+STUDENT_COLUMNS = ["Student", "Status", "Running", "Waiting", "Jobs", "Failed", "GPU-hours", "Mean GPU utilization"]
+STUDENT_COLUMNS += ["Last activity", "Idle"]
+ENDED_LABELS_FOR = timedelta(hours=1)  # the heatmap's frames from the ring can name a job that ended this long ago
 
 
 @login_required
@@ -41,7 +35,7 @@ def course_dashboard(request, slug: str):
     course = access.get_course(request.user, slug, teach=True)
     counts = dict(Job.objects.filter(course=course).values_list("state").annotate(n=Count("pk")).order_by())
     states = [(state.label, state.value, counts.get(state.value, 0)) for state in JobState]
-    students = _students(course)
+    students = class_rows(course)
     return render(
         request,
         "telemetry/course_dashboard.html",
@@ -51,6 +45,10 @@ def course_dashboard(request, slug: str):
             "states": states,
             "students": students,
             "heatmap": _heatmap_labels(course, students),
+            "ended": _ended_recently(course),
+            "student_filters": _filter_counts(students),
+            "student_columns": STUDENT_COLUMNS,
+            "stuck_minutes": int(STUCK_AFTER.total_seconds() // 60),
             "running": counts.get(JobState.RUNNING, 0),
             "idle_seconds": int(settings.TELEMETRY_IDLE_SECONDS),
             "idle_minutes": round(settings.TELEMETRY_IDLE_SECONDS / 60, 1),
@@ -58,66 +56,32 @@ def course_dashboard(request, slug: str):
     )
 
 
-def _heatmap_labels(course, students: list[dict]) -> dict:
-    """What the heatmap's frames do not carry: students' names, and which template each running job runs.
+def _ended_recently(course) -> list[Job]:
+    """The course's jobs that ended in the last hour, newest first: what the live heatmap no longer shows."""
+    since = timezone.now() - ENDED_LABELS_FOR
+    jobs = Job.objects.filter(course=course, finished_at__gte=since).select_related("owner", "template")
+    fields = ("pk", "state", "finished_at", "owner__username", "owner__first_name", "owner__last_name")
+    return list(jobs.only(*fields, "template__name").order_by("-finished_at")[:50])
+
+
+def _filter_counts(students: list[StudentRow]) -> list[tuple[str, str, int | None]]:
+    """The student table's filter buttons: (value, words, how many students now); idle is counted by the page."""
+    counted = [(flag, sum(flag in s.flags for s in students)) for flag in ("stuck", "waiting", "failed")]
+    return [("", "Everyone", len(students)), *((f, f.capitalize(), n) for f, n in counted), ("idle", "Idle", None)]
+
+
+def _heatmap_labels(course, students: list[StudentRow]) -> dict:
+    """What the heatmap's frames do not carry: students' names, and which template each job runs: the unfinished
+    jobs and those that ended in the last hour, whose frames the ring still replays to a page opened after they ended.
 
     Frames name a student by username and a job by id; a job that starts after the page opened reads "job 3f2a…".
     """
-    running = Job.objects.filter(course=course, state__in=ACTIVE_STATES).values_list("pk", "template__slug")
+    recent = Q(state__in=ACTIVE_STATES) | Q(finished_at__gte=timezone.now() - ENDED_LABELS_FOR)
+    jobs = Job.objects.filter(recent, course=course).values_list("pk", "template__slug")
     return {
-        "names": {s["username"]: s["name"] for s in students},
-        "jobs": {str(pk): f"{template} {str(pk)[:8]}" for pk, template in running},
+        "names": {s.username: s.name for s in students},
+        "jobs": {str(pk): f"{template} {str(pk)[:8]}" for pk, template in jobs},
     }
-
-
-def _students(course) -> list[dict]:
-    """Per student: jobs running, GPU-hours so far, mean utilization over their finished jobs.
-
-    Summed in the database, one row per (student, GPUs per job): the page costs the same with 100 jobs or 100,000.
-    """
-    now = timezone.now()
-    running = Q(state=JobState.RUNNING)
-    ran_until = Case(When(running, then=Value(now)), default=F("finished_at"), output_field=DateTimeField())
-    held = ExpressionWrapper(ran_until - F("started_at"), output_field=DurationField())
-    counted = Q(started_at__isnull=False) & (running | Q(finished_at__gt=F("started_at")))
-    measured = Q(summary__mean_gpu_util__isnull=False, summary__samples__gt=0)
-    rows = (
-        Job.objects.filter(course=course, started_at__isnull=False)
-        .values_list("owner__username", "gpus")
-        .annotate(
-            running=Count("pk", filter=running),
-            held=Sum(held, filter=counted),
-            util_sum=Sum(F("summary__mean_gpu_util") * F("summary__samples"), filter=measured),
-            samples=Sum("summary__samples", filter=measured),
-        )
-        .order_by()
-    )
-    students: dict[str, dict] = defaultdict(lambda: {"running": 0, "gpu_hours": 0.0, "util_sum": 0.0, "samples": 0})
-    for username, gpus, running_count, held_for, util_sum, samples in rows:
-        student = students[username]
-        student["running"] += running_count
-        if held_for:
-            student["gpu_hours"] += gpus * held_for.total_seconds() / 3600
-        student["util_sum"] += util_sum or 0.0
-        student["samples"] += samples or 0
-    enrolled = course.enrollments.filter(role="student").values_list(
-        "user__username", "user__first_name", "user__last_name"
-    )
-    names = {username: f"{first} {last}".strip() or username for username, first, last in enrolled}
-    table = []
-    for username in sorted(set(names) | set(students)):
-        s = students.get(username) or {"running": 0, "gpu_hours": 0.0, "samples": 0}
-        mean = s["util_sum"] / s["samples"] if s["samples"] else None
-        table.append(
-            {
-                "username": username,
-                "name": names.get(username, username),
-                "running": s["running"],
-                "gpu_hours": round(s["gpu_hours"], 4),
-                "mean_util": mean,
-            }
-        )
-    return table
 
 
 @login_required
@@ -128,6 +92,18 @@ def course_report_csv(request, slug: str):
     writer = csv_cells.writer(response)
     writer.writerow(REPORT_COLUMNS)
     writer.writerows(course_report(course))
+    return response
+
+
+@login_required
+def course_students_csv(request, slug: str):
+    """One row per enrolled student (report.csv has one per job): jobs, how they ended, GPU-hours, last activity."""
+    course = access.get_course(request.user, slug, teach=True)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{course.slug}-students.csv"'
+    writer = csv_cells.writer(response)
+    writer.writerow(CSV_COLUMNS)
+    writer.writerows(row.csv_row() for row in class_rows(course))
     return response
 
 

@@ -90,10 +90,10 @@ def test_the_course_tables_refresh_answers_with_its_rows_only(
     with django_assert_max_num_queries(20) as full:
         page = client.get(url).content.decode()
     assert "<h2>Students</h2>" in page
-    # htmx asks again every 5 s with the page's filters: the rows, without the roster the page shows once.
+    # htmx asks again every 5 s with the page's filters: the table, without the roster the page shows once.
     with django_assert_max_num_queries(len(full.captured_queries) - 2):
         rows = client.get(url, {"student": "bob"}, headers={"HX-Request": "true"}).content.decode()
-    assert rows.lstrip().startswith("<tr>") and "Students" not in rows and "<html" not in rows
+    assert rows.lstrip().startswith('<table class="job-table">') and "Students" not in rows and "<html" not in rows
     assert bob_job.short_id in rows and alice_job.short_id not in rows
     assert login(bob).get(url, headers={"HX-Request": "true"}).status_code == 404  # a student's refresh too
 

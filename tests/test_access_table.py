@@ -57,6 +57,7 @@ TABLE: dict[tuple[str, str], str] = {
     ("courses:cancel_jobs", "POST"): TEACH_DO,
     ("telemetry:dashboard", "GET"): TEACH,
     ("telemetry:report", "GET"): TEACH,
+    ("telemetry:students_report", "GET"): TEACH,
     # The instructor's pages: roster, quotas, a new term, lab sessions, webhook, budgets, templates
     ("courses:roster", "GET"): MANAGE,
     ("courses:roster", "POST"): MANAGE_DO,  # a file, previewed

@@ -206,3 +206,38 @@ def shown_text(response) -> str:
     parser.handle_data = seen.append
     parser.feed(response.content.decode())
     return "".join(seen)
+
+
+def test_the_files_page_labels_sizes_in_the_binary_units_it_counts_in(client, monkeypatch, cluster, alice, run_dir):
+    (run_dir / "model.pt").write_bytes(b"\0" * (3 * 2**20 + 2**19))  # 3.5 MiB: 3.7 MB in decimal units
+    space = Space(cluster=cluster, account=None, root=str(run_dir), title="Your files")
+
+    @contextmanager
+    def opened(space):
+        yield Session(space, LocalSFTP())
+
+    monkeypatch.setattr("sessions.views.home_space", lambda cluster, user: space)
+    monkeypatch.setattr("sessions.views.opened", opened)
+    client.force_login(alice)
+    page = shown_text(client.get(reverse("sessions:cluster_files", args=[cluster.pk])))
+    assert "3.5 MiB" in page and " MB" not in page and " KB" not in page
+    assert "13 bytes" in page  # own.txt
+
+
+@pytest.mark.parametrize(
+    "size, shown", [(0, "0 bytes"), (1, "1 byte"), (1023, "1023 bytes"), (1536, "1.5 KiB"), (2**30, "1.0 GiB")]
+)
+def test_sizes_are_written_in_binary_units(size, shown):
+    from sessions.templatetags.file_sizes import binary_size
+
+    assert binary_size(size) == shown
+
+
+def test_no_page_writes_a_binary_size_in_decimal_units():
+    """Django's filesizeformat divides by 1,024 and writes "MB": no template may use it."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    users = [p for p in root.glob("*/templates/**/*.html") if "filesizeformat" in p.read_text()]
+    users += [p for p in (root / "templates").glob("**/*.html") if "filesizeformat" in p.read_text()]
+    assert users == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -53,7 +54,8 @@ def test_rows_offer_cancel_on_unfinished_jobs_and_clone_on_every_job(login, make
     done = set_state(done, "completed")
     body = login(alice).get(reverse("jobs:my_jobs")).content.decode()
     assert body.count('action="/jobs/') == 1 and f'action="{reverse("jobs:cancel", args=[live.pk])}"' in body
-    assert "confirm(" in body  # the cancel asks first
+    assert f'data-confirm-cancel="Cancel job {live.short_id} (Sleep and echo)?"' in body  # asked in the page's dialog
+    assert "confirm(" not in body and 'id="table-cancel-dialog"' in body and "js/job_tables.js" in body
     assert reverse("jobs:clone", args=[done.pk]) in body and reverse("jobs:clone", args=[live.pk]) in body
 
 
@@ -166,3 +168,74 @@ def test_filtered_and_searched_lists_keep_a_constant_query_count(
         assert student.get(mine, params).content.decode().count("<tr>") >= 4
     with django_assert_max_num_queries(len(taught.captured_queries)):
         teacher.get(course_url, {**params, "student": "alice"})
+
+
+def _cells(body: str, label: str) -> list[str]:
+    return re.findall(rf'<td data-label="{re.escape(label)}"[^>]*>(.*?)</td>', body)
+
+
+def test_runs_of_one_template_show_the_parameters_that_differ_and_their_results(
+    login, make_job, alice, instructor, course
+):
+    """Five "Sleep and echo" rows that differ only in Seconds: Seconds is a column, Message (the same) is not."""
+    from telemetry.models import JobSummary
+
+    runs = [set_state(make_job(alice, seconds=s), "completed") for s in (1, 2, 3, 4, 5)]  # the quota allows 4 at once
+    ended = runs[0]
+    JobSummary.objects.create(job=ended, gpu_hours=0.1, final_loss=2.3456, mean_tokens_per_s=12345.6)
+    for url, user in ((reverse("jobs:my_jobs"), alice), (reverse("courses:jobs", args=[course.slug]), instructor)):
+        body = login(user).get(url).content.decode()
+        head = body.split("<thead>")[1].split("</thead>")[0]
+        assert '">Seconds</th>' in head and "Message" not in head and "Partition" not in head
+        assert ">Loss</th>" in head and ">tok/s</th>" in head
+        assert _cells(body, "Seconds") == ["5", "4", "3", "2", "1"]  # newest first
+        assert _cells(body, "Loss")[-1] == "2.346" and _cells(body, "tok/s")[-1] == "12346"
+        refreshed = login(user).get(url, headers={"HX-Request": "true"}).content.decode()
+        assert '">Seconds</th>' in refreshed  # the refresh brings the head with the rows
+
+
+def test_a_template_run_once_or_runs_that_agree_add_no_columns(login, make_job, alice):
+    make_job(alice, seconds=3)
+    make_job(alice, seconds=3)
+    head = login(alice).get(reverse("jobs:my_jobs")).content.decode().split("<thead>")[1].split("</thead>")[0]
+    assert "Seconds" not in head and "Loss" not in head  # nothing differs, and no run has results yet
+
+
+def test_run_columns_keep_a_constant_query_count(make_job, alice, instructor, course, django_assert_max_num_queries):
+    from telemetry.models import JobSummary
+
+    student, teacher = Client(), Client()
+    student.force_login(alice)
+    teacher.force_login(instructor)
+    set_state(make_job(alice, seconds=1), "failed")
+    set_state(make_job(alice, seconds=2), "failed")
+    with django_assert_max_num_queries(20) as own:
+        student.get(reverse("jobs:my_jobs"))
+    with django_assert_max_num_queries(20) as taught:
+        teacher.get(reverse("courses:jobs", args=[course.slug]))
+    for seconds in range(3, 9):
+        job = set_state(make_job(alice, seconds=seconds, exit_code=seconds), "completed")
+        JobSummary.objects.create(job=job, final_loss=1.0 + seconds, mean_tokens_per_s=100.0 * seconds)
+    with django_assert_max_num_queries(len(own.captured_queries)):
+        assert student.get(reverse("jobs:my_jobs")).content.decode().count('data-label="Exit code"') == 8
+    with django_assert_max_num_queries(len(taught.captured_queries)):
+        teacher.get(reverse("courses:jobs", args=[course.slug]))
+
+
+def test_a_running_run_shows_its_newest_trainer_point_until_it_has_a_summary(login, make_job, alice):
+    from jobs.trainer_curve import _curve_key, _sync_client, add_curve_points
+
+    running = set_state(make_job(alice, seconds=1), "running", started_at=timezone.now())
+    set_state(make_job(alice, seconds=2), "completed")
+    client = _sync_client()
+    pipe = client.pipeline()
+    add_curve_points(
+        pipe, running.pk, [{"step": 10, "loss": 3.5, "tok_s": 900.0}, {"step": 20, "loss": 2.75, "tok_s": 950.0}]
+    )
+    pipe.execute()
+    try:
+        body = login(alice).get(reverse("jobs:my_jobs")).content.decode()
+    finally:
+        client.delete(_curve_key(running.pk))
+    assert _cells(body, "Loss")[1] == "2.750" and _cells(body, "tok/s")[1] == "950"  # the older row
+    assert "—" in _cells(body, "Loss")[0]  # the completed run stored no summary

@@ -113,7 +113,7 @@ def test_a_long_cell_a_huge_file_and_too_many_rows_are_refused_in_words(login, c
     long_name = upload(client, course, b"name,username\n" + b"y" * 1000 + b",sam\n")
     assert long_name.status_code == 400 and "Line 2: the name cell is longer than 320 characters." in text_of(long_name)
     huge = upload(client, course, b"sam,,student\n" * 90_000)
-    assert huge.status_code == 400 and "The file is larger than 1 MB; split it." in text_of(huge)
+    assert huge.status_code == 400 and "The file is larger than 1 MiB; split it." in text_of(huge)
     many = upload(client, course, b"".join(b"u%d,,student\n" % i for i in range(MAX_ROWS + 1)))
     assert many.status_code == 400 and f"The file has more than {MAX_ROWS} rows; split it." in text_of(many)
     assert list(enrolled(course)) == ["ines"]

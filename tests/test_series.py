@@ -148,3 +148,39 @@ def test_a_stopping_collector_stores_its_open_buckets(make_job, alice):
     recorder.add({f"telemetry.job.{job.pk}": job_frame()}, T0 + 3)
     recorder.flush(T0 + 4, closing=True)
     assert SeriesChunk.objects.get(job=job).series["gpu-util"]["n1/0"]["y"] == [90.0]
+
+
+def held_frame(t_ms: int, holder: str) -> dict:
+    return {"kind": "node", "node": "gpu01", "t": t_ms,
+            "gpus": [{"key": "gpu01/0", "label": f"GPU 0 · {holder}", "util": 50.0, "mem_used": 1, "power": 70,
+                      "temp": 40}]}  # fmt: skip
+
+
+def test_a_nodes_history_labels_each_stretch_by_the_job_that_held_the_gpu_then():
+    """alice's job held GPU 0 for the first minute, bob's since: the first minute is not called bob's."""
+    data: series.Series = {}
+    series.add_frames(data, [held_frame(1000 * i, "alice's Tiny LM") for i in range(1, 61)])
+    series.add_frames(data, [held_frame(1000 * i, "bob's Tiny LM") for i in range(61, 121)])
+    util = series.message(data)["charts"]["gpu-util"]
+    assert [(t["name"], t["x"][0], t["x"][-1]) for t in util] == [
+        ("GPU 0 · bob's Tiny LM", 61_000, 120_000),  # the GPU's key: live points carry on from it
+        ("GPU 0 · alice's Tiny LM", 1000, 60_000),
+    ]
+    assert util[0]["key"] == "gpu01/0" and util[1]["key"] == "gpu01/0@1000"
+
+
+def test_stored_node_series_keep_each_holder_on_its_own_stretch():
+    recorder = SeriesRecorder(flush_seconds=3600)
+    for i in range(1, 121):
+        holder = "alice's Tiny LM" if i <= 60 else "bob's Tiny LM"
+        frame = held_frame(0, holder)
+        recorder.add({"telemetry.node.1": frame}, now=T0 + i)
+    pending = recorder.pending[("node", "1")]["gpu-util"]
+    names = {key: trace["name"] for key, trace in pending.items()}
+    assert names["gpu01/0"] == "GPU 0 · bob's Tiny LM"
+    assert [n for k, n in names.items() if k.startswith("gpu01/0@")] == ["GPU 0 · alice's Tiny LM"]
+    data: series.Series = {}
+    series.add_stored(data, {chart: dict(traces) for chart, traces in recorder.pending[("node", "1")].items()})
+    merged = {t["name"]: t for t in series.message(data)["charts"]["gpu-util"]}
+    alice, bob = merged["GPU 0 · alice's Tiny LM"], merged["GPU 0 · bob's Tiny LM"]
+    assert max(x for x in alice["x"] if x is not None) <= min(x for x in bob["x"] if x is not None)  # one shared bucket

@@ -34,7 +34,7 @@ def test_dashboard_and_report_are_for_the_courses_instructors(
     page = login(instructor).get(urls[0])
     assert page.status_code == 200
     assert 'data-socket="/ws/courses/' in page.content.decode()
-    assert b'<td data-label="GPU-hours">3</td>' in page.content  # alice's GPU-hours
+    assert b'data-label="GPU-hours" data-value="3.000000">3</td>' in page.content  # alice's GPU-hours
     report = login(instructor).get(urls[1]).content.decode().splitlines()
     assert report[0].startswith("student,job,template,cluster,state,gpus")
     assert report[1].startswith("alice,") and ",3.0,40.0," in report[1]
@@ -76,3 +76,21 @@ def test_job_page_has_live_charts_and_the_summary_when_it_ended(login, alice, co
     assert f'data-socket="/ws/jobs/{job.pk}/"' in page and 'data-chart="gpu-util"' in page
     assert "vendor/uplot.min.js" in page and "cdn" not in page.lower()
     assert "61.5 %" in page and "GPU-hours" in page
+
+
+def test_a_jobs_summary_keeps_the_trainers_last_loss(alice, course, cluster, sleep_template):
+    """The job tables' Loss column reads the summary the collector stores when a job ends."""
+    from telemetry.frames import FrameBuilder
+    from telemetry.hints import HintRules
+    from telemetry.parsers import TrainerPoint
+    from telemetry.summary import store_ended
+
+    job = finished_job(alice, course, cluster, sleep_template)
+    JobSummary.objects.filter(job=job).delete()
+    builder = FrameBuilder()
+    builder.rules[str(job.pk)] = HintRules()
+    points = [TrainerPoint(epoch=0, step=s, loss=3.0 - s / 100, tokens_per_s=1000.0 + s) for s in (10, 20, 30)]
+    builder._account(str(job.pk), [], [], points, now=1000.0)
+    assert store_ended(builder.usage) == [str(job.pk)]
+    summary = JobSummary.objects.get(job=job)
+    assert summary.final_loss == pytest.approx(2.7) and summary.mean_tokens_per_s == pytest.approx(1020.0)

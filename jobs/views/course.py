@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from core.choices import ACTIVE_STATES
 from courses.models import Role
-from jobs import access
+from jobs import access, run_columns
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.models import Job
@@ -29,7 +29,9 @@ def course_jobs(request, slug: str):
     form = JobFilterForm(request.GET or None)
     jobs = form.apply(access.visible_jobs(request.user).filter(course=course))
     page = Paginator(jobs.for_table(), 50).get_page(request.GET.get("page"))
-    context = {"course": course, "form": form, "page": page, "jobs": page.object_list, "show_owner": True}
+    rows = list(page.object_list)
+    context = {"course": course, "form": form, "page": page, "jobs": rows, "show_owner": True}
+    context |= run_columns.annotate(rows)
     context["bulk"] = True  # rows get a checkbox for "Cancel selected"
     if request.headers.get("HX-Request"):  # the table's 5-second refresh: its rows only
         return render(request, "jobs/_job_rows.html", context)

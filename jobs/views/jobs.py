@@ -10,7 +10,7 @@ from django.views.decorators.http import require_http_methods
 from clusters import kinds
 from clusters.backends import BackendError
 from core.choices import EventKind, JobState
-from jobs import access, job_page, rightsize, servers, status_panel, waiting
+from jobs import access, job_page, rightsize, run_columns, servers, status_panel, waiting
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.logs import log_streams, read_log
@@ -26,7 +26,8 @@ def my_jobs(request):
     form = JobFilterForm(request.GET or None)
     jobs = form.apply(Job.objects.filter(owner=request.user)).for_table()
     page = Paginator(jobs, 50).get_page(request.GET.get("page"))
-    context = {"form": form, "page": page, "jobs": page.object_list, "show_owner": False}
+    rows = list(page.object_list)
+    context = {"form": form, "page": page, "jobs": rows, "show_owner": False, **run_columns.annotate(rows)}
     if request.headers.get("HX-Request"):
         return render(request, "jobs/_job_rows.html", context)
     context["templates"] = JobTemplate.objects.filter(jobs__owner=request.user).distinct().only("slug", "name")

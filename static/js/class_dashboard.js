@@ -14,6 +14,7 @@ const BUCKET_MS = 5000;
 const COLUMNS = 60; // five minutes
 const NEWEST = COLUMNS - 1;
 const LIVE_MS = 15000; // a GPU absent from frames this long is no longer in use (frames carry every GPU each second)
+const KEPT_MS = COLUMNS * BUCKET_MS; // a GPU whose job ended keeps its row, marked ended, while its cells are shown
 const ROW_PX = 22; // a row's height: its label and its cells
 const NO_SAMPLE = [0xe4, 0xe7, 0xee];
 // Viridis, the colour of 0, 10, … 100 % (the page's colour scale shows the same)
@@ -122,14 +123,17 @@ class ClassHeatmap {
     this.el.dataset.frames = String(++this.frames);
   }
 
-  // The GPUs in use now, by student; the idlest student first, then the least busy over the last minute.
+  // The GPUs shown, by student: in use now, or (marked ended) used by a job that ended within the five minutes, so a
+  // job that ended or failed does not vanish from the picture as it happens. The idlest student in use first, then
+  // the least busy over the last minute; students whose GPUs all ended last.
   // Ordered on whole buckets, whole idle minutes and 5 % bands of the last minute's mean, so rows move when a column
   // completes and a student's use really changed, not with every sample (a row that jumps cannot be clicked).
   students(now) {
     const bucket = Math.floor(now / BUCKET_MS) * BUCKET_MS;
     const live = new Map();
     for (const gpu of this.gpus.values()) {
-      if (now - gpu.seen > LIVE_MS) continue;
+      if (now - gpu.seen > KEPT_MS) continue;
+      gpu.ended = now - gpu.seen > LIVE_MS;
       if (!live.has(gpu.student)) live.set(gpu.student, []);
       live.get(gpu.student).push(gpu);
     }
@@ -153,10 +157,12 @@ class ClassHeatmap {
       .map(([student, gpus]) => ({
         student,
         gpus: gpus.sort((a, b) => a.key.localeCompare(b.key)),
-        idle: Math.max(...gpus.map((g) => g.idle)),
+        idle: Math.max(...gpus.map((g) => (g.ended ? 0 : g.idle))),
+        ended: gpus.every((g) => g.ended),
         recent: recent(gpus),
       }))
-      .sort((a, b) => Math.floor(b.idle / 60) - Math.floor(a.idle / 60) || Math.sign(b.idle) - Math.sign(a.idle) ||
+      .sort((a, b) => a.ended - b.ended ||
+        Math.floor(b.idle / 60) - Math.floor(a.idle / 60) || Math.sign(b.idle) - Math.sign(a.idle) ||
         band(a.recent) - band(b.recent) || COLLATOR.compare(this.name(a.student), this.name(b.student)));
   }
 
@@ -188,7 +194,7 @@ class ClassHeatmap {
     for (const s of students) {
       const open = this.expanded.has(s.student);
       layout += `,${s.student}${open ? "+" : ""}`;
-      for (const g of s.gpus) layout += `|${g.key}`;
+      for (const g of s.gpus) layout += `|${g.key}${g.ended ? "-" : ""}`;
     }
     if (layout === this.layout) { // the same rows in the same column: only the newest column moved
       for (const row of this.rows) row.values[NEWEST] = row.gpu ? valueAt(row.gpu, now) : mean(row.gpus, now);
@@ -198,7 +204,8 @@ class ClassHeatmap {
     this.layout = layout;
     this.rows = [];
     for (const s of students) {
-      this.rows.push({ id: s.student, student: s.student, gpus: s.gpus, values: this.times.map((t) => mean(s.gpus, t)) });
+      this.rows.push({ id: s.student, student: s.student, gpus: s.gpus, ended: s.ended,
+        values: this.times.map((t) => mean(s.gpus, t)) });
       if (!this.expanded.has(s.student)) continue;
       for (const g of s.gpus) {
         this.rows.push({ id: g.key, student: s.student, gpu: g, values: this.times.map((t) => valueAt(g, t)) });
@@ -216,10 +223,14 @@ class ClassHeatmap {
 
   // A row's label: "▸ Ada Lovelace · 2 GPUs" (a button), or under an open student "GPU node/0 · job" (a link).
   labelText(row, narrow) {
-    if (row.gpu) return narrow ? `GPU ${row.gpu.gpu}` : `GPU ${row.gpu.gpu} · ${this.jobLabel(row.gpu.job)}`;
+    if (row.gpu) {
+      const ended = row.gpu.ended ? " · ended" : "";
+      return narrow ? `GPU ${row.gpu.gpu}${ended}` : `GPU ${row.gpu.gpu} · ${this.jobLabel(row.gpu.job)}${ended}`;
+    }
     const open = this.expanded.has(row.student);
     const count = row.gpus.length;
-    return `${open ? "▾" : "▸"} ${this.name(row.student)}${narrow ? "" : ` · ${count} GPU${count === 1 ? "" : "s"}`}`;
+    const gpus = narrow ? "" : ` · ${count} GPU${count === 1 ? "" : "s"}`;
+    return `${open ? "▾" : "▸"} ${this.name(row.student)}${gpus}${row.ended ? " · ended" : ""}`;
   }
 
   newLabel(row) {
@@ -425,12 +436,21 @@ class ClassHeatmap {
     }
     const byStudent = new Map(idle.map((s) => [s.student, s.idle]));
     this.idleCells ||= [...document.querySelectorAll("[data-idle-for]")];
+    let flagged = false;
     for (const cell of this.idleCells) {
       const seconds = byStudent.get(cell.dataset.idleFor) || 0;
       const text = seconds ? `GPU idle ${Math.round(seconds / 60)} min` : "";
-      if (cell.textContent !== text) cell.textContent = text; // unchanged cells are left alone: no layout each second
-      if (cell.classList.contains("flag") !== seconds > 0) cell.classList.toggle("flag", seconds > 0);
+      if (cell.textContent !== text) { // unchanged cells are left alone: no layout each second
+        cell.textContent = text;
+        cell.dataset.value = String(Math.round(seconds / 60)); // what the student table sorts the flag by
+      }
+      if (cell.classList.contains("flag") !== seconds > 0) {
+        cell.classList.toggle("flag", seconds > 0);
+        flagged = true;
+      }
     }
+    // The student table (static/js/student_table.js) filters on the flags: it looks again when one came or went.
+    if (flagged) document.dispatchEvent(new CustomEvent("idle-flags-changed"));
   }
 
   idleItems(idle) {
@@ -440,7 +460,7 @@ class ClassHeatmap {
       const gpu = s.gpus.reduce((a, b) => (b.idle > a.idle ? b : a));
       link.href = `/jobs/${gpu.job}/`;
       link.textContent = this.name(s.student);
-      const idleGpus = s.gpus.filter((g) => g.idle >= this.idleLimit).length;
+      const idleGpus = s.gpus.filter((g) => !g.ended && g.idle >= this.idleLimit).length;
       item.append(link, ` · ${idleGpus} of ${s.gpus.length} GPU${s.gpus.length === 1 ? "" : "s"} idle for ` +
         `${Math.round(s.idle / 60)} min · ${this.jobLabel(gpu.job)}`);
       return item;

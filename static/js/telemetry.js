@@ -339,7 +339,7 @@ class Chart {
   }
 
   // Points into the columns: one x per distinct x (a frame's time, or a step). True when the series changed
-  // (a trace came, a GPU's job changed its name, or an x arrived out of order): the chart is then built anew.
+  // (a trace came, a GPU's holder changed, or an x arrived out of order): the chart is then built anew.
   append(points) {
     let changed = false;
     for (const p of points) {
@@ -351,7 +351,17 @@ class Chart {
         this.ys.push(new Array(this.xs.length).fill(undefined));
         changed = true;
       } else if (this.names[s] !== p.name) {
-        this.names[s] = p.name;
+        if (!this.byStep) {
+          // Another job holds the GPU now: its stretch so far keeps its holder's name under its own key (as
+          // telemetry/series.py's trace_for does for history), and the GPU's key carries on under the new name.
+          const first = this.ys[s].findIndex((v) => v !== undefined && v !== null);
+          this.keys[s] = `${p.key}@${first < 0 ? 0 : this.xs[first]}`;
+          s = this.keys.push(p.key) - 1;
+          this.ys.push(new Array(this.xs.length).fill(undefined));
+          this.names.push(p.name);
+        } else {
+          this.names[s] = p.name;
+        }
         changed = true;
       }
       const end = this.xs.length - 1;

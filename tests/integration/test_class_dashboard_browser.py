@@ -47,9 +47,11 @@ def full_class(course, cluster, sleep_template):
     return list(zip(users, jobs, strict=True))
 
 
-def course_frame(students, t_ms: int, idle_students=IDLE, shift: float = 0.0) -> dict:
+def course_frame(students, t_ms: int, idle_students=IDLE, shift: float = 0.0, ended=frozenset()) -> dict:
     rows = []
     for i, (user, job) in enumerate(students):
+        if i in ended:  # the job ended: the collector sends its GPUs no more
+            continue
         for gpu in (0, 1):
             idle = i in idle_students
             rows.append({"key": f"{user.username}/{str(job.pk)[:8]}/node{i % 8}/{gpu}", "job": str(job.pk),
@@ -66,6 +68,7 @@ class Feed:
         self.students = students
         self.idle = set(IDLE)  # a test may send another student idle while the page is open
         self.shift = 0.0  # or lower every busy GPU's utilization by this much
+        self.ended: set[int] = set()  # or end these students' jobs
         self.stop = threading.Event()
         client = redis.Redis.from_url(os.environ["REDIS_URL"])
         for key in client.scan_iter(f"{KEY_PREFIX}:*{self.group}"):
@@ -79,7 +82,8 @@ class Feed:
                 await publisher.publish({self.group: course_frame(self.students, t)}, now_ms=t)
             while not self.stop.is_set():
                 t = int(time.time() * 1000)
-                await publisher.publish({self.group: course_frame(self.students, t, self.idle, self.shift)}, now_ms=t)
+                frame = course_frame(self.students, t, self.idle, self.shift, self.ended)
+                await publisher.publish({self.group: frame}, now_ms=t)
                 await asyncio.sleep(1)
             await publisher.close()
 
@@ -251,3 +255,84 @@ PAINTED_WRONG = """() => {
   });
   return wrong;
 }"""
+
+
+@pytest.mark.timeout(180)
+def test_the_student_table_sorts_and_filters_sixty_students_in_the_page(
+    web, browser, instructor, course, cluster, sleep_template, full_class
+):
+    """Sixty rows (the instructor has none), filtered by stuck, waiting, failed and the live idle flag, sorted by a
+    header or, on a phone, the "Sort by" list: all without a reload."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    (s0, _), (s1, _), (s2, _) = full_class[0], full_class[1], full_class[2]
+    base = {"course": course, "cluster": cluster, "template": sleep_template}
+    stuck = Job.objects.create(owner=s0, state="pending", **base)
+    Job.objects.filter(pk=stuck.pk).update(created_at=timezone.now() - timedelta(minutes=40))
+    Job.objects.create(owner=s1, state="queued", **base)
+    Job.objects.create(owner=s2, state="failed", **base)
+    Job.objects.create(owner=instructor, state="completed", **base)
+    page = open_page(browser, 1280)
+    log_in(page, web, "ines")
+    table = page.locator("#dashboard-students")
+    shown = table.locator("tbody tr:visible")
+    with Feed(course, full_class):
+        page.goto(f"{web.url}/courses/{course.slug}/dashboard/")
+        expect(shown).to_have_count(STUDENTS)
+        page.evaluate("window.notReloaded = true")
+        tools = page.locator("[data-student-table] .filter-buttons")
+        for flag, names in (("Stuck", ["student0"]), ("Waiting", ["student0", "student1"]), ("Failed", ["student2"])):
+            tools.get_by_role("button", name=flag).click()
+            expect(tools.get_by_role("button", name=flag)).to_have_attribute("aria-pressed", "true")
+            expect(shown).to_have_count(len(names))
+            assert [r.get_attribute("data-value") for r in shown.locator("td:first-child").all()] == names
+        tools.get_by_role("button", name="Idle").click()
+        expect(shown).to_have_count(len(IDLE), timeout=20_000)  # the idle flags come with the frames
+        expect(tools.get_by_role("button", name="Idle")).to_contain_text(f"({len(IDLE)})")
+        expect(page.locator("[data-shown]")).to_have_text(f"Showing {len(IDLE)} of {STUDENTS} students: idle.")
+        tools.get_by_role("button", name="Everyone").click()
+        expect(shown).to_have_count(STUDENTS)
+
+        header = table.locator("thead th").first
+        expect(header).to_have_attribute("aria-sort", "ascending")
+        header.get_by_role("button").click()
+        expect(header).to_have_attribute("aria-sort", "descending")
+        assert shown.first.locator("td").first.get_attribute("data-value") == "student59"  # numeric order
+        failed = table.locator("thead th").nth(5)
+        failed.get_by_role("button").focus()
+        page.keyboard.press("Enter")
+        expect(failed).to_have_attribute("aria-sort", "descending")
+        assert shown.first.locator("td").first.get_attribute("data-value") == "student2"
+        assert page.evaluate("window.notReloaded") is True
+        page.screenshot(path=f"{SHOTS}/dashboard-students-sorted-1280.png", full_page=True)
+
+        phone = open_page(browser, 390)
+        log_in(phone, web, "ines")
+        phone.goto(f"{web.url}/courses/{course.slug}/dashboard/")
+        phone_rows = phone.locator("#dashboard-students tbody tr:visible")
+        expect(phone_rows).to_have_count(STUDENTS)
+        phone.select_option("[data-sort-select]", label="Waiting")
+        assert phone_rows.first.locator("td").first.get_attribute("data-value") == "student0"
+        phone.locator("[data-student-table] .filter-buttons").get_by_role("button", name="Failed").click()
+        expect(phone_rows).to_have_count(1)
+        assert phone.evaluate("document.scrollingElement.scrollWidth") <= 390
+        phone.screenshot(path=f"{SHOTS}/dashboard-students-filtered-390.png", full_page=True)
+
+
+@pytest.mark.timeout(120)
+def test_a_student_whose_job_ended_keeps_a_row_marked_ended(web, browser, instructor, course, full_class):
+    page = open_page(browser, 1280)
+    log_in(page, web, "ines")
+    heatmap = page.locator("[data-chart=heatmap]")
+    with Feed(course, full_class) as feed:
+        page.goto(f"{web.url}/courses/{course.slug}/dashboard/")
+        expect(heatmap).to_have_attribute("data-rows", str(STUDENTS), timeout=30_000)
+        feed.ended = {5}
+        ended = page.locator("[data-chart=heatmap] .heat-label", has_text="Student No. 5 · 2 GPUs · ended")
+        expect(ended).to_have_count(1, timeout=30_000)  # after 15 s without frames, not gone
+        expect(heatmap).to_have_attribute("data-rows", str(STUDENTS))
+        labels = page.locator("[data-chart=heatmap] .heat-label").all_text_contents()
+        assert labels[-1].endswith("· ended")  # after the students still at work
+        assert "Student No. 5" not in page.locator("[data-idle-now]").inner_text()

@@ -252,3 +252,40 @@ def test_a_job_page_before_its_first_sample_says_so_and_fits_a_phone(
     assert page.locator("[data-chart=loss]").count() == 0  # a chart this template can never fill is not shown
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     page.screenshot(path=f"{SHOTS}/gpulab-job-empty-phone.png", full_page=True)
+
+
+@pytest.mark.timeout(300)
+def test_a_nodes_hour_names_each_gpu_stretch_by_the_job_that_held_it(
+    web, browser, clean_ring, alice, bob, admin_user, tiny_lm, cluster, node
+):
+    """alice's job held GPUs 0-1 for the first half hour, bob's since: the first half is alice's in the legend, in
+    the stored hour and as live frames move the GPU to another holder."""
+    first, second = make_job(alice, tiny_lm, cluster), make_job(bob, tiny_lm, cluster)
+    now = time.time()
+    publish(node, [(first, (0, 1))], now - 3600, now - 1800)
+    publish(node, [(second, (0, 1))], now - 1800, now)
+    page = browser()
+    log_in(page, web, "ada")
+    page.goto(f"{web.url}/nodes/{node.pk}/")
+    drawn(page, "gpu-util")
+    names = chart(page, "gpu-util")["names"]
+    assert "GPU 0 · alice's Tiny LM" in names and "GPU 0 · bob's Tiny LM" in names, names
+    spans = page.evaluate(
+        """() => Object.fromEntries(document.querySelector('[data-chart="gpu-util"]').telemetryChart.traces()
+             .map((t) => [t.name, [Math.min(...t.x), Math.max(...t.x)]]))"""
+    )
+    alice_span, bob_span = spans["GPU 0 · alice's Tiny LM"], spans["GPU 0 · bob's Tiny LM"]
+    assert alice_span[1] <= bob_span[0] + 10_000, spans  # alice's stretch ends where bob's begins
+    # Live: the GPU passes to another holder; bob's stretch keeps bob's name.
+    moved = page.evaluate(
+        """() => {
+          const chart = document.querySelector('[data-chart="gpu-util"]').telemetryChart;
+          const s = chart.names.indexOf("GPU 0 · bob's Tiny LM");
+          const key = chart.keys[s];
+          chart.append([{ chart: "gpu-util", key, name: "GPU 0 · free", x: chart.xs.at(-1) + 1000, y: 0 }]);
+          return { key, keys: chart.keys, names: chart.names };
+        }"""
+    )
+    assert moved["names"][moved["keys"].index(moved["key"])] == "GPU 0 · free", moved
+    assert "GPU 0 · bob's Tiny LM" in moved["names"] and "GPU 0 · alice's Tiny LM" in moved["names"], moved
+    page.screenshot(path=f"{SHOTS}/gpulab-node-two-holders.png", full_page=True)

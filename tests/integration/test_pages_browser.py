@@ -79,17 +79,40 @@ def test_job_lists_fit_a_phone_and_filter_for_students_and_instructors(
 
 @pytest.mark.timeout(120)
 def test_instructor_cancels_ticked_jobs_after_confirming(live_server, browser, jobs, instructor, course):
+    """Asked in the page's styled dialog, which names the ticked jobs, never in the browser's confirm()."""
     page = signed_in(browser, live_server, "ines", 1280)
     page.goto(f"{live_server.url}/courses/{course.slug}/")
     running, pending = jobs[0], jobs[1]
+    asked = []
+    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.click("#bulk-cancel button[type=submit]")
+    expect(page.locator("[data-bulk-note]")).to_contain_text("Tick the jobs to cancel first")
     page.check(f"input[name=job][value='{running.pk}']")
     page.check(f"input[name=job][value='{pending.pk}']")
-    asked = []
-    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
+    dialog = page.locator("#table-cancel-dialog")
     page.click("#bulk-cancel button[type=submit]")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("h2")).to_have_text("Cancel 2 jobs?")
+    expect(dialog.locator("li")).to_have_count(2)
+    expect(dialog.locator("ul")).to_contain_text(f"{running.short_id} · alice · Sleep and echo")
+    expect(dialog.locator("ul")).to_contain_text(f"{pending.short_id} · alice · Sleep and echo")
+    expect(dialog.get_by_role("button", name="Keep them running")).to_be_focused()
+    page.screenshot(path=f"{SHOTS}/course-jobs-cancel-dialog-1280.png", full_page=True)
+    page.keyboard.press("Escape")  # keeps them
+    expect(dialog).to_be_hidden()
+    assert Job.objects.filter(cancel_requested_at__isnull=False).count() == 0
+    page.click("#bulk-cancel button[type=submit]")
+    dialog.get_by_role("button", name="Stop 2 jobs").click()
     expect(page.locator(".flash")).to_contain_text("Cancelling 2 jobs.")
-    assert asked == ["Cancel 2 jobs? Running work stops and is not resumed."]
     assert Job.objects.filter(pk__in=[running.pk, pending.pk], cancel_requested_at__isnull=False).count() == 2
+    queued = jobs[4]  # a row's own Cancel asks in the same dialog
+    row = page.locator("#job-rows tr", has=page.locator(f"a[href='{queued.get_absolute_url()}']"))
+    row.get_by_role("button", name="Cancel").click()
+    expect(dialog.locator("h2")).to_have_text(f"Cancel job {queued.short_id} (Sleep and echo)?")
+    dialog.get_by_role("button", name="Keep it running").click()
+    expect(dialog).to_be_hidden()
+    assert asked == []  # no browser dialog at any point
+    assert Job.objects.get(pk=queued.pk).cancel_requested_at is None
     # At once: both rows say so and offer no second cancel; the other rows keep theirs.
     for job in (running, pending):
         row = page.locator("#job-rows tr", has=page.locator(f"a[href='{job.get_absolute_url()}']"))

@@ -38,7 +38,7 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"Cannot read {roster}: {exc}") from None
         if len(raw) > MAX_BYTES:
-            raise CommandError(f"{roster} is larger than {MAX_BYTES // (1024 * 1024)} MB; split it.")
+            raise CommandError(f"{roster} is larger than {MAX_BYTES // (1024 * 1024)} MiB; split it.")
         try:
             text = decode(raw)
         except RosterUnreadable as exc:
