@@ -87,7 +87,7 @@ def take(user_id: int) -> Slot | None:
     token = secrets.token_hex(8)
     try:
         taken = measurements.client().eval(
-            _TAKE, 1, KEY.format(user=user_id), f"{time.time():.3f}", SLOT_SECONDS, limit, token
+            _TAKE, 1, KEY.format(user=user_id), f"{time.time():.3f}", str(SLOT_SECONDS), str(limit), token
         )
     except (redis.RedisError, OSError):
         logger.warning("archive slots: Redis did not answer; the archive of user %s goes ahead", user_id)

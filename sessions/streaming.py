@@ -171,7 +171,7 @@ def file_response(request, stream: Callable[[int, int], AsyncIterator[bytes]], n
     return response
 
 
-def archive_response(request, make: Callable[[], Generator[bytes, None, None]], name: str, fmt: str):
+def archive_response(request, make: Callable[[], Iterator[bytes]], name: str, fmt: str):
     content_type = "application/zip" if fmt == "zip" else "application/x-tar"
     response: HttpResponseBase
     if request.method == "HEAD":
