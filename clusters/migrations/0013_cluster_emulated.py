@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='cluster',
             name='emulated',
-            field=models.BooleanField(default=False, help_text="A stand-in for a real cluster (make demo's Kubernetes emulator: pods run as local processes on one machine, without GPUs). Every page that names the cluster says “emulated”."),
+            field=models.BooleanField(default=False, help_text="A stand-in for a real cluster, such as the one make demo emulates when it is given no kubeconfig (its pods run as local processes on one machine, without GPUs). Every page that names the cluster says “emulated”."),
         ),
     ]
