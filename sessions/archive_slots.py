@@ -4,9 +4,11 @@ Walking a folder of 10,000 entries and zipping it costs the web server real CPU 
 student's burst of folder downloads (twenty tabs, a script, a download manager retrying) must not slow everyone
 else's pages, so each user holds at most GPULAB_FILES_ARCHIVES_PER_USER archives at a time; one more is refused in
 words before anything is read on the cluster. The slots live in Redis (one sorted set per user, scored by when each
-was taken), so every web process sees the same count; a slot older than SLOT_SECONDS belongs to a process that died
-mid-download and is reclaimed. If Redis cannot be asked, the download goes ahead: the limit protects the pages, and
-losing it for a moment is better than refusing every archive.
+was last seen alive), so every web process sees the same count. A streaming archive renews its slot every
+RENEW_SECONDS; one not renewed for SLOT_SECONDS belongs to a process that died mid-download (or to a give-back Redis
+did not answer) and is reclaimed, so a student is never locked out for longer than that. If Redis cannot be asked
+when a slot is taken, the download goes ahead: the limit protects the pages, and losing it for a moment is better
+than refusing every archive.
 """
 
 from __future__ import annotations
@@ -19,12 +21,17 @@ from collections.abc import Iterator
 import redis
 from django.conf import settings
 
-from core import measurements
-
 logger = logging.getLogger(__name__)
 
-SLOT_SECONDS = 6 * 3600  # longer than any archive stream: a 2 GiB limit at a slow 100 kB/s takes under 6 h
+SLOT_SECONDS = 600  # longer than walking the largest folder allowed (FILES_ARCHIVE_MAX_ENTRIES) on a busy cluster
+RENEW_SECONDS = 60
 KEY = "gpulab:archive-slots:{user}"
+
+
+def _redis() -> redis.Redis:
+    # Longer timeouts than the metrics' client: a slot not given back holds a student's downloads for SLOT_SECONDS.
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=3, socket_connect_timeout=3)
+
 
 # Atomic across web processes: drop slots past their age, then take one if fewer than the limit are held.
 _TAKE = """
@@ -43,13 +50,24 @@ class Slot:
 
     def __init__(self, user_id: int, token: str | None):
         self.user_id, self.token = user_id, token
+        self.renewed = time.monotonic()
+
+    def renew(self) -> None:
+        """Still streaming: the slot's age starts again (at most once a RENEW_SECONDS)."""
+        if self.token is None or time.monotonic() - self.renewed < RENEW_SECONDS:
+            return
+        self.renewed = time.monotonic()
+        try:
+            _redis().zadd(KEY.format(user=self.user_id), {self.token: time.time()}, xx=True)
+        except (redis.RedisError, OSError):
+            logger.warning("archive slots: could not renew a slot of user %s", self.user_id, exc_info=True)
 
     def give_back(self) -> None:
         token, self.token = self.token, None
         if token is None:
             return
         try:
-            measurements.client().zrem(KEY.format(user=self.user_id), token)
+            _redis().zrem(KEY.format(user=self.user_id), token)
         except (redis.RedisError, OSError):  # it ages out after SLOT_SECONDS
             logger.warning("archive slots: could not give back a slot of user %s", self.user_id, exc_info=True)
 
@@ -67,10 +85,12 @@ class _Held:
 
     def __next__(self) -> bytes:
         try:
-            return next(self.chunks)
+            chunk = next(self.chunks)
         except StopIteration:
             self.slot.give_back()
             raise
+        self.slot.renew()
+        return chunk
 
     def close(self) -> None:
         try:
@@ -86,7 +106,7 @@ def take(user_id: int) -> Slot | None:
     limit = settings.GPULAB_FILES_ARCHIVES_PER_USER
     token = secrets.token_hex(8)
     try:
-        taken = measurements.client().eval(
+        taken = _redis().eval(
             _TAKE, 1, KEY.format(user=user_id), f"{time.time():.3f}", str(SLOT_SECONDS), str(limit), token
         )
     except (redis.RedisError, OSError):

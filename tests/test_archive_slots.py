@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from core import measurements
 from sessions import archive_slots
 
 pytestmark = pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs the Redis that `make test` starts")
@@ -18,9 +17,9 @@ USER = 987_654  # no real user: the slots are keyed by id only
 
 @pytest.fixture(autouse=True)
 def _no_slots_held():
-    measurements.client().delete(archive_slots.KEY.format(user=USER))
+    archive_slots._redis().delete(archive_slots.KEY.format(user=USER))
     yield
-    measurements.client().delete(archive_slots.KEY.format(user=USER))
+    archive_slots._redis().delete(archive_slots.KEY.format(user=USER))
 
 
 def test_a_user_holds_as_many_archives_as_allowed_and_gets_one_back_when_one_ends(settings):
@@ -50,7 +49,7 @@ def test_a_stream_gives_its_slot_back_when_it_runs_out_and_when_closed_before_it
 def test_a_slot_of_a_process_that_died_is_reclaimed_after_its_age(settings):
     settings.GPULAB_FILES_ARCHIVES_PER_USER = 1
     key = archive_slots.KEY.format(user=USER)
-    measurements.client().zadd(key, {"left-by-a-dead-process": time.time() - archive_slots.SLOT_SECONDS - 1})
+    archive_slots._redis().zadd(key, {"left-by-a-dead-process": time.time() - archive_slots.SLOT_SECONDS - 1})
     assert archive_slots.take(USER) is not None
 
 
@@ -81,7 +80,7 @@ def test_one_archive_too_many_is_refused_in_words_before_the_cluster_is_asked(
     run_dir, running_job, alice, api_for, settings
 ):
     settings.GPULAB_FILES_ARCHIVES_PER_USER = 1
-    measurements.client().delete(archive_slots.KEY.format(user=alice.pk))
+    archive_slots._redis().delete(archive_slots.KEY.format(user=alice.pk))
     url = f"/api/v1/files/jobs/{running_job.pk}/download/"
     client = api_for(alice)
     held = archive_slots.take(alice.pk)  # another tab's download, streaming
@@ -94,4 +93,16 @@ def test_one_archive_too_many_is_refused_in_words_before_the_cluster_is_asked(
     streamed = client.get(url, {"path": "out", "archive": "tar"})
     assert streamed.status_code == 200 and b"step,loss" in b"".join(streamed)
     assert client.get(url, {"path": "out", "archive": "zip"}).status_code == 200  # the streamed one gave it back
-    measurements.client().delete(archive_slots.KEY.format(user=alice.pk))
+    archive_slots._redis().delete(archive_slots.KEY.format(user=alice.pk))
+
+
+def test_a_streaming_archive_renews_its_slot_so_only_a_dead_ones_ages_out(settings, monkeypatch):
+    settings.GPULAB_FILES_ARCHIVES_PER_USER = 1
+    key = archive_slots.KEY.format(user=USER)
+    slot = archive_slots.take(USER)
+    old = time.time() - archive_slots.SLOT_SECONDS + 5
+    archive_slots._redis().zadd(key, {slot.token: old})  # taken nearly SLOT_SECONDS ago
+    monkeypatch.setattr(archive_slots, "RENEW_SECONDS", 0)
+    chunks = slot.holding(iter([b"a", b"b"]))
+    next(chunks)  # a chunk sent: the slot is renewed
+    assert archive_slots._redis().zscore(key, slot.token) > old + 4

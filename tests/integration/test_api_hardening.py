@@ -13,7 +13,7 @@ from axes.models import AccessAttempt
 from jobs.models import Job
 from tests.conftest import PASSWORD
 
-from .conftest import start_web
+from .conftest import start_web, wait_for
 
 
 def post_token(web, username: str, password: str, forwarded_for: str) -> tuple[int, dict]:
@@ -71,7 +71,14 @@ def test_a_log_offset_past_the_end_answers_the_size_on_slurm(
     )
     job = job_state(Job.objects.get(pk=response.json()["id"]), "completed", "failed", "cancelled", "submit_failed")
     assert job.state == "completed", (job.error, list(job.events.values_list("to_state", "message")))
-    whole = client.get(f"/api/v1/jobs/{job.pk}/log/?offset=0").json()
+    # The scheduler may flush the log's last bytes just after it reports the job complete: read until it holds still.
+    whole = wait_for(
+        lambda: (read := client.get(f"/api/v1/jobs/{job.pk}/log/?offset=0").json())
+        == client.get(f"/api/v1/jobs/{job.pk}/log/?offset=0").json()
+        and read,
+        timeout=30,
+        what="the log to hold still",
+    )
     size = whole["offset"]
     assert whole["eof"] and size == len(whole["data"].encode()) > 0
     for offset in (size, size + 1, 9223372036854775808, 10**40):
