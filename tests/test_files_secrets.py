@@ -14,19 +14,11 @@ import zipfile
 import pytest
 
 from core.choices import JobState
-from courses.models import Enrollment, Role
 from sessions import api, views
 from sessions.secret_files import is_secret
 from tests.local_sftp import opened_locally
 
 SECRETS = [".jupyter-server.json", ".jupyter-server-8890.json", "jpserver-4242.json", "jpserver-4242-open.html"]
-
-
-@pytest.fixture
-def ta(make_user, course):
-    user = make_user("tara")
-    Enrollment.objects.create(course=course, user=user, role=Role.TA)
-    return user
 
 
 @pytest.fixture

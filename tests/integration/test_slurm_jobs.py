@@ -161,22 +161,24 @@ def test_worker_killed_during_submission_submits_exactly_once(
     assert "Found the earlier submission" in job.events.get(to_state="pending").message
 
 
-@pytest.mark.slurm_exclusive  # it stops slurmctld
-@pytest.mark.timeout(300)
-def test_slurmctld_outage_keeps_last_state_and_recovers(worker, api_for, alice, cluster, sleep_template, job_state):
-    job = job_state(launch(api_for, alice, seconds=20), "running")
-    pidfile = Path(
-        subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, check=True)
-        .stdout.split("SlurmctldPidFile")[1]
-        .split("=")[1]
-        .split()[0]
-    )
+def stop_slurmctld() -> None:
+    """Stop the controller as a crash would (its pid from the running config), and wait until it no longer answers;
+    the caller starts it again with `slurmctld`."""
+    config = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, check=True).stdout
+    pidfile = Path(config.split("SlurmctldPidFile")[1].split("=")[1].split()[0])
     subprocess.run(["kill", pidfile.read_text().strip()], check=True)
     wait_for(
         lambda: subprocess.run(["scontrol", "ping"], capture_output=True, text=True).stdout.count("DOWN"),
         timeout=30,
         what="slurmctld to stop",
     )
+
+
+@pytest.mark.slurm_exclusive  # it stops slurmctld
+@pytest.mark.timeout(300)
+def test_slurmctld_outage_keeps_last_state_and_recovers(worker, api_for, alice, cluster, sleep_template, job_state):
+    job = job_state(launch(api_for, alice, seconds=20), "running")
+    stop_slurmctld()
     try:
         # The job ends meanwhile, and no process on the node says so while slurmctld is away (its steps wait to report).
         time.sleep(25)
@@ -202,14 +204,7 @@ def test_with_accounting_a_slurmctld_outage_still_shows_the_stale_notice(
 
     Cluster.objects.filter(pk=cluster.pk).update(has_accounting=True)
     job = job_state(launch(api_for, alice, seconds=20), "running")
-    config = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, check=True).stdout
-    pidfile = Path(config.split("SlurmctldPidFile")[1].split("=")[1].split()[0])
-    subprocess.run(["kill", pidfile.read_text().strip()], check=True)
-    wait_for(
-        lambda: subprocess.run(["scontrol", "ping"], capture_output=True, text=True).stdout.count("DOWN"),
-        timeout=30,
-        what="slurmctld to stop",
-    )
+    stop_slurmctld()
     try:
         wait_for(
             lambda: notices_for(Job.objects.select_related("cluster").get(pk=job.pk)),
