@@ -199,6 +199,7 @@ class FrameBuilder:
             mem=None if fraction is None else round(100 * fraction, 1),
             stale=gpu.stale,
             idle_s=round(now - idle_since[gpu.key]) if gpu.key in idle_since else 0,
+            simulated=gpu.numbers.simulated,
         )
 
     def _account(self, job_id: str, gpus: list[GpuRow], hosts: list[HostRow], trainer, now: float) -> None:

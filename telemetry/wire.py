@@ -196,6 +196,7 @@ class CourseRow:
     mem: float | None  # % of the GPU's memory
     stale: bool
     idle_s: int
+    simulated: bool = False  # replayed by the demo's stand-in nvidia-smi, not measured
 
     @property
     def key(self) -> str:
@@ -203,7 +204,7 @@ class CourseRow:
 
     def to_wire(self) -> dict:
         return {"key": self.key, "job": self.job, "student": self.student, "util": self.util, "mem": self.mem,
-                "stale": self.stale, "idle_s": self.idle_s}  # fmt: skip
+                "stale": self.stale, "idle_s": self.idle_s, "simulated": self.simulated}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -242,6 +242,7 @@ def test_stand_in_samples_are_simulated_on_the_wire_and_in_the_jobs_summary():
     frames = builder.build(state.take(), now=1000.5)
     assert all(g["simulated"] is True for g in frames[f"telemetry.job.{job.job_id}"]["gpus"])
     assert all(g["simulated"] is True for g in frames["telemetry.node.1"]["gpus"])
+    assert all(r["simulated"] is True for r in frames["telemetry.course.7"]["gpus"])  # the class heatmap says so too
     assert builder.usage[job.job_id].simulated is True
 
 

@@ -93,7 +93,7 @@ def test_course_rows_are_keyed_by_student_job_and_gpu_and_sent_in_key_order():
     wire = CourseFrame(rows, None).to_wire()
     assert [r["key"] for r in wire["gpus"]] == ["ada/a1b2c3d4/gpu02/1", "zoe/ffffffff/gpu01/0"]
     assert wire["gpus"][0] == {"key": "ada/a1b2c3d4/gpu02/1", "job": "a1b2c3d4e5", "student": "ada", "util": None,
-                               "mem": None, "stale": True, "idle_s": 0}  # fmt: skip
+                               "mem": None, "stale": True, "idle_s": 0, "simulated": False}  # fmt: skip
 
 
 def test_every_key_a_record_writes_is_documented_next_to_the_javascript():

@@ -50,6 +50,7 @@ class ClassHeatmap {
     this.root = root;
     this.el = root.querySelector("[data-chart=heatmap]");
     this.empty = root.querySelector("[data-heatmap-empty]");
+    this.simulatedNote = root.querySelector("[data-heatmap-simulated]"); // shown once a stand-in GPU's row comes
     this.tools = root.querySelector("[data-heatmap-tools]");
     this.idleList = root.querySelector("[data-idle-now]");
     this.idleLimit = Number(root.dataset.idleSeconds || 300);
@@ -118,6 +119,7 @@ class ClassHeatmap {
       gpu.at[slot] = bucket;
       gpu.idle = g.idle_s || 0;
       gpu.seen = frame.t;
+      if (g.simulated && this.simulatedNote && this.simulatedNote.hidden) this.simulatedNote.hidden = false;
     }
     this.dirty = true;
     this.el.dataset.frames = String(++this.frames);

@@ -47,7 +47,9 @@ def full_class(course, cluster, sleep_template):
     return list(zip(users, jobs, strict=True))
 
 
-def course_frame(students, t_ms: int, idle_students=IDLE, shift: float = 0.0, ended=frozenset()) -> dict:
+def course_frame(
+    students, t_ms: int, idle_students=IDLE, shift: float = 0.0, ended=frozenset(), simulated: bool = False
+) -> dict:
     rows = []
     for i, (user, job) in enumerate(students):
         if i in ended:  # the job ended: the collector sends its GPUs no more
@@ -56,7 +58,8 @@ def course_frame(students, t_ms: int, idle_students=IDLE, shift: float = 0.0, en
             idle = i in idle_students
             rows.append({"key": f"{user.username}/{str(job.pk)[:8]}/node{i % 8}/{gpu}", "job": str(job.pk),
                          "student": user.username, "util": 0.0 if idle else 40.0 + (i * 7 + gpu * 13) % 60 - shift,
-                         "mem": 30.0, "stale": False, "idle_s": 400 if idle else 0})  # fmt: skip
+                         "mem": 30.0, "stale": False, "idle_s": 400 if idle else 0,
+                         "simulated": simulated})  # fmt: skip
     return {"kind": "course", "gpus": rows, "st": t_ms}
 
 
@@ -69,6 +72,7 @@ class Feed:
         self.idle = set(IDLE)  # a test may send another student idle while the page is open
         self.shift = 0.0  # or lower every busy GPU's utilization by this much
         self.ended: set[int] = set()  # or end these students' jobs
+        self.simulated = False  # or say the GPUs are the demo's stand-in
         self.stop = threading.Event()
         client = redis.Redis.from_url(os.environ["REDIS_URL"])
         for key in client.scan_iter(f"{KEY_PREFIX}:*{self.group}"):
@@ -82,7 +86,7 @@ class Feed:
                 await publisher.publish({self.group: course_frame(self.students, t)}, now_ms=t)
             while not self.stop.is_set():
                 t = int(time.time() * 1000)
-                frame = course_frame(self.students, t, self.idle, self.shift, self.ended)
+                frame = course_frame(self.students, t, self.idle, self.shift, self.ended, self.simulated)
                 await publisher.publish({self.group: frame}, now_ms=t)
                 await asyncio.sleep(1)
             await publisher.close()
@@ -336,3 +340,16 @@ def test_a_student_whose_job_ended_keeps_a_row_marked_ended(web, browser, instru
         labels = page.locator("[data-chart=heatmap] .heat-label").all_text_contents()
         assert labels[-1].endswith("· ended")  # after the students still at work
         assert "Student No. 5" not in page.locator("[data-idle-now]").inner_text()
+
+
+def test_the_heatmap_says_when_its_gpus_are_the_demos_simulated_ones(web, browser, instructor, course, full_class):
+    page = open_page(browser, 390)
+    log_in(page, web, "ines")
+    note = page.locator("[data-heatmap-simulated]")
+    with Feed(course, full_class) as feed:
+        page.goto(f"{web.url}/courses/{course.slug}/dashboard/")
+        expect(page.locator("[data-chart=heatmap]")).to_have_attribute("data-rows", str(STUDENTS), timeout=30_000)
+        expect(note).to_be_hidden()  # measured GPUs: no note
+        feed.simulated = True
+        expect(note).to_be_visible(timeout=15_000)
+        expect(note).to_contain_text("nothing on this heatmap was measured")
