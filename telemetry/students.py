@@ -118,7 +118,8 @@ def _job_totals(course, now: datetime) -> dict[int, list[dict]]:
     ran_until = Case(When(running, then=Value(now)), default=F("finished_at"), output_field=DateTimeField())
     held = ExpressionWrapper(ran_until - F("started_at"), output_field=DurationField())
     counted = Q(started_at__isnull=False) & (running | Q(finished_at__gt=F("started_at")))
-    measured = Q(summary__mean_gpu_util__isnull=False, summary__samples__gt=0)
+    # The demo's stand-in GPUs replay recorded figures: they are no student's utilization.
+    measured = Q(summary__mean_gpu_util__isnull=False, summary__samples__gt=0, summary__simulated_gpus=False)
     waiting = Q(state__in=WAITING_STATES)
     stuck = waiting & (Q(created_at__lt=now - STUCK_AFTER) | Q(never_starts_since__isnull=False))
     groups = (

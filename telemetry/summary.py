@@ -61,6 +61,7 @@ REPORT_COLUMNS = [
     "peak_gpu_memory_mib",
     "mean_tokens_per_s",
     "gpu_idle_minutes",
+    "gpu_figures",  # measured, or simulated (the demo's stand-in nvidia-smi); empty without a summary
 ]
 
 
@@ -90,6 +91,7 @@ def course_report(course) -> list[list]:
                 _blank(summary and summary.peak_gpu_memory_mib),
                 _blank(summary and summary.mean_tokens_per_s),
                 _blank(summary and summary.idle_minutes),
+                ("simulated" if summary.simulated_gpus else "measured") if summary else "",
             ]
         )
     return rows

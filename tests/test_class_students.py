@@ -112,3 +112,17 @@ def test_the_dashboard_keeps_the_last_hours_ended_jobs(login, instructor, alice,
     assert labels == {str(recent.pk): f"sleep-echo {str(recent.pk)[:8]}"}
     ended = response.content.decode().split('id="ended-recently"')[1].split("</ul>")[0]
     assert recent.get_absolute_url() in ended and old.get_absolute_url() not in ended and "Failed" in ended
+
+
+def test_simulated_gpu_figures_are_no_students_utilization_and_the_report_says_which_are_which(
+    login, instructor, class_day, bob
+):
+    replayed = Job.objects.get(owner=bob, state="completed")
+    JobSummary.objects.create(job=replayed, gpu_hours=0.5, mean_gpu_util=93.0, samples=8, simulated_gpus=True)
+    client = login(instructor)
+    assert rows_of(client, class_day)["bob"]["mean_gpu_util_pct"] == ""  # the stand-in's 93 % is nobody's
+    assert rows_of(client, class_day)["alice"]["mean_gpu_util_pct"] == "55.0"
+    report = list(csv.DictReader(io.StringIO(client.get(f"/courses/{class_day.slug}/report.csv").content.decode())))
+    figures = {(row["student"], row["state"]): row["gpu_figures"] for row in report}
+    assert figures[("bob", "completed")] == "simulated" and figures[("alice", "completed")] == "measured"
+    assert figures[("bob", "failed")] == ""  # no summary: nothing was sampled
