@@ -79,7 +79,7 @@ MIDDLEWARE = [
     "core.logs.RequestIdMiddleware",
     "portal.request_guard.RefuseNulMiddleware",  # a NUL in a URL is a 400 here, not a 500 from PostgreSQL
     "django.middleware.security.SecurityMiddleware",
-    "portal.static_files.StaticFilesMiddleware",  # ServeStatic, async: a static file streamed, never read whole
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -193,10 +193,10 @@ STORAGES = {
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG
-        else "servestatic.storage.CompressedManifestStaticFilesStorage"
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
     },
 }
-SERVESTATIC_USE_FINDERS = DEBUG
+WHITENOISE_USE_FINDERS = DEBUG
 
 # Behind TLS (a reverse proxy that sets X-Forwarded-Proto), set HTTPS=1: `manage.py check --deploy` is then clean.
 if env_bool("HTTPS", False):

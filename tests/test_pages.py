@@ -35,7 +35,7 @@ def test_the_403_and_500_pages_are_branded_and_the_500_page_needs_no_request():
 def test_favicon_is_served_and_linked(login, alice):
     icon = Client().get("/favicon.ico", follow=True)
     assert icon.status_code == 200
-    assert b"".join(icon)[:4] == b"\x00\x00\x01\x00"  # an ICO file (read as a WSGI server reads it)
+    assert b"".join(icon.streaming_content)[:4] == b"\x00\x00\x01\x00"  # an ICO file
     page = login(alice).get("/").content.decode()
     assert 'rel="icon"' in page and "img/favicon.svg" in page
 
