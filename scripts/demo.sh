@@ -41,6 +41,7 @@ bash scripts/services.sh start
 bash scripts/local_slurm.sh start
 
 mkdir -p "$RUN"
+chmod 700 "$RUN"  # its logs, secrets and the emulated cluster's keys: root's alone, as students' jobs run here
 # The secrets live beside the demo's database, whose stored credentials CREDENTIAL_KEYS decrypts: every checkout
 # on this machine shares that database, so they share its keys too.
 SECRETS=$GPULAB_LOCAL_DIR/demo-portal.env

@@ -243,6 +243,8 @@ install_gpu_fixture() {
 write_env() {
   local host_key
   host_key=$(cut -d' ' -f1,2 "$LOCAL_DIR/ssh/host_ed25519.pub")
+  # Root's alone: it holds a login's password and key paths, and students' jobs run on this machine.
+  (umask 077 && : >"$LOCAL_DIR/cluster.env") && chmod 600 "$LOCAL_DIR/cluster.env"
   cat >"$LOCAL_DIR/cluster.env" <<EOF
 GPULAB_SSH_HOST=$ADVERTISE_HOST
 GPULAB_SSH_PORT=$SSH_PORT
@@ -313,7 +315,14 @@ StoragePort=$MARIADB_PORT
 StorageUser=slurm
 StoragePass=$(cat "$MARIADB_DIR/slurm.pass")
 StorageLoc=slurm_acct_db
+# sacct shows a student their own jobs only (slurm.conf's PrivateData covers squeue and scontrol, not slurmdbd).
+PrivateData=jobs,usage
 EOF
+  if ! cmp -s "$SLURM_ETC/slurmdbd.conf.new" "$SLURM_ETC/slurmdbd.conf" && is_running "$LOCAL_DIR/slurmdbd.pid"; then
+    log "restarting slurmdbd for its new configuration"
+    kill "$(cat "$LOCAL_DIR/slurmdbd.pid")" || true
+    for _ in $(seq 1 50); do is_running "$LOCAL_DIR/slurmdbd.pid" || break; sleep 0.2; done
+  fi
   mv "$SLURM_ETC/slurmdbd.conf.new" "$SLURM_ETC/slurmdbd.conf"
 }
 

@@ -70,6 +70,8 @@ start() {
   install_packages
   start_postgres
   start_redis
+  # Root's alone: it holds the database password, and the cluster's users (students' jobs) share this machine.
+  (umask 077 && : >"$LOCAL_DIR/services.env") && chmod 600 "$LOCAL_DIR/services.env"
   cat >"$LOCAL_DIR/services.env" <<EOF2
 DATABASE_URL=postgres://$DB_USER:$DB_PASSWORD@127.0.0.1:$PG_PORT/$DB_NAME
 REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0

@@ -27,6 +27,7 @@ def main() -> None:
     args = parser.parse_args()
     state = args.state.resolve()
     (state / "node").mkdir(parents=True, exist_ok=True)
+    state.chmod(0o700)  # the emulated API server's and the portal's private keys: nobody else's to read
     stopped = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopped.set())

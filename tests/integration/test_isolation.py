@@ -68,6 +68,12 @@ case "$(scontrol show job "$victim" 2>/dev/null)" in
   *) echo show_job=refused ;;
 esac
 case "$(squeue -h -o %i -j "$victim" 2>/dev/null)" in "$victim") echo squeue=allowed ;; *) echo squeue=refused ;; esac
+case "$(sacct -n -X -a -o jobid -j "$victim" 2>/dev/null)" in
+  *"$victim"*) echo sacct=allowed ;;
+  *) echo sacct=refused ;;
+esac
+try services_env cat {local}/services.env
+try cluster_env cat {local}/cluster.env
 try sudo_as_other sudo -n -u {victim_user} true
 try sudo_any sudo -n true
 try reservation scontrol create reservation ReservationName={reservation} StartTime=now Duration=5 \
@@ -78,6 +84,7 @@ echo "attacks-done"
 ATTACK_NAMES = [
     "ls_lab", "ls_jobs", "ls_run", "cat_log", "cat_checkpoint", "cat_upload", "touch_run", "touch_lab",
     "rm_checkpoint", "scancel", "hold", "update", "show_job", "squeue", "sudo_as_other", "sudo_any", "reservation",
+    "sacct", "services_env", "cluster_env",
 ]  # fmt: skip
 
 
@@ -201,6 +208,7 @@ def test_from_a_shell_in_his_own_job_a_student_reaches_nothing_of_another_studen
         victim_id=alices.scheduler_id,
         victim_user=alice_user,
         reservation=RESERVATION,
+        local=shlex.quote(os.environ.get("GPULAB_LOCAL_DIR", "/var/lib/gpulab-local")),  # the services' passwords
     )
     output = in_job(bob_user, bobs.scheduler_id, script)
     said = verdicts(output)
