@@ -23,8 +23,11 @@ from django.conf import settings
 
 logger = logging.getLogger(__name__)
 
-SLOT_SECONDS = 600  # longer than walking the largest folder allowed (FILES_ARCHIVE_MAX_ENTRIES) on a busy cluster
-RENEW_SECONDS = 60
+# A download left by its browser may keep its slot until its stream is finalized, which an ASGI server does not do at
+# once: a slot not renewed for a minute is free again, and a streaming archive renews it every 15 s. (A walk of a huge
+# folder that takes longer than a minute before its first byte lets one more archive in: the limit is a soft one.)
+SLOT_SECONDS = 60
+RENEW_SECONDS = 15
 KEY = "gpulab:archive-slots:{user}"
 
 
