@@ -38,6 +38,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 # Unit tests only: no services needed (SQLite, in-memory broker).
 unit: venv

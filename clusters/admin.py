@@ -1,3 +1,5 @@
+from typing import cast
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
@@ -13,7 +15,7 @@ from django.utils.text import capfirst
 from . import kinds, services
 from .backends import BackendError
 from .backends.ssh import fingerprint, probe_host_key
-from .choices import accounting_in_words
+from .choices import RunAs, accounting_in_words
 from .forms import TOKEN_WARNING, ApiTokenField, ClusterAccountForm, token_expiry_text
 from .identity import set_cluster_username, validate_cluster_username
 from .kinds import get_backend
@@ -91,7 +93,7 @@ class ClusterAdmin(admin.ModelAdmin):
             for name in fields:
                 users.setdefault(name, []).append(kind)
                 titles.setdefault(name, set()).add(title)
-        fieldsets = [(None, {"fields": ["name", "title", "kind", "enabled", "run_as"]})]
+        fieldsets: list[tuple[str | None, dict]] = [(None, {"fields": ["name", "title", "kind", "enabled", "run_as"]})]
         placed: set[str] = set()
         for kind, title, options, fields in sets:
             own = [f for f in fields if len(users[f]) == 1]
@@ -111,8 +113,8 @@ class ClusterAdmin(admin.ModelAdmin):
         form = super().get_form(request, obj, change, **kwargs)
         if obj is not None and "run_as" in form.base_fields:  # only the modes the cluster's kind supports
             modes = kinds.backend_class(obj.kind).run_as_modes
-            field = form.base_fields["run_as"]
-            field.choices = [(value, label) for value, label in field.choices if value in modes]
+            field = cast(forms.ChoiceField, form.base_fields["run_as"])
+            field.choices = [(value, label) for value, label in RunAs.choices if value in modes]
         return form
 
     def change_view(self, request, object_id, form_url="", extra_context=None):

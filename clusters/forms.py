@@ -1,4 +1,5 @@
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 from django import forms
 
@@ -92,10 +93,11 @@ class ClusterAccountForm(forms.ModelForm):
     def __init__(self, *args, clusters=None, **kwargs):
         super().__init__(*args, **kwargs)
         if clusters is not None:
-            self.fields["cluster"].queryset = clusters
+            cast(forms.ModelChoiceField, self.fields["cluster"]).queryset = clusters
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         secret = data.get("secret")
         if not self.instance.pk and not secret and not data.get("api_token"):
             self.add_error("secret", "A new account needs its private key or password.")
@@ -138,7 +140,7 @@ class OwnAccountForm(forms.Form):
     GENERATED_KEY = "key"
     CHOICES = [(GENERATED_KEY, "A key the portal makes (best)"), ("password", "My password there")]
 
-    cluster = forms.ModelChoiceField(queryset=None, empty_label=None)
+    cluster: forms.ModelChoiceField = forms.ModelChoiceField(queryset=None, empty_label=None)
     username = forms.CharField(label="Your username on the cluster", max_length=32)
     auth_method = forms.ChoiceField(label="Log in with", choices=CHOICES, initial=GENERATED_KEY)
     secret = SecretField(
@@ -149,7 +151,7 @@ class OwnAccountForm(forms.Form):
 
     def __init__(self, *args, clusters, user, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["cluster"].queryset = clusters
+        cast(forms.ModelChoiceField, self.fields["cluster"]).queryset = clusters
         self.user = user
 
     def clean_username(self):
@@ -158,7 +160,8 @@ class OwnAccountForm(forms.Form):
         return validate_cluster_username(self.cleaned_data["username"].strip(), self.user)
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if data.get("auth_method") == "password" and not data.get("secret"):
             self.add_error("secret", "Give your password on the cluster, or let the portal make a key.")
         if data.get("auth_method") == self.GENERATED_KEY:

@@ -33,4 +33,4 @@ class PartitionLimits:
 
     @classmethod
     def from_dict(cls, data: dict) -> PartitionLimits:
-        return cls(**{name: data.get(name) for name in cls.__dataclass_fields__ if name in data})
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})

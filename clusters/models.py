@@ -197,7 +197,7 @@ class ClusterAccount(models.Model):
         ]
 
     def __str__(self) -> str:
-        owner = self.user.username if self.user_id else "service account"
+        owner = self.user.username if self.user is not None else "service account"
         return f"{self.username}@{self.cluster.name} ({owner})"
 
     @property

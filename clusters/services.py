@@ -13,7 +13,7 @@ def _event(account: ClusterAccount, action: str, actor, detail: str = "") -> Non
     CredentialEvent.objects.create(
         cluster=account.cluster,
         account_username=account.username,
-        account_owner=account.user.username if account.user_id else "(service account)",
+        account_owner=account.user.username if account.user is not None else "(service account)",
         actor=actor if getattr(actor, "is_authenticated", False) else None,
         action=action,
         detail=detail,

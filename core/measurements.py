@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import time
+from typing import cast
 
 import redis
 from django.conf import settings
@@ -62,12 +63,13 @@ def observe(name: str, seconds: float, label: str) -> None:
 def histograms(name: str) -> dict[str, tuple[list[int], int, float]]:
     """label → (cumulative counts per bucket, +Inf last; count; sum)."""
     redis_client = client()
-    labels = sorted(label.decode() for label in redis_client.smembers(f"{PREFIX}hist-labels:{name}"))
+    members = cast("set[bytes]", redis_client.smembers(f"{PREFIX}hist-labels:{name}"))  # a sync client answers now
+    labels = sorted(label.decode() for label in members)
     pipe = redis_client.pipeline(transaction=False)
     for label in labels:
         pipe.hgetall(f"{PREFIX}hist:{name}:{label}")
     result = {}
-    for label, raw in zip(labels, pipe.execute(), strict=True):
+    for label, raw in zip(labels, cast("list[dict[bytes, bytes]]", pipe.execute()), strict=True):
         fields = {k.decode(): v.decode() for k, v in raw.items()}
         running, cumulative = 0, []
         for index in range(len(BUCKETS) + 1):
@@ -89,10 +91,10 @@ def process_gauge(name: str) -> dict[str, float]:
     key = f"{PREFIX}gauge:{name}"
     redis_client = client()
     now, live, stale = time.time(), {}, []
-    for process, raw in redis_client.hgetall(key).items():
+    for process, raw in _hash(key).items():
         value, _, expires = raw.decode().partition(":")
         if float(expires) < now:
-            stale.append(process)
+            stale.append(process.decode())
         else:
             live[process.decode()] = float(value)
     if stale:
@@ -117,14 +119,14 @@ def heard_from(cluster: str) -> None:
 
 
 def polls() -> dict[str, dict]:
-    return {k.decode(): json.loads(v) for k, v in client().hgetall(f"{PREFIX}polls").items()}
+    return {k.decode(): json.loads(v) for k, v in _hash(f"{PREFIX}polls").items()}
 
 
 def last_heard(clusters: list[str]) -> dict[str, float | None]:
     """cluster → when its scheduler last answered (epoch seconds), None if never recorded."""
     if not clusters:
         return {}
-    values = client().hmget(f"{PREFIX}heard", clusters)
+    values = cast("list[bytes | None]", client().hmget(f"{PREFIX}heard", clusters))
     return {name: float(value) if value else None for name, value in zip(clusters, values, strict=True)}
 
 
@@ -135,7 +137,11 @@ def mark(event: str) -> None:
 
 
 def last_marks() -> dict[str, float]:
-    return {k.decode(): float(v) for k, v in client().hgetall(f"{PREFIX}last").items()}
+    return {k.decode(): float(v) for k, v in _hash(f"{PREFIX}last").items()}
+
+
+def _hash(key: str) -> dict[bytes, bytes]:
+    return cast("dict[bytes, bytes]", client().hgetall(key))  # redis-py types every reply as maybe awaitable
 
 
 class SocketGauge:
@@ -144,7 +150,7 @@ class SocketGauge:
     def __init__(self, name: str = "websocket_clients") -> None:
         self.name = name
         self.count = 0
-        self._refresher = None
+        self._refresher: asyncio.Task[None] | None = None
 
     async def changed(self, delta: int) -> None:
         self.count += delta

@@ -139,8 +139,8 @@ class LabSessionEventInline(admin.TabularInline):
     model = LabSessionEvent
     extra = 0
     can_delete = False
-    fields = ["at", "actor", "from_state", "to_state", "message"]
-    readonly_fields = fields
+    readonly_fields = ("at", "actor", "from_state", "to_state", "message")
+    fields = readonly_fields
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False

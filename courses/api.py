@@ -14,7 +14,7 @@ from .models import LabSession
 
 
 class LabSessionSerializer(serializers.ModelSerializer):
-    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    cluster: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="name", read_only=True)
     reservation = serializers.CharField(source="reservation_name", read_only=True)
 
     class Meta:

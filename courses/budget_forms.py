@@ -1,5 +1,7 @@
 """The instructor's budget forms: the course's settings and a top-up for one student; ranges from courses/budgets.py."""
 
+from typing import cast
+
 from django import forms
 
 from . import budgets
@@ -45,7 +47,8 @@ class BudgetSettingsForm(forms.Form):
     )
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         for name, message in budgets.setting_errors(data).items():
             self.add_error(name, message)
         return data
@@ -57,9 +60,10 @@ class TopUpForm(forms.Form):
     reason = forms.CharField(label="Reason (kept in the changes)", max_length=200, required=False)
 
     def __init__(self, *args, students=(), **kwargs):
-        super().__init__(*args, prefix="topup", **kwargs)
+        kwargs["prefix"] = "topup"
+        super().__init__(*args, **kwargs)
         self.students = {s.pk: s for s in students}
-        self.fields["student"].choices = [(s.pk, s.username) for s in students]
+        cast(forms.ChoiceField, self.fields["student"]).choices = [(s.pk, s.username) for s in students]
 
     def clean_hours(self):
         hours = self.cleaned_data["hours"]

@@ -56,8 +56,8 @@ def student_period(course: Course, now: datetime | None = None) -> Period:
 
 
 def course_period(course: Course) -> Period:
-    if terms.has_term(course):
-        return Period(course.term_starts_at, course.term_ends_at)
+    if (term := terms.term(course)) is not None:
+        return Period(*term)
     return Period(course.created_at, None)
 
 

@@ -86,7 +86,8 @@ class CopyTermForm(forms.Form):
         return slug
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         errors = terms.term_errors(data.get("term_starts_at"), data.get("term_ends_at"), now=timezone.now())
         for field, message in errors.items():
             self.add_error(field, message)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.utils import timezone
 
@@ -119,7 +120,7 @@ def sweep(now=None) -> SweepReport:
     ):
         if move(session_id, [LabSessionState.HELD], LabSessionState.ENDED, message="The session ended."):
             report.ended.append(session_id)
-    stale = now - timezone.timedelta(minutes=1)
+    stale = now - timedelta(minutes=1)
     leftover = LabSession.objects.filter(removed_at=None, updated_at__lt=stale)
     for session_id in leftover.filter(state__in=[LabSessionState.CANCELLED, LabSessionState.ENDED]).values_list(
         "pk", flat=True

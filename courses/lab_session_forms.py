@@ -1,6 +1,7 @@
 """The instructor's booking form for a lab session; the rules themselves are courses/lab_sessions.py's."""
 
 from datetime import datetime
+from typing import cast
 
 from django import forms
 from django.conf import settings
@@ -10,7 +11,7 @@ from .lab_sessions import Booking, lab_clusters
 
 
 class LabSessionForm(forms.Form):
-    cluster = forms.ModelChoiceField(queryset=None, empty_label=None, label="Cluster")
+    cluster: forms.ModelChoiceField = forms.ModelChoiceField(queryset=None, empty_label=None, label="Cluster")
     date = forms.DateField(label="Date", widget=forms.DateInput(attrs={"type": "date"}))
     time = forms.TimeField(label="Start time", widget=forms.TimeInput(attrs={"type": "time"}))
     # Wide bounds against absurd numbers only; the booking rules (courses/lab_sessions.py) give the real range.
@@ -19,7 +20,7 @@ class LabSessionForm(forms.Form):
 
     def __init__(self, *args, course, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["cluster"].queryset = lab_clusters(course)
+        cast(forms.ModelChoiceField, self.fields["cluster"]).queryset = lab_clusters(course)
         low, high = settings.GPULAB_LAB_SESSION_MIN_MINUTES, settings.GPULAB_LAB_SESSION_MAX_MINUTES
         self.fields["minutes"].widget.attrs.update(min=low, max=high, step=5)
         self.fields["minutes"].help_text = f"From {low} to {high} minutes."

@@ -35,7 +35,7 @@ def lab_sessions_page(request, slug: str):
         "asking": any(s.state == LabSessionState.BOOKED for s in coming),  # the page follows until the cluster answers
         "past": sessions.exclude(state__in=LIVE_LAB_SESSION_STATES, ends_at__gt=now)[:PAST_SHOWN],
         "read_only": terms.has_ended(course),
-        "no_cluster": not form.fields["cluster"].queryset.exists(),
+        "no_cluster": not lab_sessions.lab_clusters(course).exists(),
     }
     return render(request, "courses/lab_sessions.html", context, status=400 if form.errors else 200)
 

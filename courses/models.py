@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -91,6 +93,11 @@ class Course(models.Model):
         help_text="JupyterLab with no kernel activity and idle GPUs this long is ended. Empty: never.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Not columns: what the launch catalog sets on each course it lists (jobs.access.template_catalog, jobs.views).
+    launchable: list[Any]  # its published templates that an enabled cluster of the course can run
+    teaches: bool
+    launch_refusal: str | None
+    lab_session: "LabSession | None"
 
     class Meta:
         ordering = ["name"]
@@ -121,6 +128,10 @@ class Enrollment(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrollments")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.STUDENT)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Not columns: what a page sets on the enrollments it lists.
+    active: int  # the student's unfinished jobs, counted for the course's jobs page (jobs.views)
+    invitation: "Invitation | None"  # their latest invitation, for those not signed in yet (invitations.py)
+    pending: bool  # not signed in yet (the roster page)
 
     class Meta:
         ordering = ["course", "user__username"]

@@ -79,7 +79,7 @@ def add_person(request, slug: str):
             form.add_error("email", f"There is no account {username} yet: give an email address to invite them.")
             return _page(request, course, add=form, status=400)
         created = user is None
-        if created:
+        if user is None:
             user = User(username=username, email=email)
             user.set_unusable_password()
             user.save()

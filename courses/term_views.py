@@ -40,7 +40,7 @@ def copy_course(request, slug: str):
         )
         messages.success(
             request,
-            f"Created {new.name} for {terms.when(new.term_starts_at)} to {terms.when(new.term_ends_at)} with "
+            f"Created {new.name} for {terms.when(data['term_starts_at'])} to {terms.when(data['term_ends_at'])} with "
             f"{new.templates.count()} template(s). Import its roster next.",
         )
         return redirect("courses:jobs", slug=new.slug)

@@ -37,27 +37,37 @@ def _now(now: datetime | None) -> datetime:
     return now or timezone.now()
 
 
+def term(course: Course) -> tuple[datetime, datetime] | None:
+    """The course's term as (start, end), or None: a course without one is open all the time."""
+    start, end = course.term_starts_at, course.term_ends_at
+    return (start, end) if start is not None and end is not None else None
+
+
 def has_term(course: Course) -> bool:
-    return course.term_starts_at is not None and course.term_ends_at is not None
+    return term(course) is not None
 
 
 def has_ended(course: Course, now: datetime | None = None) -> bool:
-    return has_term(course) and course.term_ends_at <= _now(now)
+    found = term(course)
+    return found is not None and found[1] <= _now(now)
 
 
 def has_started(course: Course, now: datetime | None = None) -> bool:
-    return not has_term(course) or course.term_starts_at <= _now(now)
+    found = term(course)
+    return found is None or found[0] <= _now(now)
 
 
 def ends_within(course: Course, span: timedelta, now: datetime | None = None) -> bool:
     """The term is running and ends within `span` from now."""
     now = _now(now)
-    return has_term(course) and now < course.term_ends_at <= now + span
+    found = term(course)
+    return found is not None and now < found[1] <= now + span
 
 
 def read_only_message(course: Course) -> str:
+    ended = f" on {when(course.term_ends_at)}" if course.term_ends_at else ""
     return (
-        f"The term of {course.name} ended on {when(course.term_ends_at)}, so the course is read-only: its jobs, "
+        f"The term of {course.name} ended{ended}, so the course is read-only: its jobs, "
         "logs and reports stay here, but nothing can be launched or changed. To teach it again, an instructor "
         "uses “Copy to a new term” on the course page."
     )
@@ -68,7 +78,7 @@ def launch_refusal(course: Course, *, teaches: bool, now: datetime | None = None
     launch before the start to try templates."""
     if has_ended(course, now):
         return read_only_message(course)
-    if not teaches and not has_started(course, now):
+    if not teaches and not has_started(course, now) and course.term_starts_at is not None:
         return (
             f"{course.name} opens for launches on {when(course.term_starts_at)}. You can read its templates now "
             "and launch from then on."

@@ -8,6 +8,7 @@ the answer never reveals that another student's job exists.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch, Q, QuerySet
@@ -32,7 +33,7 @@ from courses.access import (
 )
 from courses.models import Course, Role
 
-from .models import Job, JobTemplate
+from .models import Job, JobQuerySet, JobTemplate
 
 __all__ = [
     "LaunchRefused",
@@ -66,7 +67,7 @@ class LaunchRefused(Exception):
     """The user may not launch this template on this cluster; the message says why, for the user."""
 
 
-def visible_jobs(user) -> QuerySet[Job]:
+def visible_jobs(user) -> JobQuerySet:
     """Jobs the user may see: their own, every job of a course they teach, everything for an admin."""
     if is_admin(user):
         return Job.objects.all()
@@ -99,7 +100,7 @@ def visible_templates(user) -> QuerySet[JobTemplate]:
     return JobTemplate.objects.filter(published | authored).distinct()
 
 
-def template_catalog(user) -> list[Course]:
+def template_catalog(user) -> Sequence[Course]:
     """The user's courses, each with `launchable` (its published templates that an enabled cluster of the course can
     run), `teaches` and `launch_refusal` (why nothing may be launched there now: the term; else None). The catalog
     page shows all of it; GET /api/v1/templates/ lists the templates of the courses without a refusal. Four queries.

@@ -98,7 +98,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
         if mine not in MINE:
             raise ValidationError({"mine": [f"One of {', '.join(MINE)}."]})
         if MINE[mine]:
-            jobs = jobs.filter(owner=self.request.user)
+            jobs = jobs.filter(owner_id=self.request.user.pk)
         return jobs.order_by("-created_at")
 
     def get_object(self):

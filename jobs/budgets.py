@@ -74,7 +74,7 @@ def _hours_by(group: str, courses, periods: dict[int, Period], now: datetime, ow
     if owner_id is not None:
         rows = rows.filter(owner_id=owner_id)
     keys = ["course_id", group] if group else ["course_id"]
-    totals = defaultdict(float)
+    totals: defaultdict[tuple, float] = defaultdict(float)
     for row in rows.values(*keys, "gpus").annotate(ran=Sum(ran)).order_by():
         key = tuple(row[k] for k in keys)
         totals[key] += row["gpus"] * max(row["ran"] or timedelta(0), timedelta(0)).total_seconds() / 3600

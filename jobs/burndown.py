@@ -49,7 +49,7 @@ class Curve:
 
 def curve(intervals, limit: float, period: Period, until: datetime) -> Curve:
     """`intervals`: (started_at, finished_at or None, gpus) of the jobs that ran in the period."""
-    rate_change = defaultdict(float)
+    rate_change: defaultdict[datetime, float] = defaultdict(float)
     for started, finished, gpus in intervals:
         begin = max(started, period.start)
         stop = min(finished or until, until)

@@ -7,11 +7,15 @@ table's 5-second refresh checks the same filters without loading them again.
 
 from __future__ import annotations
 
+from typing import cast
+
 from django import forms
-from django.db.models import CharField, Q, QuerySet
+from django.db.models import CharField, Q
 from django.db.models.functions import Cast
 
 from core.choices import ACTIVE_STATES, JobState
+
+from .models import JobQuerySet
 
 UNFINISHED = "unfinished"
 
@@ -24,7 +28,8 @@ class JobFilterForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["state"].choices = [("", "any state"), (UNFINISHED, "unfinished"), *JobState.choices]
+        state = cast(forms.ChoiceField, self.fields["state"])
+        state.choices = [("", "any state"), (UNFINISHED, "unfinished"), *JobState.choices]
         self.fields["q"].widget.attrs.update(type="search", placeholder="job id, template, scheduler id…")
 
     @property
@@ -32,7 +37,7 @@ class JobFilterForm(forms.Form):
         """Whether any filter narrows the table (then an empty table means "no match", not "no jobs")."""
         return self.is_valid() and any(self.cleaned_data.values())
 
-    def apply(self, jobs: QuerySet) -> QuerySet:
+    def apply(self, jobs: JobQuerySet) -> JobQuerySet:
         if not self.is_valid():
             return jobs
         data = self.cleaned_data

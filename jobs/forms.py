@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
+from typing import cast
 
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.validators import RegexValidator
+from django.http import QueryDict
 
 from core.templating.params import FLOAT_TEXT, INT_TEXT, PATTERN_FALLBACK, Param, SchemaError, parse_schema
 
@@ -15,7 +18,7 @@ from .models import JobTemplate
 PARAM_PREFIX = "param_"
 
 
-class _DigitsOnly:
+class _DigitsOnly(forms.Field):
     """Numbers as the API takes them (core.templating.params): the digits 0-9, no spaces, no other script's digits."""
 
     text = INT_TEXT
@@ -67,8 +70,10 @@ def _field_for(param: Param, choices: tuple[str, ...] | None) -> forms.Field:
     common = {"label": param.label, "help_text": help_text, "initial": param.default if fixed is None else fixed}
     if fixed is not None:
         common["disabled"] = True  # shown as text; Django takes the initial value and ignores what is posted
-    if param.type == "int":
-        return IntegerParamField(min_value=param.min, max_value=param.max, **common)
+    if param.type == "int":  # whole bounds: a browser counts a number input's steps from its min
+        low = math.ceil(param.min) if param.min is not None else None
+        high = math.floor(param.max) if param.max is not None else None
+        return IntegerParamField(min_value=low, max_value=high, **common)
     if param.type == "float":
         return FloatParamField(min_value=param.min, max_value=param.max, **common)
     if param.type == "bool":
@@ -87,15 +92,19 @@ def _cluster_label(cluster) -> str:
     return cluster.display_name
 
 
+class _ClusterField(forms.ModelChoiceField):
+    def label_from_instance(self, obj) -> str:
+        return _cluster_label(obj)
+
+
 class LaunchForm(forms.Form):
-    cluster = forms.ModelChoiceField(queryset=None, empty_label=None, help_text="Where the job runs.")
+    cluster = _ClusterField(queryset=None, empty_label=None, help_text="Where the job runs.")
 
     def __init__(self, *args, template: JobTemplate, clusters, **kwargs):
         super().__init__(*args, **kwargs)
         self.template = template
         self.schema = template.schema()
-        self.fields["cluster"].queryset = clusters
-        self.fields["cluster"].label_from_instance = _cluster_label
+        cast(_ClusterField, self.fields["cluster"]).queryset = clusters
         for param in self.schema:
             options = None
             if param.cluster_choices:
@@ -110,17 +119,17 @@ class LaunchForm(forms.Form):
 
     def full_clean(self):
         super().full_clean()
-        if self.is_bound and self._errors:
+        if self.is_bound and self.errors:
             self._show_defaults_for_unknown_choices()
 
     def _show_defaults_for_unknown_choices(self) -> None:
         """A select whose posted value is no option would show its first option (a value nobody chose): it shows
         the parameter's default instead, while the error beside it still names what was posted."""
-        data = self.data.copy()
+        data = cast(QueryDict, self.data).copy()  # bound to request.POST
         for name, field in self.fields.items():
             if not name.startswith(PARAM_PREFIX) or not isinstance(field, forms.ChoiceField) or field.disabled:
                 continue
-            if name in self._errors and not field.valid_value(data.get(name)):
+            if name in self.errors and not field.valid_value(data.get(name)):
                 data[name] = self.get_initial_for_field(field, name)
         self.data = data
 
@@ -171,7 +180,7 @@ class TemplateForm(forms.ModelForm):
 
     def __init__(self, *args, teaching, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["courses"].queryset = teaching
+        cast(forms.ModelMultipleChoiceField, self.fields["courses"]).queryset = teaching
         if self.instance.pk:
             self.initial["parameters"] = json.dumps(self.instance.parameters, indent=2)
 

@@ -73,6 +73,6 @@ def run_estimates(template, clusters) -> list[RunEstimate]:
             .values_list("started_at", "finished_at")[:ESTIMATE_RUNS]
         )
         if durations:
-            median = statistics.median((end - start).total_seconds() for start, end in durations)
+            median = statistics.median((end - start).total_seconds() for start, end in durations if start and end)
             estimates.append(RunEstimate(cluster.display_name, timedelta(seconds=median), len(durations)))
     return estimates

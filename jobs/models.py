@@ -63,7 +63,7 @@ class JobTemplate(models.Model):
         return kinds.kind_of(self.backend).needs_mpi_operator(self.body)
 
 
-class JobQuerySet(models.QuerySet):
+class JobQuerySet(models.QuerySet["Job"]):
     def for_table(self) -> JobQuerySet:
         """Newest first, with what a row of a job table (jobs/_job_rows.html) shows in the same query: the
         owner's, template's and cluster's names, a pending job's place in its queue. The long texts a row never

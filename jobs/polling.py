@@ -131,7 +131,7 @@ def _lost_message(cluster) -> str:
 
 def apply_status(job: Job, status: SchedulerStatus) -> bool:
     """Move the job to what the scheduler says; True if it moved. Unchanged jobs cost no write."""
-    fields = {"scheduler_state": status.raw_state[:32], "scheduler_reason": status.reason[:255]}
+    fields: dict[str, object] = {"scheduler_state": status.raw_state[:32], "scheduler_reason": status.reason[:255]}
     if status.state == job.state:
         if (job.scheduler_state, job.scheduler_reason) != (fields["scheduler_state"], fields["scheduler_reason"]):
             Job.objects.filter(pk=job.pk, state=job.state).update(**fields)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.db.models import Avg, Count, ExpressionWrapper, F, FloatField
+from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import NullIf
 from django.utils import timezone
 
@@ -66,10 +67,10 @@ def within_template(job: Job, name: str, value: int) -> int | None:
 
 def _suggest(report: Report, job: Job, name: str, value: int) -> bool:
     """Record a new value for `name` when the template has it and it differs from what the job asked."""
-    value = within_template(job, name, value)
-    if value is None or value == job.params.get(name):
+    suggested = within_template(job, name, value)
+    if suggested is None or suggested == job.params.get(name):
         return False
-    report.suggested[name] = value
+    report.suggested[name] = suggested
     return True
 
 
@@ -269,7 +270,7 @@ class StudentEfficiency:
 
 def _ratio(numerator: str, *denominator: str):
     """100 x numerator / product(denominator) per row in SQL, NULL where the denominator is 0 or missing."""
-    below = F(denominator[0])
+    below: F | CombinedExpression = F(denominator[0])
     for name in denominator[1:]:
         below = below * F(name)
     return ExpressionWrapper(100.0 * F(numerator) / NullIf(below, 0), output_field=FloatField())

@@ -61,10 +61,10 @@ class WaitSerializer(serializers.Serializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
-    template = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    course = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    template: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    cluster: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    course: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    owner: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="username", read_only=True)
     url = serializers.HyperlinkedIdentityField(view_name="api:job-detail")
     wait = serializers.SerializerMethodField(help_text="A pending job: why it waits; null otherwise.")
 
@@ -125,6 +125,7 @@ class ScaleSerializer(serializers.Serializer):
 
 class LogSerializer(serializers.Serializer):
     offset = serializers.IntegerField(help_text="Where the next read starts; the log's size when read to its end.")
-    data = serializers.CharField(allow_blank=True)
+    # DRF's metaclass takes declared fields out of the class, so this field leaves Serializer.data alone
+    data = serializers.CharField(allow_blank=True)  # type: ignore[assignment]
     eof = serializers.BooleanField(help_text="Nothing more to read right now.")
     done = serializers.BooleanField(help_text="The job has ended and its whole log has been read.")

@@ -71,6 +71,8 @@ def stop_ended(now: datetime) -> int:
         state__in=ACTIVE_STATES, cancel_requested_at__isnull=True, course__term_ends_at__lte=now
     ).select_related("course", "cluster")
     for job in jobs:
+        if job.course.term_ends_at is None:  # the query asked for an end before now
+            continue
         ended = terms.when(job.course.term_ends_at)
         why = f"The term of {job.course.name} ended on {ended}; the portal stopped the job."
         try:
@@ -83,8 +85,8 @@ def stop_ended(now: datetime) -> int:
 
 def send_once(course: Course, user, kind: str) -> int:
     """Queue one term message unless it was queued already; 1 if this call queued it."""
-    if not user.email:
-        return 0  # the page notice still tells them
+    if not user.email or course.term_ends_at is None:
+        return 0  # the page notice still tells them (a course without a term end has nothing to tell)
     try:
         with transaction.atomic():
             notice = TermNotice.objects.create(course=course, user=user, kind=kind, term_ends_at=course.term_ends_at)

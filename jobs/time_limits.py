@@ -28,7 +28,11 @@ def overdue_servers() -> list[Job]:
         started_at__isnull=False,
         cancel_requested_at__isnull=True,
     ).select_related("template")
-    return [job for job in running if job.started_at + timedelta(minutes=job.template.max_minutes) < now]
+    return [
+        job
+        for job in running
+        if job.started_at is not None and job.started_at + timedelta(minutes=job.template.max_minutes) < now
+    ]
 
 
 def claim(job: Job) -> bool:

@@ -104,7 +104,7 @@ def advise(job: Job, queued: QueuedJob, cycle: Cycle) -> Advice:
     too_long = window is not None and limit is not None and limit > window
     if free >= asked and not too_long:
         return Advice(["The GPUs it asks for are free now: SLURM should start it at its next scheduling pass."])
-    if free == 0 or (too_long and window < MIN_WINDOW_MINUTES):
+    if free == 0 or (too_long and window is not None and window < MIN_WINDOW_MINUTES):
         return Advice([_busy(cycle.minutes_to_next_end(queued.partition))])
     return _smaller(job, free, asked, window if too_long else None)
 

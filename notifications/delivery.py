@@ -8,6 +8,8 @@ already sent, or gone, is left alone, so a repeated task sends nothing twice.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import requests
 from django.conf import settings
@@ -18,6 +20,9 @@ from .events import Event
 from .models import Notification
 from .unsubscribe import link
 from .webhook_urls import UnsafeURL, check
+
+if TYPE_CHECKING:
+    from jobs.models import Job
 
 logger = logging.getLogger(__name__)
 LOG_TAIL_LINES = 20
@@ -33,7 +38,10 @@ def pending(notification_id: int) -> Notification | None:
 
 
 def send_email(row: Notification) -> None:
-    unsubscribe = link(row.user_id, row.event)
+    if row.user is None:  # only a course's webhook messages go to no user
+        give_up(row, "An email needs its recipient.")
+        return
+    unsubscribe = link(row.user.pk, row.event)
     _add_details(row)
     body = f"{row.text}\n\n{row.url}\n\n-- \n"
     body += f"Stop these mails ({row.get_event_display()}): {unsubscribe}\n"
@@ -89,31 +97,31 @@ def _add_details(row: Notification) -> None:
     the poll that saw the job end) and kept on the row, so a retry does not read them again."""
     if row.job is None or row.tries:
         return
-    details = {Event.FAILED: _log_tail, Event.FINISHED: _right_size}.get(row.event)
-    extra = details(row) if details else ""
+    details: dict[str, Callable[[Job], str]] = {Event.FAILED: _log_tail, Event.FINISHED: _right_size}
+    extra = details[row.event](row.job) if row.event in details else ""
     if extra:
         row.text += extra
         Notification.objects.filter(pk=row.pk).update(text=row.text)
 
 
-def _right_size(row: Notification) -> str:
+def _right_size(job: Job) -> str:
     from jobs.rightsize import report_for
 
-    report = report_for(row.job)
+    report = report_for(job)
     if report is None or not report.lines:
         return ""
     lines = [f"- {line.resource}: asked {line.requested}, used {line.used}. {line.advice}" for line in report.lines]
     return "\n\nRequested against used:\n" + "\n".join(lines)
 
 
-def _log_tail(row: Notification) -> str:
+def _log_tail(job: Job) -> str:
     from jobs.logs import MAX_OFFSET, read_log
 
     try:
-        end = read_log(row.job, MAX_OFFSET).offset
-        data = read_log(row.job, max(0, end - 4096)).data
+        end = read_log(job, MAX_OFFSET).offset
+        data = read_log(job, max(0, end - 4096)).data
     except Exception as exc:  # any failure: the message goes out without the tail rather than not at all
-        logger.info("notifications: no log tail for job %s: %s", row.job_id, exc)
+        logger.info("notifications: no log tail for job %s: %s", job.pk, exc)
         return ""
     lines = data.splitlines()[-LOG_TAIL_LINES:]
     return "\n\nLast lines of the log:\n" + "\n".join(lines) if lines else ""

@@ -55,7 +55,8 @@ def _cancel_request(job) -> JobEvent | None:
 
 def _context(job, event: Event, actor) -> dict:
     if event == Event.STOPPED_BY_RULE:
-        return {"text": _cancel_request(job).message}
+        request = _cancel_request(job)
+        return {"text": request.message if request is not None else ""}
     if event != Event.CANCELLED_BY_OTHER:
         return {}
     request = _cancel_request(job)

@@ -37,7 +37,7 @@ def time_limit_soon(now: datetime | None = None) -> int:
     count = 0
     for job in running:
         minutes = kinds.kind_of(job.cluster.kind).time_limit_minutes(job)
-        ends = job.started_at + timedelta(minutes=minutes) if minutes else None
+        ends = job.started_at + timedelta(minutes=minutes) if minutes and job.started_at else None
         if ends and ends - WARN_BEFORE <= now < ends:
             left = max(1, round((ends - now).total_seconds() / 60))
             context = {"left": left}

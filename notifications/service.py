@@ -9,6 +9,7 @@ messages on one channel in an hour, further rows are kept as throttled and not s
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from celery import current_app
 from django.conf import settings
@@ -103,5 +104,5 @@ def _over_limit(channel, user, course) -> bool:
 
 
 def _send_on_commit(name: str, *args, queue: str | None = None) -> None:
-    options = {"queue": queue} if queue else {}
+    options: dict[str, Any] = {"queue": queue} if queue else {}
     transaction.on_commit(lambda: current_app.send_task(name, args=list(args), **options))

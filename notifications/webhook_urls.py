@@ -41,12 +41,12 @@ def _addresses(host: str, port: int) -> set[str]:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
         raise UnsafeURL(f"{host} cannot be found; check the webhook URL.") from None
-    return {info[4][0] for info in infos}
+    return {str(info[4][0]) for info in infos}
 
 
 def _allowed(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%")[0])
-    if getattr(ip, "ipv4_mapped", None):
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
         ip = ip.ipv4_mapped
     if ip.is_multicast or ip.is_unspecified:
         return False

@@ -20,7 +20,7 @@ from django.http import HttpResponse, JsonResponse
 
 logger = logging.getLogger(__name__)
 
-PROBE_TIMEOUT = 1.0
+PROBE_TIMEOUT = 1  # seconds
 
 
 def check_database() -> None:

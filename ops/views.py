@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import redis
 from celery import current_app
@@ -36,7 +38,7 @@ def inspect_workers() -> list[dict]:
         stats, active = stats_future.result() or {}, active_future.result() or {}
     workers = []
     for name in sorted(set(stats) | set(active)):
-        worker_stats = stats.get(name, {})
+        worker_stats: Mapping[str, Any] = stats.get(name, {})
         workers.append(
             {
                 "name": name,

@@ -11,8 +11,8 @@ django_asgi_app = get_asgi_application()  # sets Django up before the consumers 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from django.urls import re_path  # noqa: E402
 
+from core.asgi_routes import asgi_re_path  # noqa: E402
 from sessions.routing import http_urlpatterns as workspace_http  # noqa: E402
 from sessions.routing import websocket_urlpatterns as workspace_sockets  # noqa: E402
 from telemetry.routing import websocket_urlpatterns as telemetry_sockets  # noqa: E402
@@ -20,8 +20,10 @@ from telemetry.routing import websocket_urlpatterns as telemetry_sockets  # noqa
 application = ProtocolTypeRouter(
     {
         # JupyterLab's proxied path first (sessions/notebook_proxy.py); every other request is Django's.
-        "http": URLRouter([*workspace_http, re_path(r"", django_asgi_app)]),
+        "http": URLRouter([*workspace_http, asgi_re_path(r"", django_asgi_app)]),
         # Session cookies authenticate sockets; the Origin check stops other sites from opening them.
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(telemetry_sockets + workspace_sockets))),
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter([*telemetry_sockets, *workspace_sockets]))
+        ),
     }
 )

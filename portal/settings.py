@@ -1,6 +1,7 @@
 """Settings, all from the environment (see README "Configuration"). DEBUG is off unless asked for."""
 
 from pathlib import Path
+from typing import Any
 
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
@@ -153,6 +154,27 @@ AUTH_PASSWORD_VALIDATORS = [
 # Sign-in: local passwords, campus OIDC, campus LDAP, any combination (portal/sign_on.py; docs/operations.md
 # "Single sign-on"). Sets AUTHENTICATION_BACKENDS (django-axes' lockout first) and each method's settings.
 globals().update(sign_on_settings())
+# What that sets and the portal reads, declared for the type checker; the OIDC and LDAP ones exist where enabled.
+SIGNON_LOCAL_PASSWORDS: bool
+SIGNON_OIDC: bool
+SIGNON_LDAP: bool
+OIDC_OP_ISSUER: str
+OIDC_OP_END_SESSION_ENDPOINT: str
+OIDC_RP_CLIENT_ID: str
+OIDC_CLOCK_LEEWAY_SECONDS: float
+LOGIN_REDIRECT_URL_FAILURE: str
+SIGNON_OIDC_USERNAME_CLAIM: str
+SIGNON_OIDC_GROUPS_CLAIM: str
+SIGNON_OIDC_STAFF_GROUPS: list[str]
+SIGNON_OIDC_CLUSTER_USERNAME_CLAIM: str
+SIGNON_OIDC_BUTTON: str
+AUTH_LDAP_SERVER_URI: str
+AUTH_LDAP_START_TLS: bool
+AUTH_LDAP_BIND_DN: str
+AUTH_LDAP_BIND_PASSWORD: str
+AUTH_LDAP_CONNECTION_OPTIONS: dict[int, float]
+AUTH_LDAP_GROUP_SEARCH: Any  # django_auth_ldap.config.LDAPSearch, only with LDAP_GROUP_SEARCH_BASE
+SIGNON_LDAP_USERNAME_ATTR: str
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "jobs:catalog"
 LOGOUT_REDIRECT_URL = "login"

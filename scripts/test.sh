@@ -31,6 +31,7 @@ echo "[test] lint and checks"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/lint-imports  # the floor plan: contracts in pyproject.toml [tool.importlinter]
+.venv/bin/mypy  # the type checker: every app, with Django's and DRF's stubs (pyproject.toml [tool.mypy])
 .venv/bin/python manage.py check
 .venv/bin/python manage.py makemigrations --check --dry-run
 

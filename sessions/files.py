@@ -18,7 +18,7 @@ import stat
 import tarfile
 import time
 import zipfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -32,6 +32,7 @@ from clusters.backends.as_student import StudentShell
 from clusters.backends.base import BackendError
 from clusters.identity import IdentityMissing, account_for
 from clusters.lab_space import files_subdir
+from clusters.models import Cluster, ClusterAccount
 
 from . import paths
 from .paths import PathRefused
@@ -50,8 +51,8 @@ class FilesUnavailable(Exception):
 
 @dataclass
 class Space:
-    cluster: object
-    account: object
+    cluster: Cluster
+    account: ClusterAccount
     root: str  # as configured (may be relative to the login's home); resolved once opened
     title: str
     confine: bool = False  # under the shared service account: private to the account (0700)
@@ -97,9 +98,10 @@ def _check_kind(cluster) -> None:
         )
 
 
-def _check_account(cluster, account) -> None:
+def _check_account(cluster, account: ClusterAccount | None) -> ClusterAccount:
     if account is None:
         raise FilesUnavailable(f"“{cluster.display_name}” has no service account yet: an admin must add one.")
+    return account
 
 
 def _student_of(cluster, account):
@@ -117,7 +119,7 @@ def home_space(cluster, user) -> Space:
         account = account_for(cluster, user)
     except IdentityMissing as exc:  # its message says what to do
         raise FilesUnavailable(str(exc)) from None
-    _check_account(cluster, account)
+    account = _check_account(cluster, account)
     title = f"Your files on {cluster.display_name}"
     student = _student_of(cluster, account)
     subdir = files_subdir(cluster, account, user)
@@ -129,7 +131,7 @@ def job_space(job) -> Space:
     """The run directory of `job`, as the identity it ran as."""
     _check_kind(job.cluster)
     account = job.account or job.cluster.service_account()
-    _check_account(job.cluster, account)
+    account = _check_account(job.cluster, account)
     root = posixpath.join(_lab(job.cluster), "jobs", str(job.pk))
     student = _student_of(job.cluster, account)
     return Space(job.cluster, account, root, f"Run directory of job {job.short_id}", student=student)
@@ -154,7 +156,7 @@ class Session:
             raise FileNotFoundError(self.space.root) from None
 
     # -- resolution -------------------------------------------------------------------------------------------
-    def resolve(self, relative: str) -> tuple[str, object]:
+    def resolve(self, relative: str) -> tuple[str, paramiko.SFTPAttributes]:
         """(absolute path, attributes) of an existing file or folder in the space; PathRefused otherwise."""
         target = paths.join(self.root, paths.clean(relative))
         try:
@@ -167,19 +169,20 @@ class Session:
             attrs = self.sftp.stat(real)
         except FileNotFoundError:  # sshd normalizes a path whose last part is missing; stat is what finds out
             raise FileNotFoundError(relative) from None
-        if not (stat.S_ISREG(attrs.st_mode) or stat.S_ISDIR(attrs.st_mode)):
+        mode = attrs.st_mode or 0
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             raise PathRefused("That is not a regular file or a folder (a device, a pipe or a socket).")
         return real, attrs
 
     def resolve_dir(self, relative: str) -> str:
         real, attrs = self.resolve(relative)
-        if not stat.S_ISDIR(attrs.st_mode):
+        if not stat.S_ISDIR(attrs.st_mode or 0):
             raise PathRefused("That is a file, not a folder.")
         return real
 
-    def resolve_file(self, relative: str) -> tuple[str, object]:
+    def resolve_file(self, relative: str) -> tuple[str, paramiko.SFTPAttributes]:
         real, attrs = self.resolve(relative)
-        if not stat.S_ISREG(attrs.st_mode):
+        if not stat.S_ISREG(attrs.st_mode or 0):
             raise PathRefused("That is a folder: download it as a .zip or .tar instead.")
         return real, attrs
 
@@ -243,7 +246,7 @@ class Session:
             raise PathRefused("This looks like a binary file: download it instead.")
         return data.decode("utf-8", errors="replace"), size, size > cap
 
-    def walk(self, relative: str) -> Iterator[tuple[str, str, object]]:
+    def walk(self, relative: str) -> Iterator[tuple[str, str, paramiko.SFTPAttributes]]:
         """(absolute path, path inside the archive, attributes) of each regular file under a folder, links not
         followed; FilesUnavailable past GPULAB_FILES_ARCHIVE_MAX_FILES."""
         top = self.resolve_dir(relative)
@@ -356,7 +359,7 @@ class Session:
         return received
 
 
-def openssh_range(space: Space, real: str, start: int, length: int) -> Callable[[], AsyncIterator[bytes]] | None:
+def openssh_range(space: Space, real: str, start: int, length: int) -> Callable[[], AsyncGenerator[bytes, None]] | None:
     """The bytes [start, start+length) of a file resolved by a Session, read by `dd` as the space's identity through
     OpenSSH's client; None where the pooled SFTP connection is the way (a small range, a password login, no ssh).
     dd refuses to follow a link in the last part of the path, in case one replaced the file since it was resolved."""
@@ -440,8 +443,8 @@ def archive(session: Session, relative: str, fmt: str) -> Iterator[bytes]:
         return
     with zipfile.ZipFile(pipe, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for path, name, attrs in files:
-            info = zipfile.ZipInfo(name, time.localtime(max(attrs.st_mtime or 0, ZIP_EPOCH))[:6])
-            with zf.open(info, "w", force_zip64=True) as out:
+            entry = zipfile.ZipInfo(name, time.localtime(max(attrs.st_mtime or 0, ZIP_EPOCH))[:6])
+            with zf.open(entry, "w", force_zip64=True) as out:
                 for chunk in session.read_range(path, 0, attrs.st_size or 0):
                     out.write(chunk)
                     yield pipe.take()

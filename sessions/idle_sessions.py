@@ -50,7 +50,7 @@ def run(now: datetime | None = None, kernel_activity: KernelActivity = notebook.
             started_at__isnull=False,
         ).select_related("template", "cluster", "account", "course")
     )
-    longest = max(c.session_idle_minutes for c in courses.values())
+    longest = max(c.session_idle_minutes or 0 for c in courses.values())
     buckets = gpu_buckets([s for s in sessions if s.gpus], now - timedelta(minutes=longest + 2))
     ended = []
     for job in sessions:
@@ -66,8 +66,8 @@ def run(now: datetime | None = None, kernel_activity: KernelActivity = notebook.
 
 def _idle(job: Job, course: Course, buckets: dict, now: datetime, kernel_activity: KernelActivity) -> str:
     """Why the session ends now, or "" while it is in use (or cannot be asked)."""
-    limit = course.session_idle_minutes
-    if now - job.started_at < timedelta(minutes=limit):
+    limit, started = course.session_idle_minutes, job.started_at
+    if limit is None or started is None or now - started < timedelta(minutes=limit):  # the query asked for both
         return ""
     below = course.idle_util_below or IDLE_BELOW
     gpus = ""

@@ -73,7 +73,8 @@ class Refused(Exception):
 class ToNotebook(ProxyConfig):
     """Where each request goes: the address the access check put in the scope, the path unchanged."""
 
-    def get_upstream_url_with_query(self, *, scope) -> URL:
+    # A URL, not asgiproxy's str: aiohttp takes either, and encoded=True keeps the escapes the browser sent
+    def get_upstream_url_with_query(self, *, scope) -> URL:  # type: ignore[override]
         found = scope["gpulab.notebook"]
         raw = scope.get("raw_path") or scope["path"].encode()
         asked = (scope.get("query_string") or b"").decode("latin-1")

@@ -12,11 +12,12 @@ import contextlib
 import logging
 import re
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
+from typing import Literal
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 
 from clusters.backends.base import BackendError
@@ -26,7 +27,7 @@ logger = logging.getLogger(__name__)
 RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
-def parse_range(header: str, size: int) -> tuple[int, int] | None | bool:
+def parse_range(header: str, size: int) -> tuple[int, int] | Literal[False] | None:
     """(start, length) of a single `Range: bytes=a-b`; None for the whole file; False if it cannot be satisfied."""
     match = RANGE.match(header.strip()) if header else None
     if match is None:
@@ -44,12 +45,12 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None | bool:
     return start, end - start + 1
 
 
-async def _in_threads(make: Callable[[], Iterator[bytes]]) -> AsyncIterator[bytes]:
+async def _in_threads(make: Callable[[], Generator[bytes, None, None]]) -> AsyncGenerator[bytes, None]:
     # Blocking SFTP reads run in worker threads, not the thread Django keeps for ORM code.
     iterator = await sync_to_async(make, thread_sensitive=False)()
     try:
         while True:
-            chunk = await sync_to_async(next, thread_sensitive=False)(iterator, None)
+            chunk = await sync_to_async(lambda: next(iterator, None), thread_sensitive=False)()
             if chunk is None:
                 return
             if chunk:
@@ -80,8 +81,8 @@ openssh_slots = _Slots()
 
 
 async def preferring(
-    fast: Callable[[], AsyncIterator[bytes]] | None,
-    slow: Callable[[int, int], Iterator[bytes]],
+    fast: Callable[[], AsyncGenerator[bytes, None]] | None,
+    slow: Callable[[int, int], Generator[bytes, None, None]],
     start: int,
     length: int,
 ) -> AsyncIterator[bytes]:
@@ -114,7 +115,7 @@ def file_response(request, stream: Callable[[int, int], AsyncIterator[bytes]], n
     request (a download manager's first question) gets the headers alone: nothing is read on the cluster."""
     wanted = parse_range(request.headers.get("Range", ""), size)
     if wanted is False:
-        response = HttpResponse(status=416)
+        response: HttpResponseBase = HttpResponse(status=416)
         response["Content-Range"] = f"bytes */{size}"
         return response
     start, length = wanted or (0, size)
@@ -127,15 +128,16 @@ def file_response(request, stream: Callable[[int, int], AsyncIterator[bytes]], n
     response["Accept-Ranges"] = "bytes"
     if wanted:
         response["Content-Range"] = f"bytes {start}-{start + length - 1}/{size}"
-    response["Content-Disposition"] = content_disposition_header(True, name)
+    response["Content-Disposition"] = content_disposition_header(True, name) or "attachment"
     return response
 
 
-def archive_response(request, make: Callable[[], Iterator[bytes]], name: str, fmt: str):
+def archive_response(request, make: Callable[[], Generator[bytes, None, None]], name: str, fmt: str):
     content_type = "application/zip" if fmt == "zip" else "application/x-tar"
+    response: HttpResponseBase
     if request.method == "HEAD":
         response = HttpResponse(content_type=content_type)
     else:
         response = StreamingHttpResponse(_in_threads(make), content_type=content_type)
-    response["Content-Disposition"] = content_disposition_header(True, f"{name}.{fmt}")
+    response["Content-Disposition"] = content_disposition_header(True, f"{name}.{fmt}") or "attachment"
     return response

@@ -116,7 +116,8 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         task, then the consumer's, and started the next receiving task before it reached the PTY. The channel
         layer, which carries only an instructor's arrival, is read by a task of its own."""
         self.scope, self.base_send = scope, send
-        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        # None without CHANNEL_LAYERS, as Channels' own loop stores it; its stubs type the attribute as always set
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)  # type: ignore[assignment]
         layer = None
         if self.channel_layer is not None:
             self.channel_name = await self.channel_layer.new_channel()
@@ -151,6 +152,8 @@ class TerminalConsumer(AsyncWebsocketConsumer):
 
     def _output_ready(self) -> None:
         """The PTY has output or ended: add it to what _pump sends next."""
+        if self.term is None:  # released: its reader is gone
+            return
         self.output += self.term.read()
         if self.term.ended:
             self._stop_reading()
@@ -165,7 +168,8 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             if self.output:
                 data, self.output = bytes(self.output), bytearray()
                 await self.send(bytes_data=data)
-        failure = await asyncio.to_thread(lambda: self.term.failure) if self.term is not None else ""
+        term = self.term  # the thread reads this one, even if the socket closes meanwhile
+        failure = await asyncio.to_thread(lambda: term.failure) if term is not None else ""
         await self.finish(
             failure
             or "The shell has ended: it exited, or the job's allocation ended. If the job still runs, reload the page "

@@ -31,7 +31,8 @@ current_via: contextvars.ContextVar[str] = contextvars.ContextVar("signon_sync_v
 
 
 def _rank(role: str) -> int:
-    return {Role.STUDENT: 0, Role.INSTRUCTOR: 2}.get(role, 1)  # any other role (a TA) sits between
+    ranks: dict[str, int] = {Role.STUDENT: 0, Role.INSTRUCTOR: 2}
+    return ranks.get(role, 1)  # any other role (a TA) sits between
 
 
 def wanted_roles(source: str, groups: Iterable[str]) -> tuple[dict[int, str], dict[int, list[str]], set[int]]:
@@ -89,7 +90,7 @@ def sync_memberships(user, source: Source | str, groups: Iterable[str]) -> list[
                     roster_changes.enroll(course, user, role, actor=ACTOR)
                     GroupEnrollment.objects.get_or_create(course=course, user=user, defaults={"source": source})
                     audit(course_id, SyncAction.ENROLLED, new=role)
-                elif role and course_id in made_by_sync and enrollment.role != role:
+                elif role and course_id in made_by_sync and enrollment is not None and enrollment.role != role:
                     old_role = enrollment.role
                     roster_changes.set_role(course, enrollment, role, actor=ACTOR)
                     audit(course_id, SyncAction.ROLE_CHANGED, old=old_role, new=role)

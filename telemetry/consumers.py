@@ -76,6 +76,8 @@ class TelemetryConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=stream.history_message(await self._history(after, self.history_seconds)))
 
     async def _history(self, after_ms: int | None, seconds: int) -> list[str]:
+        if self.group is None:  # refused at connect: nothing of anyone's
+            return []
         try:
             return await stream.history(_redis(), self.group, after_ms=after_ms, seconds=seconds)
         except OSError:

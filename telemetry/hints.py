@@ -111,11 +111,12 @@ class HintRules:
             gpu = [s for s in window if s.gpus]
             if len(gpu) == len(window) and all(s.starved for s in gpu):
                 found.append(STARVATION)
-            if len(gpu) == len(window) and _swings([s.gpu_util for s in gpu]) >= SWINGS:
+            utils = [util for s in gpu if (util := s.gpu_util) is not None]  # every sample with GPUs has one
+            if len(gpu) == len(window) and _swings(utils) >= SWINGS:
                 found.append(OSCILLATION)
             disk = [s for s in window if s.disk_util is not None]
             if len(disk) == len(window) and all(
-                s.disk_util > DISK_BUSY and (s.disk_await_ms or 0.0) > DISK_AWAIT_MS for s in disk
+                (s.disk_util or 0.0) > DISK_BUSY and (s.disk_await_ms or 0.0) > DISK_AWAIT_MS for s in disk
             ):
                 found.append(IO_BOUND)
         if self.samples and self.idle_seconds(self.samples[-1].t) >= self.idle_limit:

@@ -94,6 +94,8 @@ def run(now: datetime | None = None) -> Report:
 def _apply(job: Job, course: Course, buckets: dict[int, float], now: datetime, report: Report) -> None:
     warning = getattr(job, "idle_warning", None)
     kept = warning.kept_at if warning else None
+    if course.idle_util_below is None:  # run() reads only the courses with a rule
+        return
     idle = idle_stretch(buckets, course.idle_util_below, max(filter(None, [kept, job.started_at]), default=None))
     if warning is not None and warning.active and idle is None:  # it works again: the warning no longer holds
         IdleWarning.objects.filter(pk=job.pk).update(warned_at=None)
@@ -105,7 +107,7 @@ def _apply(job: Job, course: Course, buckets: dict[int, float], now: datetime, r
         if _warn(job, course, idle, now):
             report.warned.append(str(job.pk))
     elif now >= warning.warned_at + timedelta(minutes=course.idle_cancel_minutes):
-        request_cancel(None, job, why=_why(course, idle, warning))
+        request_cancel(None, job, why=_why(course, idle, warning.warned_at))
         report.cancelled.append(str(job.pk))
 
 
@@ -135,9 +137,9 @@ def _claim_warning(job: Job, now: datetime, idle: Idle) -> bool:
     return bool(IdleWarning.objects.filter(not_active, pk=job.pk, warned_at=warning.warned_at).update(**figures))
 
 
-def _why(course: Course, idle: Idle, warning: IdleWarning) -> str:
+def _why(course: Course, idle: Idle, warned_at: datetime) -> str:
     return (
         f"Cancelled by the portal: its GPUs stayed below {course.idle_util_below} % utilization for "
         f"{idle.minutes:.0f} minutes (highest {idle.max_util:.0f} %), and nobody kept it within "
-        f"{course.idle_cancel_minutes} minute(s) of the warning at {terms.when(warning.warned_at)}."
+        f"{course.idle_cancel_minutes} minute(s) of the warning at {terms.when(warned_at)}."
     )

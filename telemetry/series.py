@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 CHARTS_FILE = Path(__file__).resolve().parents[1] / "static/js/telemetry-charts.json"
 CHARTS: dict[str, dict] = json.loads(CHARTS_FILE.read_text())["charts"]
@@ -33,7 +34,7 @@ def _value(row: dict, path) -> float | None:
     if isinstance(path, list):
         values = [v for v in (_value(row, p) for p in path) if v is not None]
         return max(values) if values else None
-    value = row
+    value: object = row
     for part in path.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     return value if isinstance(value, int | float) else None
@@ -112,7 +113,8 @@ def downsample(x: list, y: list, limit: int = MAX_POINTS) -> tuple[list, list]:
         return x, y
     buckets = limit // 2
     size = math.ceil(len(x) / buckets)
-    out_x, out_y = [], []
+    out_x: list = []
+    out_y: list[float | None] = []
     for start in range(0, len(x), size):
         idx = [i for i in range(start, min(start + size, len(x))) if y[i] is not None]
         if not idx:
@@ -120,7 +122,7 @@ def downsample(x: list, y: list, limit: int = MAX_POINTS) -> tuple[list, list]:
             out_y.append(None)
             continue
         low, high = min(idx, key=lambda i: y[i]), max(idx, key=lambda i: y[i])
-        picked = sorted({low, high})
+        picked: list[int | None] = [*sorted({low, high})]
         if len(idx) < min(start + size, len(x)) - start:
             picked = [*picked[:1], None]  # the gap
         for i in picked:
@@ -135,7 +137,8 @@ def downsample(x: list, y: list, limit: int = MAX_POINTS) -> tuple[list, list]:
 
 def with_gaps(x: list, y: list) -> tuple[list, list]:
     """A break (None) wherever time points are further apart than GAP_MS (nothing was sampled in between)."""
-    out_x, out_y = [], []
+    out_x: list = []
+    out_y: list[float | None] = []
     for i, (xi, yi) in enumerate(zip(x, y, strict=True)):
         if i and xi - x[i - 1] > GAP_MS and y[i - 1] is not None:
             out_x.append(x[i - 1] + 1)
@@ -156,7 +159,7 @@ def message(series: Series, *, recorded: bool = False, last: dict | None = None)
     """The socket's first message: the chart table, every trace downsampled and columnar, the newest frame."""
     charts = {}
     for chart, traces in series.items():
-        out = []
+        out: list[dict[str, Any]] = []
         for key, trace in traces.items():
             x, y = _dedupe_steps(trace.x, trace.y) if by_step(chart) else with_gaps(trace.x, trace.y)
             x, y = downsample(x, y)

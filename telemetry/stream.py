@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 RING_SECONDS = 600
 KEY_PREFIX = "gpulab:telemetry"
@@ -52,7 +53,10 @@ class Publisher:
         from channels.layers import get_channel_layer
 
         self.redis = redis or redis_client()
-        self.layer = layer or get_channel_layer()
+        found = layer or get_channel_layer()
+        if found is None:
+            raise ImproperlyConfigured("Telemetry is published through a channel layer; CHANNEL_LAYERS has none.")
+        self.layer = found
         self.published = 0
 
     async def publish(self, frames: dict[str, dict], *, now_ms: int | None = None) -> dict[str, int]:

@@ -22,7 +22,7 @@ def gpu_hours(gpus: int, started: datetime | None, finished: datetime | None) ->
 
 
 def summary_fields(job: Job, usage: Usage | None) -> dict:
-    fields = {"gpu_hours": gpu_hours(job.gpus, job.started_at, job.finished_at)}
+    fields: dict[str, float | None] = {"gpu_hours": gpu_hours(job.gpus, job.started_at, job.finished_at)}
     if usage is not None:
         fields.update(
             mean_gpu_util=round(usage.util_sum / usage.samples, 1) if usage.samples else None,
@@ -80,7 +80,7 @@ def course_report(course) -> list[list]:
                 job.cluster.name,
                 job.state,
                 job.gpus,
-                job.started_at.isoformat(),
+                job.started_at.isoformat() if job.started_at else "",  # the query asked for jobs that started
                 job.finished_at.isoformat() if job.finished_at else "",
                 summary.gpu_hours if summary else gpu_hours(job.gpus, job.started_at, job.finished_at),
                 _blank(summary and summary.mean_gpu_util),

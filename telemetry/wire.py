@@ -169,7 +169,7 @@ class JobFrame:
     pod: PodUsage | None = None
 
     def to_wire(self) -> dict:
-        frame = {
+        frame: dict[str, object] = {
             "kind": "job",
             "gpus": [g.to_wire() for g in self.gpus],
             "hosts": [h.to_wire() for h in self.hosts],

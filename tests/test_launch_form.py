@@ -84,6 +84,14 @@ def test_every_builtin_parameter_has_help_and_numbers_say_their_range():
     assert "GPU memory" in form.fields["param_batch_size"].help_text
 
 
+def test_a_whole_number_with_fractional_bounds_gets_whole_bounds_a_browser_accepts():
+    """A number input counts its steps from its min: min="0.5" would make a browser refuse 1, 2 and 3."""
+    parameters = [{"name": "epochs", "type": "int", "label": "Epochs", "default": 1, "min": 0.5, "max": 3.5}]
+    form = LaunchForm(template=JobTemplate(parameters=parameters), clusters=JobTemplate.objects.none())
+    html = str(form["param_epochs"])
+    assert 'min="1"' in html and 'max="3"' in html
+
+
 def test_student_sees_their_use_of_the_quota(login, alice, bob, cluster, sleep_template, course, make_job):
     make_job(alice, gpus_per_node=2)
     make_job(bob, gpus_per_node=1)  # another student's job counts for them, not for alice

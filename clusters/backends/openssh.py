@@ -17,7 +17,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from django.conf import settings
 
@@ -92,7 +92,7 @@ class Invocation:
         self.close()
 
 
-async def output(cluster, login, remote: list[str], *, chunk: int = 1 << 20) -> AsyncIterator[bytes]:
+async def output(cluster, login, remote: list[str], *, chunk: int = 1 << 20) -> AsyncGenerator[bytes, None]:
     """The standard output of `remote`, run as `login`, as it arrives (up to `chunk` bytes at a time).
 
     Flow control is the reader's: while it does not ask for more, the pipe fills and ssh, then the cluster, wait.
@@ -112,6 +112,7 @@ async def output(cluster, login, remote: list[str], *, chunk: int = 1 << 20) -> 
         except OSError as exc:
             raise BackendError(f"OpenSSH could not start: {exc}") from None
         try:
+            assert proc.stdout is not None  # stdout=PIPE
             while data := await proc.stdout.read(chunk):
                 yield data
             if await proc.wait():

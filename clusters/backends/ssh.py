@@ -135,7 +135,7 @@ class SSHPool:
         with key_lock:  # one connect per key at a time; others wait and reuse it
             client = self._clients.get(key)
             transport = client.get_transport() if client else None
-            if transport is not None and transport.is_active():
+            if client is not None and transport is not None and transport.is_active():
                 return client
             self._drop_stale(cluster.pk, account.pk)
             client = connect(cluster, account)
@@ -261,10 +261,18 @@ def run(cluster, account, argv: list[str], *, timeout: float | None = None, stdi
     raise BackendError("unreachable")  # pragma: no cover
 
 
+def transport(client: paramiko.SSHClient) -> paramiko.Transport:
+    """The client's connection; SSHException when it was closed meanwhile (another thread dropped it from the pool)."""
+    found = client.get_transport()
+    if found is None:
+        raise paramiko.SSHException("the SSH connection was closed")
+    return found
+
+
 def _open_sftp(client: paramiko.SSHClient, server: list[str] | None) -> paramiko.SFTPClient:
     if server is None:
         return client.open_sftp()  # the login's own SFTP subsystem
-    channel = client.get_transport().open_session(timeout=settings.GPULAB_SSH_CONNECT_TIMEOUT)
+    channel = transport(client).open_session(timeout=settings.GPULAB_SSH_CONNECT_TIMEOUT)
     channel.exec_command(shlex.join(server))  # an SFTP server run as another user (sudo … sftp-server)
     try:
         return paramiko.SFTPClient(channel)

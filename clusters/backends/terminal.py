@@ -222,9 +222,10 @@ def open_terminal(cluster, login, argv: list[str], *, cols: int, rows: int) -> T
     if openssh.usable(login):
         return _openssh(cluster, login, argv, cols, rows)
     try:
-        transport = ssh.pool.client(cluster, login).get_transport()
-        with contextlib.suppress(OSError, AttributeError):  # keystrokes go out at once, not batched by Nagle
-            transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        transport = ssh.transport(ssh.pool.client(cluster, login))
+        if isinstance(transport.sock, socket.socket):  # keystrokes go out at once, not batched by Nagle
+            with contextlib.suppress(OSError):
+                transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         channel = transport.open_session(timeout=15)
         cols, rows = _size(cols, rows)
         channel.get_pty(term=TERM, width=cols, height=rows)

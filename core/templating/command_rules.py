@@ -266,8 +266,9 @@ def _interpreted(name: str, flags: frozenset[str], args: list[str | None], posit
             return None  # a script path built from the admin's variables; the value comes after it
         if text == "--":
             continue
-        if text == "-m" and flags is PYTHON_FLAGS and args[i + 1 : i + 2] and args[i + 1] in PYTHON_MODULES:
-            launcher = PYTHON_MODULES[args[i + 1]]
+        module = args[i + 1] if i + 1 < len(args) else None
+        if text == "-m" and flags is PYTHON_FLAGS and module in PYTHON_MODULES:
+            launcher = PYTHON_MODULES[module]
             return _wrapped(launcher, WRAPPERS[launcher], args[i + 2 :], position - i - 2)
         if text.startswith("-"):
             if re.fullmatch(r"-[A-Za-z]+", text) and set(text[1:]) <= flags:

@@ -157,6 +157,11 @@ def _parse(text: str) -> Node:
     return _parser().parse(text.encode()).root_node
 
 
+def _text(node: Node) -> str:
+    """A node's source text (every tree here is parsed from bytes, so each node has its text)."""
+    return (node.text or b"").decode()
+
+
 @lru_cache(maxsize=16)
 def _script_refusal(text: str) -> _Refused | None:
     try:
@@ -178,8 +183,10 @@ def _judge(text: str, occ: _Occurrence, dash_prone: Mapping[str, bool], reprint:
             return  # bash dropped it: it was in a comment, which nothing reads
         raise _Refused("somewhere the checker cannot find", "write it as a word on its own")
     leaf = root.descendant_for_byte_range(start, start + len(occ.tag))
+    if leaf is None:
+        raise _Refused("somewhere the checker cannot find", "write it as a word on its own")
     if leaf.type == "comment":
-        if leaf.text.decode().lstrip("#").lstrip().startswith("SBATCH"):
+        if _text(leaf).lstrip("#").lstrip().startswith("SBATCH"):
             raise _Refused(
                 "in an #SBATCH line",
                 f"name the parameter {names_in_words()} and the portal writes the directive",
@@ -187,7 +194,7 @@ def _judge(text: str, occ: _Occurrence, dash_prone: Mapping[str, bool], reprint:
         return
     _enclosing_checks(leaf, occ)
     unit = _word_unit(leaf, occ)
-    starts_word = unit.start_byte == start or (occ.is_ref and unit.text.decode().lstrip('"').startswith("$"))
+    starts_word = unit.start_byte == start or (occ.is_ref and _text(unit).lstrip('"').startswith("$"))
     prone = dash_prone.get(occ.name, True) and starts_word
     _role_checks(unit, occ, prone)
 
@@ -247,8 +254,8 @@ def _runs_built_text(command: Node) -> bool:
 
 def _reroutes(node: Node) -> bool:
     if node.type == "function_definition":
-        name = node.child_by_field_name("name")
-        return name is not None and name.text.decode() == "command_not_found_handle"
+        function = node.child_by_field_name("name")
+        return function is not None and _text(function) == "command_not_found_handle"
     if node.type != "command":
         return False
     name = _static_name(node)
@@ -264,7 +271,7 @@ def _heredoc_agrees(node: Node, text: str) -> bool:
     end = next((c for c in node.children if c.type == "heredoc_end"), None)
     if start is None or end is None:
         return False
-    raw = start.text.decode()
+    raw = _text(start)
     delimiter = raw.replace("'", "").replace('"', "").replace("\\", "")
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", delimiter):
         return False
@@ -276,7 +283,7 @@ def _heredoc_agrees(node: Node, text: str) -> bool:
     for row in range(first_row + 1, len(lines)):
         candidate = lines[row].lstrip("\t") if strip_tabs else lines[row]
         if candidate == delimiter:
-            return row == end.start_point[0] and end.text.decode() == delimiter
+            return row == end.start_point[0] and _text(end) == delimiter
     return False
 
 
@@ -290,10 +297,10 @@ def _walk(node: Node, predicate) -> Iterator[Node]:
 
 
 def _ancestors(node: Node) -> Iterator[Node]:
-    node = node.parent
-    while node is not None:
-        yield node
-        node = node.parent
+    current = node.parent
+    while current is not None:
+        yield current
+        current = current.parent
 
 
 def _enclosing_checks(leaf: Node, occ: _Occurrence) -> None:
@@ -375,7 +382,7 @@ def _word_unit(leaf: Node, occ: _Occurrence) -> Node:
             raise _Refused(
                 f"in a place bash reads as {leaf.type.replace('_', ' ')}", "use it as an argument word of a command"
             )
-        literal = leaf.text.decode().replace(occ.tag, "")
+        literal = _text(leaf).replace(occ.tag, "")
         literal = TAG.sub("", literal)
         if not WORD_TEXT.fullmatch(literal):
             raise _Refused(
@@ -394,7 +401,11 @@ def _word_unit(leaf: Node, occ: _Occurrence) -> Node:
 
 def _role_checks(unit: Node, occ: _Occurrence, prone: bool) -> None:
     parent = unit.parent
-    kind = parent.type if parent is not None else ""
+    if parent is None:
+        raise _Refused(
+            "in a place the checker does not accept (top level)", "use it as an argument of a command, e.g. echo {env}"
+        )
+    kind = parent.type
     if kind == "command_name":
         raise _Refused(
             "the command name, so the value would choose what runs",
@@ -411,7 +422,7 @@ def _role_checks(unit: Node, occ: _Occurrence, prone: bool) -> None:
         return
     if kind != "command":
         raise _Refused(
-            f"in a place the checker does not accept ({kind.replace('_', ' ') or 'top level'})",
+            f"in a place the checker does not accept ({kind.replace('_', ' ')})",
             "use it as an argument of a command, e.g. echo {env}",
         )
     name = _static_name(parent) or _defaulted_name(parent)
@@ -424,7 +435,7 @@ def _role_checks(unit: Node, occ: _Occurrence, prone: bool) -> None:
     position = next((i for i, arg in enumerate(args) if arg.start_byte <= unit.start_byte < arg.end_byte), None)
     if position is None:
         raise _Refused("in a part of the command the checker does not accept", "use it as an argument word")
-    if name in _function_names(_root(parent).text.decode()):
+    if name in _function_names(_text(_root(parent))):
         raise _Refused(
             f"an argument of {name}, a function of this script the checker does not follow into",
             "pass the value to a program directly",
@@ -443,7 +454,7 @@ def _role_checks(unit: Node, occ: _Occurrence, prone: bool) -> None:
 @lru_cache(maxsize=16)
 def _function_names(script: str) -> frozenset[str]:
     definitions = _walk(_parse(script), lambda n: n.type == "function_definition")
-    return frozenset(f.child_by_field_name("name").text.decode() for f in definitions if f.child_by_field_name("name"))
+    return frozenset(_text(name) for f in definitions if (name := f.child_by_field_name("name")) is not None)
 
 
 def _assignment_checks(assignment: Node, occ: _Occurrence) -> None:
@@ -454,8 +465,8 @@ def _assignment_checks(assignment: Node, occ: _Occurrence) -> None:
             "write NAME={env} (the portal exports every value as GPULAB_P_<name>)",
         )
     variable = assignment.child_by_field_name("name")
-    name = variable.text.decode() if variable is not None else ""
-    script = _root(assignment).text.decode()
+    name = _text(variable) if variable is not None else ""
+    script = _text(_root(assignment))
     if RISKY_VARIABLE.search(name.upper()):
         raise _Refused(
             f"copied into {name}, a variable programs may load or run code from",
@@ -472,7 +483,7 @@ def _assignment_checks(assignment: Node, occ: _Occurrence) -> None:
         )
     if holder is not None and holder.type == "declaration_command":
         keyword = holder.children[0].type
-        options = [c for c in holder.children if c.type == "word" and c.text.decode().startswith(("-", "+"))]
+        options = [c for c in holder.children if c.type == "word" and _text(c).startswith(("-", "+"))]
         if keyword not in ("export", "local", "readonly", "declare", "typeset") or options:
             raise _Refused("assigned by declare with options (-i, -n, …), which evaluate it", "assign it plainly")
 
@@ -481,7 +492,7 @@ def _test_checks(test: Node, unit: Node, prone: bool) -> None:
     """[ … ] (the test builtin) compares strings and numbers without evaluating, except -v and -R."""
     if test.children[0].type != "[":
         raise _Refused("inside [[ ]], where comparisons evaluate array subscripts in a value", "use [ ] instead")
-    operators = {n.text.decode() for n in _walk(test, lambda n: n.type in ("test_operator", "word"))}
+    operators = {_text(n) for n in _walk(test, lambda n: n.type in ("test_operator", "word"))}
     if operators & {"-v", "-R"}:
         raise _Refused("in a [ -v ] test, which evaluates a subscript in a variable name", "compare with = instead")
     if prone:
@@ -521,9 +532,7 @@ def _statement_checks(command: Node, name: str) -> None:
 def _writes_file(statement: Node) -> bool:
     """Does a redirection send output anywhere but the job log (stdout/stderr)?"""
     return any(
-        c.type == "file_redirect"
-        and ">" in c.text.decode()
-        and not re.fullmatch(r"[12]?>&[12]", c.text.decode().replace(" ", ""))
+        c.type == "file_redirect" and ">" in _text(c) and not re.fullmatch(r"[12]?>&[12]", _text(c).replace(" ", ""))
         for c in statement.children
     )
 
@@ -538,7 +547,7 @@ def _static_name(command: Node) -> str | None:
     name = command.child_by_field_name("name")
     if name is None or name.named_child_count != 1 or name.named_children[0].type != "word":
         return None
-    text = name.text.decode()
+    text = _text(name)
     return text.rsplit("/", 1)[-1] if re.fullmatch(r"[A-Za-z0-9_./+:\[-]+", text) else None
 
 
@@ -551,7 +560,7 @@ def _indirect(script: str) -> bool:
     for node in _walk(root, lambda n: n.type in ("command", "declaration_command")):
         if node.type == "declaration_command":
             args = [c for c in node.named_children if c.type not in ("variable_assignment", "variable_name")]
-            if any(_static_text(a, trust=False) in (None, rules.COMPUTED) or "n" in a.text.decode() for a in args):
+            if any(_static_text(a, trust=False) in (None, rules.COMPUTED) or "n" in _text(a) for a in args):
                 return True
             continue
         name = _static_name(node) or _default_literal(node)
@@ -574,7 +583,7 @@ def _defaulted(node: Node) -> str | None:
     match = _default_match(node)
     if match is None or match.group(1).startswith(ENV_PREFIX):
         return None
-    script = _root(node).text.decode()
+    script = _text(_root(node))
     mentions = len(re.findall(rf"(?<![A-Za-z0-9_]){match.group(1)}(?![A-Za-z0-9_])", script))
     uses = script.count(match.group(0).strip('"'))
     if mentions != uses or _indirect(script):
@@ -583,7 +592,7 @@ def _defaulted(node: Node) -> str | None:
 
 
 def _default_match(node: Node) -> re.Match | None:
-    return re.fullmatch(r'"?\$\{([A-Z][A-Z0-9_]*):-([A-Za-z0-9_.+-]+)\}"?', node.text.decode())
+    return re.fullmatch(r'"?\$\{([A-Z][A-Z0-9_]*):-([A-Za-z0-9_.+-]+)\}"?', _text(node))
 
 
 def _default_literal(command: Node) -> str | None:
@@ -600,7 +609,7 @@ def _static_text(node: Node, trust: bool = True) -> str | None:
     """An argument's literal text; rules.VALUE where it holds a value, rules.COMPUTED when it is built from
     variables only, None when the checker cannot read it (command substitution). `trust`: read ${NAME:-word}
     as word where _defaulted allows."""
-    text = node.text.decode()
+    text = _text(node)
     if TAG.search(text):
         literal = re.sub(r"(GPULAB_P_[A-Za-z0-9_]*)?" + TAG.pattern, rules.VALUE, text)
         return literal if node.type == "word" else rules.VALUE

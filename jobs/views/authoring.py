@@ -1,5 +1,6 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.forms.utils import ErrorList
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -70,6 +71,7 @@ def template_preview(request, course_slug: str):
     course = access.get_course(request.user, course_slug, teach=True)
     form = TemplateForm(request.POST, teaching=access.teaching_courses(request.user))
     form.is_valid()
+    errors: list[str] | ErrorList
     if "parameters" in form.errors:
         result = None
         errors = form.errors["parameters"]

@@ -88,7 +88,7 @@ def _context(course, students, settings_form, top_up_form) -> dict:
         whole = totals[0] if totals else None
         by_student = {s.student_id: s for s in per_student}
         period = budgets.student_period(course, now)
-        limits = {sid: s.limit for sid, s in by_student.items()}
+        limits = {sid: s.limit for sid, s in by_student.items() if sid is not None}
         curves = course_curves(course, period, limits, float(course.student_gpu_hours or 0), now)
         if course.student_gpu_hours is not None:
             for student in students:

@@ -85,7 +85,7 @@ class NodeStream(threading.Thread):
         client = ssh.connect(self.target, self.account)
         self.connections += 1
         try:
-            transport = client.get_transport()
+            transport = ssh.transport(client)
             transport.set_keepalive(2)
             gpu = transport.open_session(timeout=10)
             gpu.exec_command(shlex.join(NVIDIA_SMI))

@@ -140,7 +140,7 @@ class Collector:
             now = time.time()
             for node_id, live in list(self.state.nodes.items()):
                 newest = max(live.gpus_at, live.host_at)
-                fields = {"status": live.status[:255], "has_gpu": live.has_gpu}
+                fields: dict[str, object] = {"status": live.status[:255], "has_gpu": live.has_gpu}
                 if newest:
                     fields["last_sample_at"] = datetime.fromtimestamp(newest, tz=UTC)
                 if live.stale(now) and newest:

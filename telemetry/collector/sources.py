@@ -62,7 +62,10 @@ def running_jobs(**filters) -> dict[str, JobRef]:
         .exclude(scheduler_id="")
         .values_list("scheduler_id", "pk", "owner__username", "course_id", "gpus", "template__name")
     )
-    return {sid: JobRef(str(pk), *fields) for sid, pk, *fields in rows}
+    return {
+        sid: JobRef(str(pk), owner, course_id, gpus, template or "")
+        for sid, pk, owner, course_id, gpus, template in rows
+    }
 
 
 class LogSource(Periodic):

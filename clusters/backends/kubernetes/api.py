@@ -77,7 +77,7 @@ KINDS = {
 
 def kind_of(obj: dict) -> Kind:
     try:
-        return KINDS[(obj.get("apiVersion"), obj.get("kind"))]
+        return KINDS[(obj.get("apiVersion", ""), obj.get("kind", ""))]
     except KeyError:
         raise BackendError(f"The portal does not manage {obj.get('apiVersion')}/{obj.get('kind')} objects.") from None
 

@@ -155,9 +155,10 @@ class KubernetesBackend(ClusterBackend):
     def _objects(request: SubmitRequest) -> tuple[str, list[dict]]:
         objects = load(request.script)
         namespaces = {(o.get("metadata") or {}).get("namespace") for o in objects}
-        if not objects or len(namespaces) != 1 or None in namespaces:
+        namespace = namespaces.pop() if len(namespaces) == 1 else None
+        if not objects or not isinstance(namespace, str):
             raise SubmitRejected("The job's objects must all carry one namespace; launch it again.")
-        return namespaces.pop(), objects
+        return namespace, objects
 
     def submit(self, request: SubmitRequest) -> str:
         namespace, objects = self._objects(request)

@@ -105,12 +105,13 @@ def _require_running_server(job) -> Server:
 def plan_scale(job, replicas: int) -> Scaled:
     """The objects with `replicas` (and the autoscaler held there), and the GPUs they could hold; nothing is sent."""
     server = _require_running_server(job)
-    if not server.scalable:
+    workload = server.workload
+    if workload is None or not server.scalable:
         raise ActionRefused("Only servers (Deployments) can be scaled; this job runs to completion.")
     if not 0 <= replicas <= MAX_REPLICAS:
         raise ActionRefused(f"Pick between 0 and {MAX_REPLICAS} replicas.")
     objects = server.objects
-    server.workload["spec"]["replicas"] = replicas
+    workload["spec"]["replicas"] = replicas
     for hpa in (o for o in objects if o["kind"] == "HorizontalPodAutoscaler"):  # what the backend sets too
         hpa["spec"]["minReplicas"] = replicas
         hpa["spec"]["maxReplicas"] = max(replicas, hpa["spec"].get("maxReplicas", replicas))
@@ -208,7 +209,7 @@ def start_load_test(job, *, prompts: int = 64, concurrency: int = 8, output_len:
         str(output_len),
         "--report-line",
     ]
-    obj = {
+    obj: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": loadtest_name},

@@ -467,7 +467,9 @@ class SlurmBackend(ClusterBackend):
         lines.append("SLURM accounting: " + accounting_in_words(has_accounting))
         if self.cluster.lab_reservations:
             lines.append(self._operator_line(has_accounting))
-        facts = {"partition_limits": {name: p.as_dict() for name, p in limits.items()}} if partitions.ok else {}
+        facts: dict[str, object] = (
+            {"partition_limits": {name: p.as_dict() for name, p in limits.items()}} if partitions.ok else {}
+        )
         rule_ok = True
         if self.cluster.run_as == "sudo":  # jobs run as each student: the service account's sudo rule, judged
             verdict = sudo_rule.judge(sudo_rule.parse(ssh.run(self.cluster, self.login, ["sudo", "-n", "-l"]).stdout))

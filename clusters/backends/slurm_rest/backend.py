@@ -294,7 +294,7 @@ class SlurmRestBackend(ClusterBackend):
             lines.append(f"SSH login as {self.account.username} works: logs are shown.")
         else:
             lines.append("No SSH login for the service account: job pages will say logs are unavailable.")
-        facts = {"server_version": f"{release} ({version.name})"[:64]}
+        facts: dict[str, object] = {"server_version": f"{release} ({version.name})"[:64]}
         # slurmrestd offers the slurmdbd API only where the cluster runs accounting (and the dbv plugin is loaded).
         status, _ = reader.request("GET", f"/slurmdb/{version.name}/diag")
         has_accounting = status == 200

@@ -132,6 +132,6 @@ class RestClient:
         if errors or status >= 400:
             words = "; ".join(text for _, text in errors) or f"HTTP {status}"
             error = RestRejected(words)
-            error.numbers = [number for number, _ in errors]
+            error.numbers = tuple(number for number, _ in errors)
             raise error
         return data

@@ -9,6 +9,8 @@ rather than dropped, so a job never runs with less than it asked for.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from .errors import RestRejected
 
@@ -36,7 +38,7 @@ def _gres(value: str) -> str:
 
 
 # sbatch option → (job property, how its value is read)
-OPTIONS = {
+OPTIONS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "job-name": ("name", str),
     "partition": ("partition", str),
     "nodes": ("nodes", lambda v: [_int(v), _int(v)]),
@@ -70,7 +72,7 @@ def job_properties(script: str) -> dict:
             continue
         match = _DIRECTIVE.match(line)
         option = OPTIONS.get(match.group(1)) if match else None
-        if option is None:
+        if match is None or option is None:
             raise RestRejected(f"This cluster's REST API cannot take “{line}”; tell your instructor.")
         name, read = option
         try:

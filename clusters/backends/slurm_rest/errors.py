@@ -36,6 +36,8 @@ class ImpersonationRefused(PermissionDenied):
 class RestRejected(SubmitRejected):
     """SLURM refused the request; the message carries SLURM's own errors."""
 
+    numbers: tuple[int | None, ...] = ()  # SLURM's number for each error, where it gave one
+
 
 class UnsupportedApi(BackendError):
     """The server offers none of the API versions this portal speaks."""
