@@ -1,4 +1,9 @@
-"""The course questions: who belongs to a course, who teaches it, which of its clusters a member may use.
+"""The course questions: who belongs to a course, who teaches it, who manages it, which clusters a member may use.
+
+Two kinds of teacher (docs/roles.md): a TA *teaches* a course (sees and cancels every job of it, with what goes with
+seeing them: the class's job list, dashboards, job pages, logs, telemetry, files read-only); an instructor (or an
+admin) also *manages* it: templates, quotas and budgets, the roster, the webhook, lab sessions, a new term, a shell
+in a student's job. may_manage is that line, asked by every page, endpoint and task that changes a course.
 
 Every access answer stands on these: jobs/access.py (jobs, templates, their files and streams) and
 telemetry/access.py (nodes) build on them, and clusters/access.py answers which clusters a user sees. Anything a
@@ -27,9 +32,12 @@ __all__ = [
     "get_course",
     "get_files_cluster",
     "get_lab_session",
+    "get_managed_course",
     "get_roster_course",
     "is_admin",
     "launchable_clusters",
+    "managed_courses",
+    "may_manage",
     "may_teach",
     "role_in",
     "teaching_courses",
@@ -55,6 +63,16 @@ def teaching_courses(user) -> QuerySet[Course]:
     return Course.objects.filter(enrollments__user=user, enrollments__role__in=TEACHING_ROLES).distinct()
 
 
+def managed_courses(user) -> QuerySet[Course]:
+    """Courses the user manages (templates, quotas, roster, ...): those they are an instructor of, or all for an
+    admin. A TA's course is not among them."""
+    if is_admin(user):
+        return Course.objects.all()
+    if not user.is_authenticated:
+        return Course.objects.none()
+    return Course.objects.filter(enrollments__user=user, enrollments__role=Role.INSTRUCTOR).distinct()
+
+
 def role_in(user, course: Course) -> str | None:
     if not user.is_authenticated:
         return None
@@ -66,13 +84,29 @@ def may_teach(user, course: Course) -> bool:
     return is_admin(user) or role_in(user, course) in TEACHING_ROLES
 
 
-def get_copyable_course(user, slug: str) -> Course:
-    """A course the user may copy to a new term (and so become the new one's instructor): its instructors' and
-    admins', ended or not. A TA gets 403, anyone else 404."""
+LAB_SESSIONS = "book and cancel its lab sessions"  # what a TA is told they may not do, after "Only the ..."
+
+
+def may_manage(user, course: Course) -> bool:
+    """Instructors and admins: everything of the course beyond seeing and cancelling its jobs. Not a TA."""
+    return is_admin(user) or role_in(user, course) == Role.INSTRUCTOR
+
+
+def get_managed_course(user, slug: str, what: str, *, write: bool = False) -> Course:
+    """A course the user manages; `what` names the action for the refusal ("set its quotas"). A TA sees the course
+    but gets 403 ("Only the course's instructors set its quotas. Ask one of them."); anyone else 404, as for the
+    course itself. write=True: as for get_course."""
     course = get_course(user, slug, teach=True)
-    if not is_admin(user) and role_in(user, course) != Role.INSTRUCTOR:
-        raise PermissionDenied("Only the course's instructors copy it to a new term. Ask one of them.")
+    if not may_manage(user, course):
+        raise PermissionDenied(f"Only the course's instructors {what}. Ask one of them.")
+    if write:
+        terms.check_writable(course)
     return course
+
+
+def get_copyable_course(user, slug: str) -> Course:
+    """A course the user may copy to a new term (and so become the new one's instructor), ended or not."""
+    return get_managed_course(user, slug, "copy it to a new term")
 
 
 def get_course(user, slug: str, *, teach: bool = False, write: bool = False) -> Course:
@@ -91,17 +125,14 @@ def get_course(user, slug: str, *, teach: bool = False, write: bool = False) -> 
 
 
 def get_roster_course(user, slug: str, *, write: bool = False) -> Course:
-    """The course whose roster the user may manage: its instructors' and admins'. A TA sees the course but may not
-    change who is in it (403); anyone else gets 404, as for the course itself. write=True: as for get_course."""
-    course = get_course(user, slug, teach=True, write=write)
-    if not is_admin(user) and role_in(user, course) != Role.INSTRUCTOR:
-        raise PermissionDenied("Only the course's instructors manage its roster. Ask one of them.")
-    return course
+    """The course whose roster the user may manage (import, add, change a role, remove, invite)."""
+    return get_managed_course(user, slug, "manage its roster", write=write)
 
 
 def get_lab_session(user, slug: str, session_id: int, *, write: bool = False) -> LabSession:
-    """A lab session of a course the user teaches; anyone else's (another course's instructor included) is 404."""
-    course = get_course(user, slug, teach=True, write=write)
+    """A lab session of a course the user manages (a TA: 403); anyone else's (another course's instructor included)
+    is 404."""
+    course = get_managed_course(user, slug, LAB_SESSIONS, write=write)
     session = course.lab_sessions.select_related("cluster", "course").filter(pk=session_id).first()
     if session is None:
         raise Http404("No such lab session.")

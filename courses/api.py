@@ -1,7 +1,7 @@
 """REST API v1 for lab sessions: /api/v1/courses/<slug>/lab-sessions/ (list, book) and …/<id>/ (read, cancel).
 
 Same access rules and the same booking rules as the page (courses/access.py, courses/lab_sessions.py): a course the
-user does not teach is 404, a refused booking is 400 with the reason per field.
+user does not teach is 404, one they teach as a TA 403, a refused booking is 400 with the reason per field.
 """
 
 from drf_spectacular.utils import extend_schema
@@ -41,7 +41,7 @@ class LabSessionBookSerializer(serializers.Serializer):
 class CourseLabSessions(APIView):
     @extend_schema(responses=LabSessionSerializer(many=True), operation_id="lab_sessions_list")
     def get(self, request, slug: str):
-        course = access.get_course(request.user, slug, teach=True)
+        course = access.get_managed_course(request.user, slug, access.LAB_SESSIONS)
         sessions = course.lab_sessions.select_related("cluster", "course").order_by("-starts_at")[:200]
         return Response(LabSessionSerializer(sessions, many=True).data)
 
@@ -49,7 +49,7 @@ class CourseLabSessions(APIView):
         request=LabSessionBookSerializer, responses={201: LabSessionSerializer}, operation_id="lab_sessions_book"
     )
     def post(self, request, slug: str):
-        course = access.get_course(request.user, slug, teach=True, write=True)
+        course = access.get_managed_course(request.user, slug, access.LAB_SESSIONS, write=True)
         given = LabSessionBookSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         try:

@@ -10,7 +10,7 @@ from django.utils import timezone
 from . import terms
 from .models import Course, QuotaField, Role
 from .quotas import FIELDS, MAX_VALUE
-from .roster import username_problem
+from .roster_file import MAX_BYTES, RosterUnreadable, decode, username_problem
 
 ASCII_COUNT = re.compile(r"^[0-9]+$")
 
@@ -96,17 +96,18 @@ class CopyTermForm(forms.Form):
 
 class RosterUploadForm(forms.Form):
     roster = forms.FileField(
-        help_text="CSV with lines username,email,role[,cluster_username] (role: student, ta or instructor)."
+        help_text="A CSV with a header line naming its columns (username or id, email, name, role, section, "
+        "cluster username), or lines of username,email,role[,cluster_username]. Role: student, ta or instructor."
     )
 
-    def clean_roster(self):
+    def clean_roster(self) -> str:
         upload = self.cleaned_data["roster"]
-        if upload.size > 1024 * 1024:
-            raise forms.ValidationError("The file is larger than 1 MB; split it.")
+        if upload.size > MAX_BYTES:
+            raise forms.ValidationError(f"The file is larger than {MAX_BYTES // (1024 * 1024)} MB; split it.")
         try:
-            return upload.read().decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise forms.ValidationError("The file is not UTF-8 text; save it as CSV (UTF-8).") from None
+            return decode(upload.read(MAX_BYTES + 1))
+        except RosterUnreadable as exc:
+            raise forms.ValidationError(str(exc)) from None
 
 
 class AddPersonForm(forms.Form):

@@ -15,7 +15,7 @@ PAST_SHOWN = 20
 
 @login_required
 def lab_sessions_page(request, slug: str):
-    course = access.get_course(request.user, slug, teach=True, write=request.method == "POST")
+    course = access.get_managed_course(request.user, slug, access.LAB_SESSIONS, write=request.method == "POST")
     form = LabSessionForm(request.POST or None, course=course)
     if request.method == "POST" and form.is_valid():
         try:

@@ -15,7 +15,7 @@ RECENT_CHANGES = 50
 
 @login_required
 def quota_page(request, slug: str):
-    course = access.get_course(request.user, slug, teach=True, write=request.method == "POST")
+    course = access.get_managed_course(request.user, slug, "see and set its quotas", write=request.method == "POST")
     students = list(
         get_user_model()
         .objects.filter(enrollments__course=course, enrollments__role=Role.STUDENT)

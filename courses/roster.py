@@ -1,48 +1,98 @@
-"""Roster import: a CSV of username,email,role[,cluster_username] enrolls people in a course, all rows or none.
+"""Roster import: the rows of a roster file (courses/roster_file.py) planned, shown, then enrolled, all or none.
 
-Every problem of every line is reported at once, so an instructor fixes the file in one pass. Each enrollment
-and role change is written as a RosterChange; the accounts it creates are returned so they can be invited.
+An import never changes an existing account: not its email, its name or its password, whichever course it is in.
+A row naming an account outside the course enrolls it as it is, and the plan says so, with the file's address when
+it differs, so an instructor cannot take over someone's account by importing their username with another address.
+A roster gives a first cluster username only to an account it creates or one in this course alone (clusters/identity).
+
+plan_roster answers what saving would do, line by line, and changes nothing (the preview); save_roster plans again
+inside the transaction and applies it. Each enrollment and role change is written as a RosterChange; the accounts it
+creates are returned so they can be invited.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models.functions import Lower
 
 from clusters.choices import IdentitySource
-from clusters.identity import POSIX_NAME, cluster_username, set_cluster_username
+from clusters.identity import cluster_username, set_cluster_username, validate_cluster_username
 
-from . import roster_changes
+from . import roster_changes, roster_file
 from .models import Course, Enrollment, Role
+from .roster_file import MAX_ROWS, ROLE_NAMES, RosterRow, username_problem
 
-ROLE_NAMES = {"student": Role.STUDENT, "ta": Role.TA, "instructor": Role.INSTRUCTOR}
-MAX_ROWS = 5000
+__all__ = [
+    "MAX_ROWS",
+    "ROLE_NAMES",
+    "Planned",
+    "RosterPlan",
+    "RosterResult",
+    "RosterRow",
+    "import_roster",
+    "plan_roster",
+    "save_roster",
+    "username_problem",
+]
+
+NEW, ENROL, ROLE, SAME = "new", "enrol", "role", "same"  # what happens to a line
 
 
 @dataclass
-class RosterRow:
-    line: int
-    username: str
-    email: str
-    role: str
-    cluster_username: str = ""  # optional fourth column: the person's username on the clusters
+class Planned:
+    row: RosterRow
+    outcome: str = NEW
+    user: object = None  # the existing account, if any
+    enrollment: Enrollment | None = None  # its enrollment in the course, if any
+    old_role: str = ""
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # the line's, all of them: nothing is saved while any is left
+    set_cluster_username: bool = False
+
+    @property
+    def role_label(self) -> str:
+        return Role(self.row.role).label if self.row.role else "—"
+
+    @property
+    def says(self) -> str:
+        """What saving does with this line, in words."""
+        if self.outcome == NEW:
+            invite = f"invited at {self.row.email}" if self.row.email else "no address given, so not invited"
+            return f"new account, {invite}"
+        if self.outcome == ENROL:
+            return "existing account, enrolled as it is"
+        if self.outcome == ROLE:
+            return f"already enrolled: {Role(self.old_role).label.lower()} → {self.role_label.lower()}"
+        return "already enrolled: nothing changes"
+
+
+@dataclass
+class RosterPlan:
+    lines: list[Planned] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # every problem of every line, and the file's
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for line in self.lines if line.outcome == outcome)
 
 
 @dataclass
 class RosterResult:
     created_users: list[str] = field(default_factory=list)
     enrolled: list[str] = field(default_factory=list)
+    existing: list[str] = field(default_factory=list)  # of the enrolled: accounts that were there before, unchanged
     role_changed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     new_accounts: list = field(default_factory=list)  # the User rows created, for their invitations
 
     @property
@@ -51,97 +101,66 @@ class RosterResult:
 
     def summary(self) -> str:
         if self.errors:
-            return f"Nothing was imported: {len(self.errors)} line(s) with problems in the file."
+            return f"Nothing was imported: {len(self.errors)} problem(s) in the file."
+        existing = ""
+        if self.existing:
+            names = ", ".join(self.existing[:10]) + (" …" if len(self.existing) > 10 else "")
+            existing = (
+                f"; {len(self.existing)} existing account(s) enrolled as they are, their email, name and password "
+                f"unchanged: {names}"
+            )
         return (
-            f"{len(self.enrolled)} enrolled ({len(self.created_users)} new accounts), "
+            f"{len(self.enrolled)} enrolled ({len(self.created_users)} new accounts{existing}), "
             f"{len(self.role_changed)} role(s) changed, {len(self.unchanged)} already enrolled."
         )
 
 
-def username_problem(username: str) -> str | None:
-    if not username:
-        return "the username is empty"
-    if len(username) > 150:
-        return "the username is longer than 150 characters"
-    try:
-        UnicodeUsernameValidator()(username)
-    except ValidationError:
-        return f"“{username[:40]}” is not a valid username (letters, digits and @.+-_)"
-    return None
-
-
-def _line_problems(username: str, email: str, role_name: str, cluster_name: str = "") -> list[str]:
-    problems = []
-    if cluster_name and not POSIX_NAME.match(cluster_name):
-        problems.append(
-            f"“{cluster_name[:40]}” is not a cluster username (1 to 32 lower-case letters, digits, _ or -, "
-            "starting with a letter or _)"
-        )
-    if problem := username_problem(username):
-        problems.append(problem)
-    if email:
-        try:
-            validate_email(email)
-        except ValidationError:
-            problems.append(f"“{email[:60]}” is not a valid email address")
-    if not role_name:
-        problems.append("the role is missing (write student, ta or instructor)")
-    elif role_name not in ROLE_NAMES:
-        problems.append(f"the role “{role_name[:20]}” is not one of student, ta, instructor")
-    return problems
-
-
-def parse_roster(text: str) -> tuple[list[RosterRow], list[str]]:
-    """Rows and per-line errors, one error per line naming all of its problems. The header line is optional."""
-    rows: list[RosterRow] = []
-    errors: list[str] = []
-    seen: set[str] = set()
-    for line_no, record in enumerate(csv.reader(io.StringIO(text)), start=1):
-        if not record or all(not cell.strip() for cell in record):
-            continue
-        cells = [cell.strip() for cell in record] + ["", "", ""]
-        username, email, role_name = cells[0], cells[1], cells[2].lower()
-        if line_no == 1 and username.lower() == "username":
-            continue
-        if len(rows) + len(errors) >= MAX_ROWS:
-            errors.append(f"The file has more than {MAX_ROWS} rows; split it.")
-            break
-        problems = _line_problems(username, email, role_name, cells[3])
-        if username and username.lower() in seen:
-            problems.append(f"{username} appears twice in the file")
-        seen.add(username.lower())
-        if problems:
-            errors.append(f"Line {line_no}: {'; '.join(problems)}.")
-        else:
-            rows.append(RosterRow(line_no, username, email, ROLE_NAMES[role_name], cells[3]))
-    return rows, errors
-
-
 def import_roster(course: Course, text: str, *, actor=None) -> RosterResult:
-    """Enroll everyone in the CSV, or nobody if any line is wrong. New accounts get no usable password: the
+    """Read, plan and save in one step (the import_roster command; the page shows the plan first)."""
+    read = roster_file.read(text)
+    if read.errors:
+        return RosterResult(errors=read.all_errors)
+    result = save_roster(course, read.rows, actor=actor)
+    result.notes = read.notes + result.notes
+    return result
+
+
+def plan_roster(course: Course, rows: list[RosterRow]) -> RosterPlan:
+    """What saving these rows would do, line by line, with every problem; reads the database, writes nothing."""
+    plan = RosterPlan()
+    users = _existing(rows)
+    enrollments = {e.user_id: e for e in Enrollment.objects.filter(course=course, user__in=users.values())}
+    others = _in_other_courses(course, users.values())
+    for row in rows:
+        line = _plan_line(row, users.get(row.username.lower()), enrollments, others)
+        plan.lines.append(line)
+        line.problems = row.problems + _cluster_problems(line)
+        if line.problems:
+            plan.errors.append(f"Line {row.line}: {'; '.join(line.problems)}.")
+    if _leaves_no_instructor(course, plan.lines):
+        plan.errors.append(
+            "The file would leave the course without an instructor. Keep at least one line with role instructor."
+        )
+    return plan
+
+
+def save_roster(course: Course, rows: list[RosterRow], *, actor=None) -> RosterResult:
+    """Enroll everyone in the rows, or nobody if any line is wrong. New accounts get no usable password: the
     caller invites them (courses.invitations) to set one."""
     result = RosterResult()
-    rows, result.errors = parse_roster(text)
-    if result.errors:
-        return result
     if not rows:
         result.errors.append("The file has no rows. Expected lines of username,email,role.")
         return result
-    User = get_user_model()
     with transaction.atomic():
-        usernames = [row.username for row in rows]
-        # Matched without case: "Alice" on a roster is the account "alice", not a second account to invite.
-        lowered = User.objects.annotate(lower_username=Lower("username"))
-        existing = {u.lower_username: u for u in lowered.filter(lower_username__in=[n.lower() for n in usernames])}
-        enrollments = {e.user_id: e for e in Enrollment.objects.filter(course=course, user__in=existing.values())}
         taught = roster_changes.lock_instructors(course)
-        for row in rows:
-            _apply_row(course, row, existing.get(row.username.lower()), enrollments, result, actor)
-        # Checked once at the end: a file may demote one instructor on a line and promote another later on.
-        if taught and not roster_changes.lock_instructors(course):
-            result.errors.append(
-                "The file would leave the course without an instructor. Keep at least one line with role instructor."
-            )
+        plan = plan_roster(course, rows)
+        result.errors = plan.errors
+        if plan.ok:
+            for line in plan.lines:
+                _save_line(course, line, result, actor)
+        # Checked again at the end: a file may demote one instructor on a line and promote another later on.
+        if plan.ok and taught and not roster_changes.lock_instructors(course):
+            result.errors.append("The file would leave the course without an instructor.")
         if result.errors:
             transaction.set_rollback(True)
     if result.errors:
@@ -149,35 +168,94 @@ def import_roster(course: Course, text: str, *, actor=None) -> RosterResult:
     return result
 
 
-def _apply_row(course: Course, row: RosterRow, user, enrollments: dict, result: RosterResult, actor) -> None:
+def _existing(rows: list[RosterRow]) -> dict:
+    # Matched without case: "Alice" on a roster is the account "alice", not a second account to invite.
+    lowered = get_user_model().objects.annotate(lower_username=Lower("username"))
+    return {u.lower_username: u for u in lowered.filter(lower_username__in=[r.username.lower() for r in rows])}
+
+
+def _in_other_courses(course: Course, users) -> set[int]:
+    found = Enrollment.objects.filter(user__in=list(users)).exclude(course=course)
+    return set(found.values_list("user_id", flat=True))
+
+
+def _plan_line(row: RosterRow, user, enrollments: dict, others: set[int]) -> Planned:
+    line = Planned(row, user=user)
     if user is None:
-        user = get_user_model()(username=row.username, email=row.email)
+        line.set_cluster_username = bool(row.cluster_username)
+        return line
+    line.enrollment = enrollment = enrollments.get(user.pk)
+    if enrollment is None:
+        line.outcome = ENROL
+        line.notes.append("an account outside this course: enrolled only; its email, name and password stay")
+    else:
+        line.outcome, line.old_role = (SAME, "") if enrollment.role == row.role else (ROLE, enrollment.role)
+    if row.email and row.email.lower() != (user.email or "").lower():
+        line.notes.append(f"the file's address {row.email} is not used: the account keeps its own")
+    if row.cluster_username:
+        # Who someone's jobs run as is theirs: a roster names it for a person in this course alone, never for an
+        # admin or someone another course shares, whom one instructor's file could otherwise point at their account.
+        if enrollment is not None and user.pk not in others and not (user.is_staff or user.is_superuser):
+            line.set_cluster_username = True
+        else:
+            line.notes.append(f"the cluster username {row.cluster_username} is not used: an admin sets it")
+    return line
+
+
+def _cluster_problems(line: Planned) -> list[str]:
+    if not line.set_cluster_username:
+        return []
+    name = line.row.cluster_username
+    current = cluster_username(line.user) if line.user is not None else ""
+    if current == name:
+        line.set_cluster_username = False  # nothing to change
+        return []
+    if current:
+        return [f"{line.user.get_username()} already has the cluster username {current}; an admin changes it"]
+    try:
+        validate_cluster_username(name, line.user)
+    except ValidationError as exc:
+        return [exc.messages[0].rstrip(".")]
+    return []
+
+
+def _leaves_no_instructor(course: Course, lines: list[Planned]) -> bool:
+    instructors = set(Enrollment.objects.filter(course=course, role=Role.INSTRUCTOR).values_list("user_id", flat=True))
+    if not instructors:
+        return False
+    after = set(instructors)
+    for line in lines:
+        key = line.user.pk if line.user is not None else line.row.username.lower()
+        if line.row.role == Role.INSTRUCTOR:
+            after.add(key)
+        else:
+            after.discard(key)
+    return not after
+
+
+def _save_line(course: Course, line: Planned, result: RosterResult, actor) -> None:
+    row, user = line.row, line.user
+    if user is None:
+        user = get_user_model()(
+            username=row.username, email=row.email, first_name=row.first_name, last_name=row.last_name
+        )
         user.set_unusable_password()
         user.save()
         result.created_users.append(row.username)
         result.new_accounts.append(user)
-    elif row.email and not user.email:
-        user.email = row.email
-        user.save(update_fields=["email"])
-    if row.cluster_username:  # checked against every other user's (clusters.identity): a taken name fails the file
-        # A roster gives a first cluster username only: changing one (which moves whose files jobs reach) is an
-        # admin's, so one course's file cannot rename a person other courses share.
-        current = cluster_username(user)
-        if current and current != row.cluster_username:
-            result.errors.append(
-                f"Line {row.line}: {user.username} already has the cluster username {current}; an admin changes it."
-            )
-            return
+    result.notes += [f"{user.get_username()}: {note}." for note in line.notes]
+    if line.set_cluster_username:
         try:
             set_cluster_username(user, row.cluster_username, source=IdentitySource.ROSTER, actor=actor)
         except ValidationError as exc:
             result.errors.append(f"Line {row.line}: {exc.messages[0]}")
-    enrollment = enrollments.get(user.pk)
-    if enrollment is None:
+    if line.outcome in (NEW, ENROL):
         roster_changes.enroll(course, user, row.role, actor=actor)
         result.enrolled.append(row.username)
-    elif enrollment.role != row.role:
-        roster_changes.set_role(course, enrollment, row.role, actor=actor, keep_an_instructor=False)
+        if line.outcome == ENROL:
+            result.existing.append(user.get_username())
+    elif line.outcome == ROLE:
+        roster_changes.set_role(course, line.enrollment, row.role, actor=actor, keep_an_instructor=False)
         result.role_changed.append(row.username)
     else:
         result.unchanged.append(row.username)

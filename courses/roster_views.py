@@ -10,15 +10,14 @@ from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from . import access, invitations, roster_changes, terms
+from . import access, invitations, roster_changes, roster_import_views, terms
 from .forms import AddPersonForm, RoleForm, RosterUploadForm
 from .models import Enrollment, Role
-from .roster import import_roster
 
 RECENT_CHANGES = 50
 
 
-def _page(request, course, *, upload=None, add=None, result=None, status=200):
+def _page(request, course, *, add=None, status=200):
     enrollments = list(course.enrollments.select_related("user").order_by("user__username"))
     pending = invitations.not_signed_in(course)
     invitation_of = {e.user_id: e.invitation for e in pending}
@@ -31,34 +30,21 @@ def _page(request, course, *, upload=None, add=None, result=None, status=200):
         "pending": pending,
         "invitable": sum(invitations.invitable(e.user) for e in pending),
         "roles": Role.choices,
-        "upload": upload or RosterUploadForm(),
+        "upload": RosterUploadForm(),
         "add": add or AddPersonForm(),
-        "result": result,
         "changes": course.roster_changes.all()[:RECENT_CHANGES],
         "read_only": terms.has_ended(course),
     }
     return render(request, "courses/roster.html", context, status=status)
 
 
-def _invited_note(count: int) -> str:
-    return f" {count} invitation{'' if count == 1 else 's'} to set a password queued." if count else ""
-
-
 @login_required
 def roster_page(request, slug: str):
+    """GET: the people of the course; POST: a roster file, previewed (roster_import_views: nothing is saved yet)."""
     course = access.get_roster_course(request.user, slug, write=request.method == "POST")
-    if request.method != "POST":
-        return _page(request, course)
-    upload = RosterUploadForm(request.POST, request.FILES)
-    if not upload.is_valid():
-        return _page(request, course, upload=upload, status=400)
-    with transaction.atomic():
-        result = import_roster(course, upload.cleaned_data["roster"], actor=request.user)
-        invited = invitations.invite_all(course, result.new_accounts, invited_by=request.user) if result.ok else 0
-    if not result.ok:
-        return _page(request, course, upload=upload, result=result, status=400)
-    messages.success(request, result.summary() + _invited_note(invited))
-    return redirect("courses:roster", slug=course.slug)
+    if request.method == "POST":
+        return roster_import_views.preview(request, course)
+    return _page(request, course)
 
 
 @login_required
@@ -157,7 +143,7 @@ def _why_not(user) -> str:
     if user.last_login is not None:
         return "they have signed in already."
     if not user.email:
-        return "their account has no email address. Import them again with one, or ask an admin to add it."
+        return "their account has no email address. Ask an admin to add one."
     return "their account is disabled."
 
 

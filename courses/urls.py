@@ -1,11 +1,12 @@
 from django.urls import path
 
-from . import lab_session_views, quota_views, roster_views, term_views
+from . import lab_session_views, quota_views, roster_import_views, roster_views, term_views
 
 app_name = "courses"  # with the course job pages of jobs/course_urls.py (portal/urls.py joins them)
 
 urlpatterns = [
     path("<slug:slug>/roster/", roster_views.roster_page, name="roster"),
+    path("<slug:slug>/roster/import/", roster_import_views.confirm_import, name="roster_import"),
     path("<slug:slug>/roster/add/", roster_views.add_person, name="roster_add"),
     path("<slug:slug>/roster/invite-all/", roster_views.resend_all, name="roster_invite_all"),
     path("<slug:slug>/roster/<int:user_id>/role/", roster_views.change_role, name="roster_role"),

@@ -23,15 +23,18 @@ from courses.access import (
     get_copyable_course,
     get_course,
     get_files_cluster,
+    get_managed_course,
     get_roster_course,
     is_admin,
     launchable_clusters,
+    managed_courses,
+    may_manage,
     may_teach,
     role_in,
     teaching_courses,
     visible_clusters,
 )
-from courses.models import Course, Role
+from courses.models import Course
 
 from .models import Job, JobQuerySet, JobTemplate
 
@@ -47,11 +50,15 @@ __all__ = [
     "get_job_files",
     "get_job_notebook",
     "get_job_terminal",
+    "get_managed_course",
     "get_roster_course",
     "is_admin",
     "launchable_clusters",
     "launchable_templates",
+    "managed_courses",
+    "may_act",
     "may_author",
+    "may_manage",
     "may_teach",
     "role_in",
     "teaching_courses",
@@ -76,8 +83,16 @@ def visible_jobs(user) -> JobQuerySet:
     return Job.objects.filter(Q(owner=user) | Q(course__in=teaching_courses(user)))
 
 
-def get_job(user, job_id) -> Job:
-    """A job the user may see and act on (cancel, clone, read its log); 404 for anything else."""
+def may_act(user, job: Job) -> bool:
+    """Beyond seeing, cancelling and cloning a job: act on its server (scale, try it, load test) and its idle clock
+    (Keep it). Its owner, the course's instructors and admins; a TA of the course sees and cancels it only."""
+    return job.owner_id == user.pk or may_manage(user, job.course)
+
+
+def get_job(user, job_id, *, act: bool = False) -> Job:
+    """A job the user may see, cancel, clone and read the log of; 404 for anything else.
+
+    act=True: the caller is about to act on its server or idle clock (may_act); a TA gets 403."""
     try:
         job_uuid = uuid.UUID(str(job_id))
     except ValueError:
@@ -88,22 +103,30 @@ def get_job(user, job_id) -> Job:
     except jobs.model.DoesNotExist:
         raise Http404("No such job.") from None
     logs.bind_job(job.pk)  # the rest of this request logs with the job's id
+    if act and not may_act(user, job):
+        raise PermissionDenied(NOT_YOURS_TO_ACT)
     return job
 
 
+NOT_YOURS_TO_ACT = (
+    "Only the student who launched this job and the course's instructors act on it; you may see it and cancel it."
+)
+
+
 def visible_templates(user) -> QuerySet[JobTemplate]:
-    """Templates the user may read: published ones of their courses; drafts too in courses they teach."""
+    """Templates the user may read: published ones of their courses; drafts too in courses they manage."""
     if is_admin(user):
         return JobTemplate.objects.all()
     published = Q(status=JobTemplate.Status.PUBLISHED, courses__in=courses_for(user))
-    authored = Q(courses__in=teaching_courses(user))
+    authored = Q(courses__in=managed_courses(user))
     return JobTemplate.objects.filter(published | authored).distinct()
 
 
 def template_catalog(user) -> Sequence[Course]:
     """The user's courses, each with `launchable` (its published templates that an enabled cluster of the course can
-    run), `teaches` and `launch_refusal` (why nothing may be launched there now: the term; else None). The catalog
-    page shows all of it; GET /api/v1/templates/ lists the templates of the courses without a refusal. Four queries.
+    run), `teaches`, `manages` and `launch_refusal` (why nothing may be launched there now: the term; else None). The
+    catalog page shows all of it; GET /api/v1/templates/ lists the templates of the courses without a refusal. Five
+    queries.
     """
     courses = list(
         courses_for(user).prefetch_related(
@@ -116,6 +139,7 @@ def template_catalog(user) -> Sequence[Course]:
         )
     )
     teaching = set(teaching_courses(user).values_list("pk", flat=True))
+    managing = set(managed_courses(user).values_list("pk", flat=True))
     for course in courses:
         runs = {template_backend(cluster.kind) for cluster in course.enabled_clusters}
         mpi = any(cluster.has_mpi_operator for cluster in course.enabled_clusters)
@@ -123,6 +147,7 @@ def template_catalog(user) -> Sequence[Course]:
             t for t in course.published_templates if t.backend in runs and (mpi or not t.needs_mpi_operator)
         ]
         course.teaches = course.pk in teaching
+        course.manages = course.pk in managing
         course.launch_refusal = terms.launch_refusal(course, teaches=course.teaches)
     return courses
 
@@ -152,12 +177,12 @@ def check_launch(user, course: Course, template: JobTemplate, cluster: Cluster) 
 
 
 def may_author(user, template: JobTemplate) -> bool:
-    """Admins edit anything; instructors edit their own course templates, never built-in or shared ones."""
+    """Admins edit anything; instructors edit their own course templates, never built-in or shared ones. A TA none."""
     if is_admin(user):
         return True
     course_ids = set(template.courses.values_list("pk", flat=True))
-    taught = set(teaching_courses(user).values_list("pk", flat=True))
-    return not template.builtin and bool(course_ids) and course_ids <= taught
+    managed = set(managed_courses(user).values_list("pk", flat=True))
+    return not template.builtin and bool(course_ids) and course_ids <= managed
 
 
 def get_authorable_template(user, slug: str, *, write: bool = False) -> JobTemplate:
@@ -212,6 +237,6 @@ def _get_job_session(user, job_id, action: str) -> tuple[Job, bool]:
     job = get_job(user, job_id)
     if job.owner_id == user.pk:
         return job, False
-    if is_admin(user) or role_in(user, job.course) == Role.INSTRUCTOR:
+    if may_manage(user, job.course):
         return job, True
     raise PermissionDenied(f"Only the student who launched this job and the course's instructors {action}.")

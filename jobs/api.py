@@ -212,7 +212,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
     @extend_schema(request=ScaleSerializer, responses={200: JobSerializer, 409: ErrorSerializer, 503: ErrorSerializer})
     @action(detail=True, methods=["post"])
     def scale(self, request, pk=None):
-        job = self.get_object()
+        job = access.get_job(request.user, pk, act=True)
         data = ScaleSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:

@@ -18,7 +18,7 @@ from clusters.backends.kind import ActionRefused
 from core.choices import EventKind
 from courses import terms
 
-from .access import may_teach
+from .access import NOT_YOURS_TO_ACT, may_act, may_teach
 from .launch import QuotaExceeded, check_quota
 from .models import Job
 from .states import record
@@ -31,7 +31,10 @@ def _kind(job: Job):
 
 
 def refusal(user, job: Job) -> str | None:
-    """Why no action may be taken on the job's server now (the course's term, as for a launch), or None."""
+    """Why this user may take no action on the job's server now (a TA's is to see it; the course's term, as for a
+    launch), or None."""
+    if not may_act(user, job):
+        return NOT_YOURS_TO_ACT
     return terms.launch_refusal(job.course, teaches=may_teach(user, job.course))
 
 

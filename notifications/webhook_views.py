@@ -39,7 +39,7 @@ class WebhookForm(forms.ModelForm):
 
 @login_required
 def course_webhook(request, slug: str):
-    course = access.get_course(request.user, slug, teach=True, write=request.method == "POST")
+    course = access.get_managed_course(request.user, slug, "see and set its webhook", write=request.method == "POST")
     hook = CourseWebhook.objects.filter(course=course).first()
     form = WebhookForm(request.POST or None, instance=hook or CourseWebhook(course=course))
     if request.method == "POST" and "remove" in request.POST:

@@ -47,6 +47,7 @@ def course_dashboard(request, slug: str):
         "telemetry/course_dashboard.html",
         {
             "course": course,
+            "manages": access.may_manage(request.user, course),
             "states": states,
             "students": students,
             "heatmap": _heatmap_labels(course, students),

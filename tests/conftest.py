@@ -1,4 +1,5 @@
-"""Standard actors (an admin, an instructor, two students in one course, one student in another) and helpers."""
+"""Standard actors (an admin, an instructor, a TA, two students in one course, one student and one instructor in
+another) and helpers."""
 
 from __future__ import annotations
 
@@ -75,6 +76,22 @@ def alice(make_user, course):
 def bob(make_user, course):
     user = make_user("bob")
     Enrollment.objects.create(course=course, user=user, role=Role.STUDENT)
+    return user
+
+
+@pytest.fixture
+def ta(make_user, course):
+    """A teaching assistant of the course: sees and cancels its jobs, manages nothing (docs/roles.md)."""
+    user = make_user("tara")
+    Enrollment.objects.create(course=course, user=user, role=Role.TA)
+    return user
+
+
+@pytest.fixture
+def other_instructor(make_user, other_course):
+    """An instructor of another course."""
+    user = make_user("otto")
+    Enrollment.objects.create(course=other_course, user=user, role=Role.INSTRUCTOR)
     return user
 
 

@@ -75,7 +75,9 @@ def test_upload_form_is_for_instructors(login, course, instructor, alice):
     upload = SimpleUploadedFile("r.csv", b"sam,sam@example.edu,student\n", content_type="text/csv")
     assert login(alice).post(url, {"roster": upload}).status_code == 404
     upload.seek(0)
-    response = login(instructor).post(url, {"roster": upload})
+    client = login(instructor)
+    token = client.post(url, {"roster": upload}).context["token"]
+    response = client.post(reverse("courses:roster_import", args=[course.slug]), {"preview": token})
     assert response.status_code == 302
     assert Enrollment.objects.filter(course=course, user__username="sam").exists()
     bad = SimpleUploadedFile("r.csv", b"bad name,,\n", content_type="text/csv")

@@ -146,8 +146,10 @@ def test_import_queues_an_invitation_for_each_new_account_only(
         b"alice,alice@example.edu,student\nzoe,zoe@example.edu,student\nyan,,student\n",
         content_type="text/csv",
     )
+    client = login(instructor)
+    token = client.post(reverse("courses:roster", args=[course.slug]), {"roster": upload}).context["token"]
     with django_capture_on_commit_callbacks() as queued:
-        response = login(instructor).post(reverse("courses:roster", args=[course.slug]), {"roster": upload})
+        response = client.post(reverse("courses:roster_import", args=[course.slug]), {"preview": token})
     assert response.status_code == 302
     invited = Invitation.objects.filter(course=course)
     assert [i.user.username for i in invited] == ["zoe"]  # alice has an account; yan has no address

@@ -14,6 +14,8 @@ from jobs.authoring import preview, publish
 from jobs.forms import TemplateForm
 from jobs.models import JobTemplate
 
+TEMPLATES = "author and publish its templates"  # a TA is told "Only the course's instructors author and publish …"
+
 
 def ended_course_ids():
     """Courses a template may no longer be added to: their term has ended."""
@@ -22,7 +24,7 @@ def ended_course_ids():
 
 @login_required
 def template_list(request, course_slug: str):
-    course = access.get_course(request.user, course_slug, teach=True)
+    course = access.get_managed_course(request.user, course_slug, TEMPLATES)
     templates = course.templates.prefetch_related("courses").order_by("status", "name")
     rows = [(t, access.may_author(request.user, t), access.template_read_only(t)) for t in templates]
     context = {"course": course, "rows": rows, "read_only": terms.has_ended(course)}
@@ -32,7 +34,7 @@ def template_list(request, course_slug: str):
 @login_required
 def template_edit(request, course_slug: str, slug: str | None = None):
     writing = request.method == "POST"
-    course = access.get_course(request.user, course_slug, teach=True, write=writing and not slug)
+    course = access.get_managed_course(request.user, course_slug, TEMPLATES, write=writing and not slug)
     if slug:
         template = access.get_authorable_template(request.user, slug, write=writing)
     else:
@@ -40,7 +42,7 @@ def template_edit(request, course_slug: str, slug: str | None = None):
     read_only = access.template_read_only(template) or (
         terms.read_only_message(course) if not slug and terms.has_ended(course) else None
     )
-    teaching = access.teaching_courses(request.user)
+    teaching = access.managed_courses(request.user)
     form = TemplateForm(
         request.POST or None,
         instance=template,
@@ -68,8 +70,8 @@ def template_edit(request, course_slug: str, slug: str | None = None):
 @require_POST
 def template_preview(request, course_slug: str):
     """htmx: render what is in the editor now, without saving."""
-    course = access.get_course(request.user, course_slug, teach=True)
-    form = TemplateForm(request.POST, teaching=access.teaching_courses(request.user))
+    course = access.get_managed_course(request.user, course_slug, TEMPLATES)
+    form = TemplateForm(request.POST, teaching=access.managed_courses(request.user))
     form.is_valid()
     errors: list[str] | ErrorList
     if "parameters" in form.errors:
@@ -86,7 +88,7 @@ def template_preview(request, course_slug: str):
 @login_required
 @require_POST
 def template_publish(request, course_slug: str, slug: str):
-    course = access.get_course(request.user, course_slug, teach=True, write=True)
+    course = access.get_managed_course(request.user, course_slug, TEMPLATES, write=True)
     template = access.get_authorable_template(request.user, slug, write=True)
     if course not in template.courses.all():
         raise Http404("No such template.")

@@ -17,6 +17,7 @@ from jobs.budgets import standing_of, standings
 from jobs.burndown import HEIGHT, WIDTH, course_curves, empty_curve
 
 RECENT_CHANGES = 50
+BUDGETS = "see and set its GPU-hour budgets"
 SPARK_WIDTH, SPARK_HEIGHT = 120, 30  # each student's small burn-down in the instructor's table
 
 
@@ -31,6 +32,7 @@ def my_budget(request, course_slug: str):
         curve = curves.get(request.user.pk) or empty_curve(mine.limit, mine.period, now)
     context = {"course": course, "mine": mine, "whole": whole, "curve": curve, "width": WIDTH, "height": HEIGHT}
     context["teaches"] = access.may_teach(request.user, course)
+    context["manages"] = access.may_manage(request.user, course)
     return render(request, "jobs/budget.html", context)
 
 
@@ -49,7 +51,7 @@ def _students(course):
 
 @login_required
 def course_budgets(request, course_slug: str):
-    course = access.get_course(request.user, course_slug, teach=True, write=request.method == "POST")
+    course = access.get_managed_course(request.user, course_slug, BUDGETS, write=request.method == "POST")
     students = _students(course)
     settings_form = BudgetSettingsForm(request.POST or None, initial=_settings(course))
     if request.method == "POST" and settings_form.is_valid():
@@ -64,7 +66,7 @@ def course_budgets(request, course_slug: str):
 @login_required
 @require_POST
 def top_up(request, course_slug: str):
-    course = access.get_course(request.user, course_slug, teach=True, write=True)
+    course = access.get_managed_course(request.user, course_slug, BUDGETS, write=True)
     students = _students(course)
     form = TopUpForm(request.POST, students=students)
     if form.is_valid():

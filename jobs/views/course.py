@@ -45,7 +45,7 @@ def course_jobs(request, slug: str):
         enrollment.active = active.get(enrollment.user_id, 0)
     roster = sorted((e.user for e in students if e.role == Role.STUDENT), key=lambda u: u.username)
     context |= {"enrollments": students, "roster": roster, "templates": course.templates.only("slug", "name")}
-    context["may_copy"] = access.is_admin(request.user) or access.role_in(request.user, course) == Role.INSTRUCTOR
+    context["manages"] = access.may_manage(request.user, course)  # a TA gets no links to the instructor's pages
     context["efficiency"] = class_efficiency(course)
     return render(request, "courses/course_jobs.html", context)
 

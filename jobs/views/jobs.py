@@ -41,6 +41,7 @@ def detail(request, job_id):
     kind = kinds.kind_of(job.cluster.kind)
     warning = IdleWarning.objects.filter(job=job).first() if job.state == JobState.RUNNING else None
     context["idle_warning"] = warning if warning is not None and warning.active else None
+    context["may_act"] = access.may_act(request.user, job)
     server = kind.server(job)
     if server is not None:  # what the kind lets a student do with a running server, and its separate logs
         context["server"] = server
@@ -130,7 +131,7 @@ def log(request, job_id):
 @require_http_methods(["POST"])
 def keep(request, job_id):
     """ "Keep it" on an idle warning: the course's idle clock starts again for this job."""
-    job = access.get_job(request.user, job_id)
+    job = access.get_job(request.user, job_id, act=True)
     if job.state == JobState.RUNNING and job.cancel_requested_at is None:
         IdleWarning.objects.update_or_create(job=job, defaults={"kept_at": timezone.now(), "kept_by": request.user})
         record(job, EventKind.NOTE, "Kept: the idle clock starts again now.", actor=request.user)

@@ -20,7 +20,7 @@ def _int(value, default: int) -> int:
 @login_required
 @require_POST
 def scale(request, job_id):
-    job = access.get_job(request.user, job_id)
+    job = access.get_job(request.user, job_id, act=True)
     try:
         messages.success(request, servers.scale(request.user, job, _int(request.POST.get("replicas"), -1)))
     except (servers.ActionRefused, BackendError) as exc:
@@ -32,7 +32,7 @@ def scale(request, job_id):
 @require_POST
 def try_it(request, job_id):
     """Stream the server's answer as plain text; the page appends it as it arrives."""
-    job = access.get_job(request.user, job_id)
+    job = access.get_job(request.user, job_id, act=True)
     try:
         pieces = servers.try_it(request.user, job, request.POST.get("prompt", ""))
         first = next(pieces, "")
@@ -55,7 +55,7 @@ def try_it(request, job_id):
 @login_required
 @require_POST
 def load_test(request, job_id):
-    job = access.get_job(request.user, job_id)
+    job = access.get_job(request.user, job_id, act=True)
     try:
         name = servers.start_load_test(
             request.user,

@@ -35,7 +35,15 @@ def test_imported_student_follows_the_invitation_sets_a_password_and_launches(
     log_in(page, live_server, "ines")
     page.goto(f"{live_server.url}/courses/{course.slug}/roster/")
     page.set_input_files("#id_roster", str(roster))
-    page.click("#import-roster")
+    page.click("#import-roster")  # the preview: nothing is saved yet
+    expect(page.locator("#roster-plan")).to_contain_text("new account, invited at zoe@example.edu")
+    expect(page.locator("#roster-plan")).to_contain_text("already enrolled: nothing changes")
+    assert not Enrollment.objects.filter(user__username="zoe").exists()
+    page.set_viewport_size({"width": 390, "height": 800})
+    fits(page, 390)
+    page.screenshot(path=f"{SHOTS}/gpulab-roster-preview-390.png", full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.click("#confirm-import")
     expect(page.locator(".flash.success")).to_contain_text("1 invitation to set a password queued")
     expect(page.locator("#not-signed-in")).to_contain_text("zoe")
 

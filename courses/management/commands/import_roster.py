@@ -6,12 +6,14 @@ from django.db import transaction
 from courses import invitations, terms
 from courses.models import Course
 from courses.roster import import_roster
+from courses.roster_file import MAX_BYTES, RosterUnreadable, decode
 
 
 class Command(BaseCommand):
     help = (
-        "Enroll the people in a CSV (username,email,role) in a course, all rows or none; each new account is "
-        "emailed an invitation to set its password (--no-invite: none)."
+        "Enroll the people in a CSV (a header naming its columns, or lines of username,email,role) in a course, all "
+        "rows or none; existing accounts are enrolled as they are; each new account is emailed an invitation to set "
+        "its password (--no-invite: none)."
     )
 
     def add_arguments(self, parser):
@@ -31,8 +33,15 @@ class Command(BaseCommand):
         if terms.has_ended(target):
             raise CommandError(terms.read_only_message(target))
         try:
-            text = roster.read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as exc:
+            with roster.open("rb") as file:
+                raw = file.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise CommandError(f"Cannot read {roster}: {exc}") from None
+        if len(raw) > MAX_BYTES:
+            raise CommandError(f"{roster} is larger than {MAX_BYTES // (1024 * 1024)} MB; split it.")
+        try:
+            text = decode(raw)
+        except RosterUnreadable as exc:
             raise CommandError(f"Cannot read {roster}: {exc}") from None
         with transaction.atomic():  # the invitations are queued once the enrollments are committed
             result = import_roster(target, text)
@@ -41,5 +50,7 @@ class Command(BaseCommand):
             self.stderr.write(error)
         if not result.ok:
             raise CommandError(result.summary())
+        for note in result.notes:
+            self.stdout.write(note)
         note = f" {invited} invitation(s) to set a password queued." if invited else ""
         self.stdout.write(self.style.SUCCESS(result.summary() + note))
