@@ -14,7 +14,11 @@ make -s venv workloads-venv
 bash scripts/services.sh start
 bash scripts/local_slurm.sh start
 bash scripts/lab_venv.sh  # the jobs' Python (PyTorch, JupyterLab) in /opt/gpulab-lab-venv, as make demo
-cleanup() { bash scripts/local_slurm.sh stop || true; bash scripts/services.sh stop || true; }
+cleanup() {
+  [ -n "${mypy_pid:-}" ] && kill "$mypy_pid" 2>/dev/null
+  bash scripts/local_slurm.sh stop || true
+  bash scripts/services.sh stop || true
+}
 trap cleanup EXIT
 
 set -a
@@ -23,7 +27,8 @@ set -a
 # shellcheck disable=SC1091
 . "$GPULAB_LOCAL_DIR/cluster.env"
 set +a
-# Database 1 of Redis: a demo running on this machine (database 0) must not take the tests' task messages.
+# Database 1 of Redis and up: a demo running on this machine (database 0) must not take the tests' task messages;
+# each parallel test process moves to a database of its own (tests/settings.py).
 export REDIS_URL="${REDIS_URL%/*}/1"
 export GPULAB_REQUIRE_SERVICES=1 DJANGO_SETTINGS_MODULE=tests.settings
 
@@ -31,12 +36,23 @@ echo "[test] lint and checks"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/lint-imports  # the floor plan: contracts in pyproject.toml [tool.importlinter]
-.venv/bin/mypy  # the type checker: every app, with Django's and DRF's stubs (pyproject.toml [tool.mypy])
 .venv/bin/python manage.py check
 .venv/bin/python manage.py makemigrations --check --dry-run
+# The type checker (every app, with Django's and DRF's stubs: pyproject.toml [tool.mypy]) runs beside the tests, which
+# spend most of their time waiting on SLURM; its verdict is read after them.
+mypy_log=$(mktemp)
+.venv/bin/mypy >"$mypy_log" 2>&1 &
+mypy_pid=$!
 
 echo "[test] portal: unit and integration tests, in parallel (pytest-xdist; the SLURM node's tests in one group)"
 .venv/bin/pytest -n "${GPULAB_TEST_PROCESSES:-4}" --dist loadgroup --durations=25 "$@"
+
+echo "[test] type checker (mypy)"
+status=0
+wait "$mypy_pid" || status=$?
+mypy_pid=
+cat "$mypy_log"
+[ "$status" = 0 ] || exit "$status"
 
 echo "[test] workloads: trainer, inference server, load generator, manifests (CPU)"
 (cd workloads && .venv/bin/pytest)
