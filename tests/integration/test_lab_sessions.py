@@ -95,6 +95,7 @@ def test_a_booked_session_holds_the_gpu_node_and_the_courses_next_job_runs_in_it
     assert slurm("squeue", "-h", "-j", after.scheduler_id, "-o", "%v").strip() in {"", "(null)"}
 
 
+@pytest.mark.slurm_node  # it reserves the whole GPU node and queues a job in it, with no worker behind it
 def test_making_the_reservation_again_adopts_it_and_slurms_refusal_is_told_in_words(
     api_for, instructor, course, other_course, lab_cluster, make_user
 ):

@@ -184,6 +184,7 @@ def test_one_poll_cycle_asks_squeue_start_and_sprio_once_whatever_the_number_of_
 
 
 @pytest.mark.timeout(420)
+@pytest.mark.slurm_node  # root's job holds every GPU of the node, with no worker behind it
 def test_slurmrestd_cluster_gives_the_estimate_and_priority_from_the_polls_own_job_list(
     transactional_db, alice, cluster, sleep_template, course, services, monkeypatch, aside
 ):
