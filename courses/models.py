@@ -96,6 +96,7 @@ class Course(models.Model):
     # Not columns: what the launch catalog sets on each course it lists (jobs.access.template_catalog, jobs.views).
     launchable: list[Any]  # its published templates that an enabled cluster of the course can run
     teaches: bool
+    manages: bool  # may change the course (its instructors and admins), as against a TA who only teaches it
     launch_refusal: str | None
     lab_session: "LabSession | None"
 

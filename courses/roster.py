@@ -13,6 +13,7 @@ creates are returned so they can be invited.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -25,6 +26,9 @@ from clusters.identity import cluster_username, set_cluster_username, validate_c
 from . import roster_changes, roster_file
 from .models import Course, Enrollment, Role
 from .roster_file import MAX_ROWS, ROLE_NAMES, RosterRow, username_problem
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 __all__ = [
     "MAX_ROWS",
@@ -46,7 +50,7 @@ NEW, ENROL, ROLE, SAME = "new", "enrol", "role", "same"  # what happens to a lin
 class Planned:
     row: RosterRow
     outcome: str = NEW
-    user: object = None  # the existing account, if any
+    user: User | None = None  # the existing account, if any
     enrollment: Enrollment | None = None  # its enrollment in the course, if any
     old_role: str = ""
     notes: list[str] = field(default_factory=list)
@@ -205,15 +209,15 @@ def _plan_line(row: RosterRow, user, enrollments: dict, others: set[int]) -> Pla
 def _cluster_problems(line: Planned) -> list[str]:
     if not line.set_cluster_username:
         return []
-    name = line.row.cluster_username
-    current = cluster_username(line.user) if line.user is not None else ""
+    name, user = line.row.cluster_username, line.user
+    current = cluster_username(user) if user is not None else ""
     if current == name:
         line.set_cluster_username = False  # nothing to change
         return []
-    if current:
-        return [f"{line.user.get_username()} already has the cluster username {current}; an admin changes it"]
+    if user is not None and current:
+        return [f"{user.get_username()} already has the cluster username {current}; an admin changes it"]
     try:
-        validate_cluster_username(name, line.user)
+        validate_cluster_username(name, user)
     except ValidationError as exc:
         return [exc.messages[0].rstrip(".")]
     return []
@@ -223,7 +227,7 @@ def _leaves_no_instructor(course: Course, lines: list[Planned]) -> bool:
     instructors = set(Enrollment.objects.filter(course=course, role=Role.INSTRUCTOR).values_list("user_id", flat=True))
     if not instructors:
         return False
-    after = set(instructors)
+    after: set[int | str] = set(instructors)  # a new account, not yet saved, counts by its username
     for line in lines:
         key = line.user.pk if line.user is not None else line.row.username.lower()
         if line.row.role == Role.INSTRUCTOR:
@@ -255,6 +259,7 @@ def _save_line(course: Course, line: Planned, result: RosterResult, actor) -> No
         if line.outcome == ENROL:
             result.existing.append(user.get_username())
     elif line.outcome == ROLE:
+        assert line.enrollment is not None  # a role changes only for someone planned as enrolled already
         roster_changes.set_role(course, line.enrollment, row.role, actor=actor, keep_an_instructor=False)
         result.role_changed.append(row.username)
     else:
