@@ -11,20 +11,6 @@ from jobs import access
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def ta(make_user, course):
-    user = make_user("tam")
-    Enrollment.objects.create(course=course, user=user, role=Role.TA)
-    return user
-
-
-@pytest.fixture
-def other_instructor(make_user, other_course):
-    user = make_user("otto")
-    Enrollment.objects.create(course=other_course, user=user, role=Role.INSTRUCTOR)
-    return user
-
-
 def roster_urls(course, person):
     return {
         "page": ("get", reverse("courses:roster", args=[course.slug])),
