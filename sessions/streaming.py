@@ -97,6 +97,27 @@ async def _in_threads(make: Callable[[], Iterator[bytes]]) -> AsyncGenerator[byt
         reader.shutdown(wait=False)
 
 
+class ClosedWhenLeft(StreamingHttpResponse):
+    """A streaming response whose own generator is closed as soon as the browser leaves.
+
+    Django's ASGI handler closes (aclosing) what `__aiter__` gives it, but the stock response gives a wrapper that
+    does not close the generator behind it, and a cancelled request never reaches response.close(): the generator's
+    `finally` (a slot given back, an SFTP channel ended) would wait for the garbage collector. This one hands the
+    handler a wrapper that closes the generator it wraps."""
+
+    def __init__(self, chunks: AsyncGenerator[bytes, None], **kwargs) -> None:
+        super().__init__(chunks, **kwargs)
+        self._chunks = chunks
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._closing()
+
+    async def _closing(self) -> AsyncGenerator[bytes, None]:
+        async with contextlib.aclosing(self._chunks) as chunks:
+            async for chunk in chunks:
+                yield self.make_bytes(chunk)
+
+
 class _Slots:
     """How many downloads run an OpenSSH client in this process (threads too: the test client streams from them)."""
 
@@ -123,7 +144,7 @@ async def preferring(
     slow: Callable[[int, int], Generator[bytes, None, None]],
     start: int,
     length: int,
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """The bytes [start, start+length): fast()'s (OpenSSH) while a slot is free, else slow(start, length)'s (the
     pooled SFTP connection, in threads). Should OpenSSH fail part way (a login refused, a dropped connection), the
     rest comes by SFTP from where it stopped: the status and Content-Length are already sent."""
@@ -149,7 +170,7 @@ async def preferring(
             yield chunk
 
 
-def file_response(request, stream: Callable[[int, int], AsyncIterator[bytes]], name: str, size: int):
+def file_response(request, stream: Callable[[int, int], AsyncGenerator[bytes, None]], name: str, size: int):
     """The file (or the asked range of it) as an attachment; `stream(start, length)` yields its bytes. A HEAD
     request (a download manager's first question) gets the headers alone: nothing is read on the cluster."""
     wanted = parse_range(request.headers.get("Range", ""), size)
@@ -162,7 +183,7 @@ def file_response(request, stream: Callable[[int, int], AsyncIterator[bytes]], n
     if request.method == "HEAD":
         response = HttpResponse(status=status, content_type="application/octet-stream")
     else:
-        response = StreamingHttpResponse(stream(start, length), status=status, content_type="application/octet-stream")
+        response = ClosedWhenLeft(stream(start, length), status=status, content_type="application/octet-stream")
     response["Content-Length"] = str(length)
     response["Accept-Ranges"] = "bytes"
     if wanted:
@@ -177,6 +198,6 @@ def archive_response(request, make: Callable[[], Iterator[bytes]], name: str, fm
     if request.method == "HEAD":
         response = HttpResponse(content_type=content_type)
     else:
-        response = StreamingHttpResponse(_in_threads(make), content_type=content_type)
+        response = ClosedWhenLeft(_in_threads(make), content_type=content_type)
     response["Content-Disposition"] = content_disposition_header(True, f"{name}.{fmt}") or "attachment"
     return response

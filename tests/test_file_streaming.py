@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import threading
 import time
@@ -241,3 +242,46 @@ def test_a_download_the_browser_leaves_mid_stream_ends_quietly_and_closes_its_ch
     assert recorder.channels and all(c.closed.is_set() for c in recorder.channels)  # the SFTP channel is closed
     problems = [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
     assert not problems, [r.getMessage() for r in problems]
+
+
+def test_the_asgi_handler_closes_a_left_download_s_generator_itself_not_the_garbage_collector(monkeypatch):
+    """A browser that leaves mid-stream: by the time Django's ASGI handler returns, the download's own generator has
+    run its `finally` (where an archive gives its slot back and a channel ends), with the garbage collector off and
+    the response still referenced, so nothing but the handler could have closed it."""
+    ended = []
+
+    async def chunks():
+        try:
+            while True:
+                yield b"x" * 1024
+        finally:
+            ended.append(True)
+
+    response = streaming.ClosedWhenLeft(chunks(), content_type="application/zip")
+
+    async def get_response(self, request):
+        return response
+
+    monkeypatch.setattr(ASGIHandler, "get_response_async", get_response)
+    scope = {"type": "http", "method": "GET", "path": "/", "query_string": b"", "headers": [], "server": ("t", 80)}
+    streamed = asyncio.Event()
+
+    async def run():
+        async def receive():
+            if not streamed.is_set():
+                streamed.set()
+                return {"type": "http.request", "body": b"", "more_body": False}
+            await asyncio.sleep(0.05)  # some chunks go out, then the browser leaves
+            return {"type": "http.disconnect"}
+
+        async def send(message):
+            await asyncio.sleep(0.001)  # a network that takes its time: the browser leaves while a chunk is sent
+
+        await asyncio.wait_for(ASGIHandler()(scope, receive, send), 10)
+        return list(ended)  # before the loop ends: a server's loop runs on, so its shutdown would close it too late
+
+    gc.disable()
+    try:
+        assert async_to_sync(run)() == [True]
+    finally:
+        gc.enable()
