@@ -2,11 +2,15 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 os.environ["GPULAB_ASGI"] = "1"  # this process serves requests: database connections from a pool (settings.py)
-django_asgi_app = get_asgi_application()  # sets Django up before the consumers import models
+django.setup(set_prefix=False)  # as get_asgi_application(), before the consumers import models
+
+from portal.static_files import StreamingFilesHandler  # noqa: E402
+
+django_asgi_app = StreamingFilesHandler()  # Django's handler, with files streamed in blocks
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

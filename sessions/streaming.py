@@ -20,17 +20,18 @@ import contextlib
 import logging
 import re
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Literal
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections
-from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
+from django.http import HttpResponse, HttpResponseBase
 from django.utils.http import content_disposition_header
 
 from clusters.backends.base import BackendError
+from core.http_streams import ClosedWhenLeft
 
 logger = logging.getLogger(__name__)
 
@@ -95,27 +96,6 @@ async def _in_threads(make: Callable[[], Iterator[bytes]]) -> AsyncGenerator[byt
         # cancelled stream ends at once; the thread ends once it has closed the reader.
         reader.submit(_close_quietly, made)
         reader.shutdown(wait=False)
-
-
-class ClosedWhenLeft(StreamingHttpResponse):
-    """A streaming response whose own generator is closed as soon as the browser leaves.
-
-    Django's ASGI handler closes (aclosing) what `__aiter__` gives it, but the stock response gives a wrapper that
-    does not close the generator behind it, and a cancelled request never reaches response.close(): the generator's
-    `finally` (a slot given back, an SFTP channel ended) would wait for the garbage collector. This one hands the
-    handler a wrapper that closes the generator it wraps."""
-
-    def __init__(self, chunks: AsyncGenerator[bytes, None], **kwargs) -> None:
-        super().__init__(chunks, **kwargs)
-        self._chunks = chunks
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._closing()
-
-    async def _closing(self) -> AsyncGenerator[bytes, None]:
-        async with contextlib.aclosing(self._chunks) as chunks:
-            async for chunk in chunks:
-                yield self.make_bytes(chunk)
 
 
 class _Slots:

@@ -21,6 +21,7 @@ from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from rest_framework.authtoken.models import Token
 
+from core.http_streams import ClosedWhenLeft
 from sessions import api, streaming
 from sessions.files import Session
 from tests.local_sftp import LocalSFTP
@@ -257,7 +258,7 @@ def test_the_asgi_handler_closes_a_left_download_s_generator_itself_not_the_garb
         finally:
             ended.append(True)
 
-    response = streaming.ClosedWhenLeft(chunks(), content_type="application/zip")
+    response = ClosedWhenLeft(chunks(), content_type="application/zip")
 
     async def get_response(self, request):
         return response
