@@ -192,3 +192,17 @@ def test_a_kubernetes_cluster_takes_only_kubernetes_credentials():
         {"cluster": cluster.pk, "username": "p", "auth_method": "kubeconfig", "secret": other_context}
     )
     assert not form.is_valid() and "no context lab; it has prod" in str(form.errors)
+
+
+@pytest.mark.parametrize("model", ["library/../../etc", "a..b", "hf.co//x", "../llama3", ".hidden"])
+def test_an_ollama_model_name_that_walks_a_path_is_refused_in_words(model):
+    """The model name reaches `ollama pull` and the model store's paths: no `..` or `//` in it, whatever else."""
+    from core.templating.params import parse_schema
+    from jobs.builtin import builtin_definitions
+
+    definition = next(d for d in builtin_definitions() if d["slug"] == "k8s-ollama")
+    (param,) = [p for p in parse_schema(definition["parameters"]) if p.name == "model"]
+    for good in ("llama3.1:8b", "library/llama3:latest", "hf.co/user/repo-gguf:q4_k_m"):
+        assert param.clean(good) == good
+    with pytest.raises(ValueError, match=r"with no \.\. or //"):
+        param.clean(model)

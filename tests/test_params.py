@@ -108,3 +108,23 @@ def test_plain_numbers_still_pass():
         100.0,
         2.0,
     ]
+
+
+@pytest.mark.parametrize(
+    ("item", "said"),
+    [
+        ({"name": "gpus", "type": "int", "default": 1, "min": 1, "max": 4}, "(no spaces) from 1 to 4, e.g. 1."),
+        ({"name": "steps", "type": "int", "default": 300, "min": 10}, "(no spaces) of at least 10, e.g. 300."),
+        ({"name": "shift", "type": "int", "default": -2, "max": 8}, "(no spaces) of at most 8, e.g. -2."),
+        ({"name": "seed", "type": "int", "default": 42}, "(no spaces), e.g. 42."),
+        ({"name": "lr", "type": "float", "default": 0.001, "min": 0, "max": 1}, "(no spaces) from 0 to 1, e.g. 0.001."),
+    ],
+)
+def test_a_number_typed_wrong_is_told_an_example_its_own_field_accepts(item, said):
+    """Not "e.g. 2 or -3" for a field of 1 to 4 GPUs: the bounds, and an example inside them (its default)."""
+    (param,) = schema(item)
+    with pytest.raises(ValueError) as refused:
+        param.clean("two")
+    assert str(refused.value).endswith(said), str(refused.value)
+    example = str(refused.value).rsplit("e.g. ", 1)[1].rstrip(".")
+    assert param.clean(example) is not None

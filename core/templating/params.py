@@ -89,9 +89,9 @@ class Param:
         if raw is None or (isinstance(raw, str) and not raw.strip() and self.type != "string"):
             raise ValueError("This field is required.")
         if self.type == "int":
-            return self._bounded(self._to_int(raw))
+            return self._bounded(self._to_int(raw, self._example()))
         if self.type == "float":
-            return self._bounded(self._to_float(raw))
+            return self._bounded(self._to_float(raw, self._example()))
         text = raw if isinstance(raw, str) else str(raw)
         if CONTROL_CHARS.search(text):
             raise ValueError("Line breaks, tabs and other control characters are not allowed.")
@@ -109,8 +109,22 @@ class Param:
             raise ValueError(SAFE_STRING_HELP)
         return text
 
+    def _example(self) -> str:
+        """What to type, from this field's own bounds and default: an example the field itself would accept."""
+        bounds = ""
+        if self.min is not None and self.max is not None:
+            bounds = f" from {_fmt(self.min)} to {_fmt(self.max)}"
+        elif self.min is not None:
+            bounds = f" of at least {_fmt(self.min)}"
+        elif self.max is not None:
+            bounds = f" of at most {_fmt(self.max)}"
+        example = self.default if isinstance(self.default, int | float) and not isinstance(self.default, bool) else None
+        if example is None:
+            example = next((b for b in (self.min, self.max) if b is not None), 2 if self.type == "int" else 0.5)
+        return f"{bounds}, e.g. {_fmt(example)}"
+
     @staticmethod
-    def _to_int(raw: Any) -> int:
+    def _to_int(raw: Any, example: str) -> int:
         if isinstance(raw, bool):
             raise ValueError("Enter a whole number.")
         if isinstance(raw, int):
@@ -118,17 +132,17 @@ class Param:
         if isinstance(raw, float) and raw.is_integer():
             return int(raw)
         if not isinstance(raw, str) or not INT_TEXT.fullmatch(raw):
-            raise ValueError("Enter a whole number with the digits 0-9 (no spaces), e.g. 2 or -3.")
+            raise ValueError(f"Enter a whole number with the digits 0-9 (no spaces){example}.")
         return int(raw)
 
     @staticmethod
-    def _to_float(raw: Any) -> float:
+    def _to_float(raw: Any, example: str) -> float:
         if isinstance(raw, bool):
             raise ValueError("Enter a number.")
         if isinstance(raw, int | float) or (isinstance(raw, str) and FLOAT_TEXT.fullmatch(raw)):
             value = float(raw)
         else:
-            raise ValueError("Enter a number with the digits 0-9 (no spaces), e.g. 0.5 or 3e-4.")
+            raise ValueError(f"Enter a number with the digits 0-9 (no spaces){example}.")
         if not math.isfinite(value):
             raise ValueError("Enter a finite number.")
         return value
