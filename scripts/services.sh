@@ -6,13 +6,14 @@
 #   scripts/services.sh stop
 #   scripts/services.sh restart-redis   stop and start redis-server (its data is not kept), as an outage would
 #
-# services.env holds DATABASE_URL and REDIS_URL for whoever sources it.
+# services.env (root's alone) holds DATABASE_URL and REDIS_URL, with their passwords, for whoever sources it.
 set -euo pipefail
 
 LOCAL_DIR=${GPULAB_LOCAL_DIR:-/var/lib/gpulab-local}
 PG_PORT=${GPULAB_PG_PORT:-5433}
 REDIS_PORT=${GPULAB_REDIS_PORT:-6390}
 PG_DIR=$LOCAL_DIR/postgres
+REDIS_DIR=$LOCAL_DIR/redis
 DB_NAME=gpulab
 DB_USER=gpulab
 DB_PASSWORD=${GPULAB_DB_PASSWORD:-gpulab-local}
@@ -57,13 +58,46 @@ start_postgres() {
   fi
 }
 
-start_redis() {
-  if ! redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1; then
-    mkdir -p "$LOCAL_DIR/redis"
-    redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --daemonize yes --save '' --appendonly no \
-      --dir "$LOCAL_DIR/redis" --logfile "$LOCAL_DIR/redis/redis.log" --pidfile "$LOCAL_DIR/redis/redis.pid"
-    for _ in $(seq 1 50); do redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+redis_password() {
+  # Made once, root's alone: the students' jobs run on this machine and reach its loopback, so the Redis that holds
+  # the portal's sessions, cache and broker answers only to the portal (redis_probe in tests/integration/test_isolation.py).
+  if [ ! -s "$REDIS_DIR/password" ]; then
+    mkdir -p "$REDIS_DIR" && chmod 700 "$REDIS_DIR"
+    (umask 077 && od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$REDIS_DIR/password")
   fi
+  cat "$REDIS_DIR/password"
+}
+
+# The password goes by environment (REDISCLI_AUTH) and config file, never on a command line that `ps` shows.
+rcli() { REDISCLI_AUTH=$(redis_password) redis-cli --no-auth-warning -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+
+start_redis() {
+  # Asked first without the password: a Redis without one answers either way.
+  if [ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; then
+    log "restarting redis on 127.0.0.1:$REDIS_PORT with a password (it answered without one)"
+    redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+    wait_redis_gone
+  elif [ "$(rcli ping 2>/dev/null)" = PONG ]; then
+    return
+  fi
+  (umask 077 && cat >"$REDIS_DIR/redis.conf" <<EOF2
+bind 127.0.0.1
+port $REDIS_PORT
+requirepass $(redis_password)
+daemonize yes
+save ""
+appendonly no
+dir $REDIS_DIR
+logfile $REDIS_DIR/redis.log
+pidfile $REDIS_DIR/redis.pid
+EOF2
+  )
+  redis-server "$REDIS_DIR/redis.conf"
+  for _ in $(seq 1 50); do [ "$(rcli ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
+}
+
+wait_redis_gone() {
+  for _ in $(seq 1 50); do redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1 || break; sleep 0.1; done
 }
 
 start() {
@@ -74,7 +108,7 @@ start() {
   (umask 077 && : >"$LOCAL_DIR/services.env") && chmod 600 "$LOCAL_DIR/services.env"
   cat >"$LOCAL_DIR/services.env" <<EOF2
 DATABASE_URL=postgres://$DB_USER:$DB_PASSWORD@127.0.0.1:$PG_PORT/$DB_NAME
-REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
+REDIS_URL=redis://:$(redis_password)@127.0.0.1:$REDIS_PORT/0
 EOF2
   log "postgres on 127.0.0.1:$PG_PORT, redis on 127.0.0.1:$REDIS_PORT"
 }
@@ -83,13 +117,13 @@ stop() {
   local bin
   bin=$(pg_bin)
   runuser -u postgres -- "$bin/pg_ctl" -D "$PG_DIR/data" -m fast stop >/dev/null 2>&1 || true
-  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+  rcli shutdown nosave >/dev/null 2>&1 || true
   log "stopped"
 }
 
 restart_redis() {
-  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
-  for _ in $(seq 1 50); do redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1 || break; sleep 0.1; done
+  rcli shutdown nosave >/dev/null 2>&1 || true
+  wait_redis_gone
   start_redis
   log "redis restarted on 127.0.0.1:$REDIS_PORT"
 }

@@ -21,6 +21,7 @@ import shutil
 import stat
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from django.urls import reverse
@@ -73,6 +74,9 @@ case "$(sacct -n -X -a -o jobid -j "$victim" 2>/dev/null)" in
   *) echo sacct=refused ;;
 esac
 try services_env cat {local}/services.env
+redis_ping() ( exec 3<>/dev/tcp/127.0.0.1/{redis_port} && printf 'PING\r\n' >&3 && IFS= read -r -t 3 said <&3 &&
+  [[ "$said" == "+PONG"* ]] )
+try redis redis_ping
 try cluster_env cat {local}/cluster.env
 try sudo_as_other sudo -n -u {victim_user} true
 try sudo_any sudo -n true
@@ -84,7 +88,7 @@ echo "attacks-done"
 ATTACK_NAMES = [
     "ls_lab", "ls_jobs", "ls_run", "cat_log", "cat_checkpoint", "cat_upload", "touch_run", "touch_lab",
     "rm_checkpoint", "scancel", "hold", "update", "show_job", "squeue", "sudo_as_other", "sudo_any", "reservation",
-    "sacct", "services_env", "cluster_env",
+    "sacct", "services_env", "cluster_env", "redis",
 ]  # fmt: skip
 
 
@@ -209,6 +213,7 @@ def test_from_a_shell_in_his_own_job_a_student_reaches_nothing_of_another_studen
         victim_user=alice_user,
         reservation=RESERVATION,
         local=shlex.quote(os.environ.get("GPULAB_LOCAL_DIR", "/var/lib/gpulab-local")),  # the services' passwords
+        redis_port=urlsplit(os.environ["REDIS_URL"]).port or 6379,  # the portal's sessions, cache and broker
     )
     output = in_job(bob_user, bobs.scheduler_id, script)
     said = verdicts(output)
@@ -286,3 +291,39 @@ def test_in_the_shared_mode_jobs_run_as_the_unprivileged_shared_user_never_the_s
         ["sacctmgr", "-n", "-P", "show", "user", shared, "format=adminlevel"], capture_output=True, text=True
     )
     assert level.stdout.strip() in {"None", ""}
+
+
+def test_a_files_folder_another_student_made_first_is_refused_in_words_and_nothing_is_written_there(
+    api_for, alice, cluster, services, students
+):
+    """Under the shared lab directory's 1733 `students/`, bob makes `students/<alice's user>` before alice ever opens
+    Files, world-writable, to read what the portal would put in it. The portal will not use a folder alice's user
+    cannot make private: Files says so in words (not "check its permissions"), and alice's upload never lands."""
+    alice_user, bob_user = students
+    SHARED_LAB.mkdir(exist_ok=True)
+    shutil.chown(SHARED_LAB, services["GPULAB_SERVICE_USER"], services["GPULAB_SERVICE_USER"])
+    SHARED_LAB.chmod(0o755)
+    (SHARED_LAB / "students").mkdir(exist_ok=True)
+    (SHARED_LAB / "students").chmod(0o1733)
+    try:
+        trap = SHARED_LAB / "students" / alice_user
+        subprocess.run(["runuser", "-u", bob_user, "--", "mkdir", "-m", "777", str(trap)], check=True)
+        subprocess.run(["runuser", "-u", bob_user, "--", "chmod", "777", str(trap)], check=True)
+        cluster.run_as, cluster.lab_dir = RunAs.SUDO, str(SHARED_LAB)
+        cluster.full_clean()
+        cluster.save()
+        set_cluster_username(alice, alice_user)
+
+        files = reverse("api:files-cluster", args=[cluster.pk])
+        listed = api_for(alice).get(files, {"path": ""})
+        assert listed.status_code == 400, listed.content
+        said = listed.json()["detail"]
+        assert f"({SHARED_LAB}/students/{alice_user}) was made by another account" in said, said
+        assert "Ask the cluster's admin to remove it" in said and "check its permissions" not in said
+        sent = api_for(alice).put(
+            files + "upload/?path=&name=data.txt&size=7&offset=0", b"secret\n", content_type="application/octet-stream"
+        )
+        assert sent.status_code == 400, sent.content
+        assert list(trap.iterdir()) == [] and pwd.getpwuid(trap.stat().st_uid).pw_name == bob_user
+    finally:
+        shutil.rmtree(SHARED_LAB, ignore_errors=True)
