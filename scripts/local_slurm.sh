@@ -122,6 +122,14 @@ ensure_lab_root() {
   mkdir -p "$LOCAL_DIR"
   install -d -m 755 -o "$SERVICE_USER" -g "$SERVICE_USER" "$LAB_ROOT"
   install -d -m 1733 -o root -g root "$LAB_ROOT/jobs" "$LAB_ROOT/students" "$LAB_ROOT/.gpulab-runtime"
+  # Each student's Files space made now, theirs and 0700: in a 1733 folder another student could make it first (the
+  # portal then refuses to use it, in words: sessions/files.py).
+  local student
+  for student in $STUDENT_USERS $DEMO_USERS; do
+    if id "$student" >/dev/null 2>&1; then
+      install -d -m 700 -o "$student" -g "$student" "$LAB_ROOT/students/$student"
+    fi
+  done
 }
 
 has_jwt_plugin() { ls /usr/lib/*/slurm-wlm/auth_jwt.so >/dev/null 2>&1; }

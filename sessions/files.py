@@ -18,6 +18,7 @@ either. A space is one of:
 from __future__ import annotations
 
 import io
+import logging
 import posixpath
 import stat
 import tarfile
@@ -41,6 +42,8 @@ from clusters.models import Cluster, ClusterAccount
 
 from . import paths, secret_files
 from .paths import PathRefused
+
+logger = logging.getLogger(__name__)
 
 PARTIAL_SUFFIX = ".gpulab-upload"  # an upload in progress: `.<name>.gpulab-upload` beside where it will land
 ZIP_EPOCH = 315532800  # 1980-01-01: zip cannot record earlier times
@@ -189,11 +192,24 @@ class Session:
             if self.space.create:
                 ssh.makedirs(self.sftp, self.space.root)
             if self.space.confine:
-                self.sftp.chmod(self.space.root, 0o700)
+                self._make_private()
             return self.sftp.normalize(self.space.root)
         except FileNotFoundError:
             # A job's run directory not made yet (pending) or cleaned since: the callers say which in words.
             raise FileNotFoundError(self.space.root) from None
+
+    def _make_private(self) -> None:
+        """0700, or refused in words: a folder there that the account cannot chmod is not its own. Under a shared lab
+        directory (1733) another student can make `students/<user>` first, to read what the portal would put in it."""
+        try:
+            self.sftp.chmod(self.space.root, 0o700)
+        except PermissionError:
+            logger.warning("files: %s is not %s's own; refused", self.space.root, self.space.account.username)
+            raise PathRefused(
+                f"Your files folder on {self.space.cluster.display_name} ({self.space.root}) was made by another "
+                "account, so the portal does not use it. Ask the cluster's admin to remove it; nothing was written "
+                "there."
+            ) from None
 
     # -- resolution -------------------------------------------------------------------------------------------
     def resolve(self, relative: str) -> tuple[str, paramiko.SFTPAttributes]:
