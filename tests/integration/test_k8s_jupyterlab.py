@@ -169,7 +169,8 @@ def test_the_template_makes_a_deployment_a_service_and_a_token_only_the_portal_h
         with pytest.raises(requests.exceptions.ConnectionError):  # TLS refuses it (TLS 1.3: after the handshake)
             other = (stranger.cert_file, stranger.key_file)
             through_route(found, f"/jobs/{job.pk}/lab/api/status", ca_file, cert=other)
-        assert kube.requests() == []  # neither reached the service proxy
+        # Neither reached the service proxy (the worker's own polls of the pods may come meanwhile).
+        assert not any("/proxy/" in line for line in kube.requests())
 
 
 def test_cancel_deletes_the_token_secret_with_the_session(
