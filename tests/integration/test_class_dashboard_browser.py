@@ -320,7 +320,12 @@ def test_the_student_table_sorts_and_filters_sixty_students_in_the_page(
         phone.select_option("[data-sort-select]", label="Waiting")
         assert phone_rows.first.locator("td").first.get_attribute("data-value") == "student0"
         phone.locator("[data-student-table] .filter-buttons").get_by_role("button", name="Failed").click()
-        expect(phone_rows).to_have_count(1)
+        try:
+            expect(phone_rows).to_have_count(1)
+        except AssertionError:  # say which rows, with their flags, a failure left on the phone
+            seen = [(r.get_attribute("data-flags"), r.locator("td").first.get_attribute("data-value"))
+                    for r in phone_rows.all()]  # fmt: skip
+            raise AssertionError(f"the phone shows {seen} after Failed") from None
         assert phone.evaluate("document.scrollingElement.scrollWidth") <= 390
         phone.screenshot(path=f"{SHOTS}/dashboard-students-filtered-390.png", full_page=True)
 
