@@ -275,7 +275,8 @@ def test_the_student_table_sorts_and_filters_sixty_students_in_the_page(
     base = {"course": course, "cluster": cluster, "template": sleep_template}
     stuck = Job.objects.create(owner=s0, state="pending", **base)
     Job.objects.filter(pk=stuck.pk).update(created_at=timezone.now() - timedelta(minutes=40))
-    Job.objects.create(owner=s1, state="queued", **base)
+    # Pending, as on the scheduler: a queued one would be sent to SLURM by any worker this test session runs.
+    Job.objects.create(owner=s1, state="pending", **base)
     Job.objects.create(owner=s2, state="failed", **base)
     Job.objects.create(owner=instructor, state="completed", **base)
     page = open_page(browser, 1280)
