@@ -95,7 +95,9 @@ def portal_url(text: str) -> str:
     """The portal's address as given, without a trailing slash; plain HTTP to another machine is warned about."""
     parts = urlsplit(text.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise click.BadParameter("give the portal's address with its scheme, e.g. https://gpulab.example.edu")
+        raise click.BadParameter(
+            "give the portal's address with its scheme, e.g. https://gpulab.example.edu", param_hint="URL"
+        )
     if parts.scheme == "http" and not _is_loopback(parts.hostname):
         note(f"Warning: {parts.hostname} is reached over plain HTTP: your password and token travel unencrypted.")
     return text.strip().rstrip("/")

@@ -8,6 +8,18 @@ from .. import context
 from ..client import JSONObject, Portal
 from ..output import emit_json, fields, note, output_option, table
 
+# The portal's Template fields shown here; tests/test_cli_vocabulary.py checks them against the API schema.
+LIST_COLUMNS = (("TEMPLATE", "slug"), ("NAME", "name"), ("BACKEND", "backend"), ("COURSES", "courses"))
+DETAIL_FIELDS = (
+    ("Template", "slug"),
+    ("Name", "name"),
+    ("Backend", "backend"),
+    ("Courses", "courses"),
+    ("Description", "description"),
+    ("Minutes at most", "max_minutes"),
+    ("GPUs at most", "max_gpus"),
+)
+
 
 def complete_template(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion of template slugs; says nothing when the portal cannot be asked."""
@@ -41,8 +53,8 @@ def templates(slug: str | None, course: str | None, output: str) -> None:
     if not offered:
         note("No template is offered to you now.")
         return
-    rows = ([t["slug"], t["name"], t["backend"], t["courses"], [p["name"] for p in t["parameters"]]] for t in offered)
-    table(["TEMPLATE", "NAME", "BACKEND", "COURSES", "PARAMETERS"], rows)
+    rows = ([*(t[field] for _, field in LIST_COLUMNS), [p["name"] for p in t["parameters"]]] for t in offered)
+    table([*(title for title, _ in LIST_COLUMNS), "PARAMETERS"], rows)
 
 
 def show_template(portal: Portal, slug: str, output: str) -> None:
@@ -50,15 +62,7 @@ def show_template(portal: Portal, slug: str, output: str) -> None:
     if output == "json":
         emit_json(template)
         return
-    fields(
-        [
-            ("Template", template["slug"]),
-            ("Name", template["name"]),
-            ("Backend", template["backend"]),
-            ("Courses", template["courses"]),
-            ("Description", template["description"]),
-        ]
-    )
+    fields((label, template[field]) for label, field in DETAIL_FIELDS)
     rows = ([p["name"], p["type"], p.get("default"), allowed(p), p.get("label")] for p in template["parameters"])
     table(["PARAMETER", "TYPE", "DEFAULT", "ALLOWED", "LABEL"], rows)
     note(f"Launch it with: gpulab launch {template['slug']} -p NAME=VALUE …")

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import cast
 
 import click
 
 from .. import context, exits
-from ..client import JSONObject, Portal
+from ..client import JSONObject, Portal, Unavailable
 from ..job_ids import COMPLETED, TERMINAL_STATES, complete_job, resolve, short
 from ..output import emit_json, note, output_option
+
+RETRIES = 5  # a portal restarting or a cluster's SSH hiccup does not end a long wait
 
 INTERVAL = click.option(
     "--interval", type=click.FloatRange(min=0.2), default=2.0, show_default=True, help="Seconds between two looks."
@@ -32,14 +35,25 @@ def wait_until_ended(portal: Portal, job: JSONObject, *, interval: float, timeou
         if deadline is not None and time.monotonic() >= deadline:
             raise exits.Failure(f"Job {short(job)} is still {job['state']} after {timeout:g} s.")
         time.sleep(interval)
-        job = portal.get(f"/jobs/{job['id']}/")
+        job = patiently(portal, f"/jobs/{job['id']}/", interval=interval)
+
+
+def patiently(portal: Portal, path: str, *, interval: float, **params: object) -> JSONObject:
+    """GET, looking again a few times while the portal (or the cluster behind it) cannot answer."""
+    for attempt in range(1, RETRIES):
+        try:
+            return cast(JSONObject, portal.get(path, **params))
+        except Unavailable as exc:
+            note(f"{exc} Trying again ({attempt}/{RETRIES - 1}).")
+            time.sleep(interval * attempt)
+    return cast(JSONObject, portal.get(path, **params))  # the last try: its failure ends the command
 
 
 def describe_state(job: JSONObject) -> str:
-    wait = job.get("wait") or {}
-    if wait.get("reason"):
-        position = f", {wait['position']} in line" if wait.get("position") else ""
-        return f"{job['state']} ({wait['reason']}{position})"
+    waiting = job.get("wait") or {}
+    if waiting.get("reason"):
+        position = f", {waiting['position']} in line" if waiting.get("position") else ""
+        return f"{job['state']} ({waiting['reason']}{position})"
     return str(job["state"])
 
 
@@ -94,7 +108,7 @@ def logs(job: str, follow: bool, stream: str | None, interval: float, output: st
     offset, done = 0, False
     data: list[str] = []
     while True:
-        chunk = portal.get(f"/jobs/{found['id']}/log/", offset=offset, stream=stream)
+        chunk = patiently(portal, f"/jobs/{found['id']}/log/", interval=interval, offset=offset, stream=stream)
         offset, done = chunk["offset"], chunk["done"]
         if output == "json" and follow:
             if chunk["data"] or done:
@@ -104,9 +118,11 @@ def logs(job: str, follow: bool, stream: str | None, interval: float, output: st
             data.append(chunk["data"])
         else:
             write_raw(chunk["data"])
-        if done or (chunk["eof"] and not follow):
+        # Nothing new (read to the end, or a job not on its cluster yet): stop, or with -f look again in a while.
+        idle = chunk["eof"] or not chunk["data"]
+        if done or (idle and not follow):
             break
-        if chunk["eof"]:
+        if idle:
             time.sleep(interval)
     if output == "json" and not follow:
         emit_json({"id": found["id"], "offset": offset, "data": "".join(data), "done": done})
@@ -116,6 +132,7 @@ def write_raw(text: str) -> None:
     """The log as the job wrote it: no ANSI stripping (click.echo's, when piped), any locale."""
     if not text:
         return
+    sys.stdout.flush()  # whatever was written as text goes first
     raw = getattr(sys.stdout, "buffer", None)
     if raw is None:
         sys.stdout.write(text)

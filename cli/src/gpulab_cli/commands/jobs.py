@@ -34,6 +34,36 @@ PARAMS = click.option(
     callback=parse_params,
     help="A parameter value (repeat for several); `gpulab templates TEMPLATE` lists them.",
 )
+# The fields of the portal's Job (and its `wait`) that the tables show; tests/test_cli_vocabulary.py checks each one
+# against the API schema, so a renamed field fails a test rather than a student's `gpulab ps`.
+LIST_COLUMNS = (
+    ("STATE", "state"),
+    ("TEMPLATE", "template"),
+    ("CLUSTER", "cluster"),
+    ("COURSE", "course"),
+    ("OWNER", "owner"),
+    ("CREATED", "created_at"),
+    ("EXIT", "exit_code"),
+)
+STATUS_FIELDS = (
+    ("Job", "id"),
+    ("State", "state"),
+    ("Template", "template"),
+    ("Cluster", "cluster"),
+    ("Course", "course"),
+    ("Owner", "owner"),
+    ("Parameters", "params"),
+    ("Scheduler id", "scheduler_id"),
+    ("Created", "created_at"),
+    ("Started", "started_at"),
+    ("Finished", "finished_at"),
+    ("Exit code", "exit_code"),
+    ("Error", "error"),
+    ("Never starts", "never_starts_reason"),
+    ("Cloned from", "cloned_from"),
+)
+WAIT_FIELDS = (("Expected start", "estimated_start"), ("Advice", "advice"))
+
 WATCH = click.option("--watch", is_flag=True, help="Wait until the job has ended (exit 4 unless it completed).")
 
 
@@ -136,13 +166,9 @@ def ps(state: str | None, course: str | None, mine: bool, limit: int, output: st
     if not jobs:
         note("No jobs.")
         return
-    owner = [] if mine else ["OWNER"]
-    rows = (
-        [short(j), j["state"], j["template"], j["cluster"], j["course"], *([] if mine else [j["owner"]]),
-         j["created_at"], j["exit_code"]]
-        for j in jobs
-    )  # fmt: skip
-    table(["JOB", "STATE", "TEMPLATE", "CLUSTER", "COURSE", *owner, "CREATED", "EXIT"], rows)
+    columns = [(title, field) for title, field in LIST_COLUMNS if not (mine and field == "owner")]
+    rows = ([short(j), *(j[field] for _, field in columns)] for j in jobs)
+    table(["JOB", *(title for title, _ in columns)], rows)
     if len(jobs) == limit:
         note(f"The newest {limit}; --limit shows more.")
 
@@ -161,28 +187,9 @@ def status(job: str, output: str) -> None:
     if output == "json":
         emit_json(found)
         return
-    wait = found.get("wait") or {}
-    fields(
-        [
-            ("Job", found["id"]),
-            ("State", describe_state(found)),
-            ("Template", found["template"]),
-            ("Cluster", found["cluster"]),
-            ("Course", found["course"]),
-            ("Owner", found["owner"]),
-            ("Parameters", found["params"]),
-            ("Scheduler id", found["scheduler_id"]),
-            ("Created", found["created_at"]),
-            ("Started", found["started_at"]),
-            ("Finished", found["finished_at"]),
-            ("Exit code", found["exit_code"]),
-            ("Error", found["error"]),
-            ("Never starts", found["never_starts_reason"]),
-            ("Expected start", wait.get("estimated_start")),
-            ("Advice", wait.get("advice")),
-            ("Cloned from", found["cloned_from"]),
-        ]
-    )
+    waiting = found.get("wait") or {}
+    shown = [(label, describe_state(found) if field == "state" else found[field]) for label, field in STATUS_FIELDS]
+    fields([*shown, *((label, waiting.get(field)) for label, field in WAIT_FIELDS)])
 
 
 @click.command(
