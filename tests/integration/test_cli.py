@@ -4,21 +4,30 @@ as a separate `python -m gpulab_cli` process where what reaches stdout from the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import pwd
+import shutil
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import requests
 from click.testing import CliRunner, Result
 from gpulab_cli.main import cli
 from rest_framework.authtoken.models import Token
 
+from clusters.identity import account_for
 from jobs.models import Job
 from tests.conftest import PASSWORD
 
 from .conftest import ROOT
+from .test_files import as_job_user, shared_user
+
+LAB_DIR = "~/gpulab-cli-test"  # its own: test_files.py's lab folder is removed whole after each of its tests
 
 
 @pytest.fixture
@@ -164,6 +173,57 @@ def test_a_launch_the_portal_refuses_exits_3_with_the_field_s_message(gpulab, si
     result = gpulab("launch", "sleep-echo", "-p", "seconds=9999")
     assert result.exit_code == 3 and result.stderr.startswith("Error: seconds: ") and result.stdout == ""
     assert not Job.objects.exists()
+
+
+@pytest.fixture
+def finished_job(cluster, services, alice, course, sleep_template):
+    """Alice's ended job with its run directory on the cluster's login node, as the job's user left it."""
+    cluster.lab_dir = LAB_DIR
+    cluster.save()
+    lab = Path(pwd.getpwnam(shared_user(services)).pw_dir) / LAB_DIR[2:]
+    job = Job.objects.create(
+        owner=alice, course=course, template=sleep_template, cluster=cluster, account=account_for(cluster, alice),
+        script="echo", state="completed",
+    )  # fmt: skip
+    run_dir = lab / "jobs" / str(job.pk)
+    run_dir.mkdir(parents=True)
+    (run_dir / "output.log").write_text("epoch 1 loss 2.3\n")
+    as_job_user(lab, services)
+    yield job
+    shutil.rmtree(lab, ignore_errors=True)
+
+
+def test_files_put_then_get_round_trip_50_mb_and_each_goes_on_after_an_interruption(
+    gpulab, sign_in, web, alice, finished_job, tmp_path
+):
+    sign_in(alice)
+    short = str(finished_job.pk)[:8]
+    data = os.urandom(50 * 10**6)
+    source = tmp_path / "weights.bin"
+    source.write_bytes(data)
+    # An upload cut after its first piece: the portal keeps what arrived, and `files put` goes on from there.
+    token = Token.objects.get(user=alice).key
+    query = {"path": "", "name": "weights.bin", "size": len(data), "offset": 0}
+    first = requests.put(
+        f"{web.url}/api/v1/files/jobs/{finished_job.pk}/upload/", params=query, data=data[: 3 * 2**20],
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/octet-stream"}, timeout=60,
+    )  # fmt: skip
+    assert first.status_code == 200 and first.json()["received"] == 3 * 2**20
+    put = gpulab("files", "put", short, str(source))
+    assert put.exit_code == 0, put.output
+    assert f"Going on from byte {3 * 2**20}" in put.stderr and put.stdout == ""
+    listed = as_json(gpulab("files", "ls", short, "-o", "json"))
+    sizes = {entry["name"]: entry["size"] for entry in listed["entries"]}
+    assert sizes == {"output.log": 17, "weights.bin": len(data)}
+    # A download cut after 10 MB: the part file stays, and `files get` asks for the rest only.
+    target = tmp_path / "back" / "weights.bin"
+    target.parent.mkdir()
+    (target.parent / "weights.bin.part").write_bytes(data[: 10 * 10**6])
+    got = gpulab("files", "get", short, "weights.bin", str(target.parent))
+    assert got.exit_code == 0, got.output
+    assert f"Going on from byte {10 * 10**6} of {len(data)}" in got.stderr
+    assert hashlib.sha256(target.read_bytes()).digest() == hashlib.sha256(data).digest()
+    assert not (target.parent / "weights.bin.part").exists()
 
 
 # -- On the local SLURM cluster, with the Celery worker (a lane of the node, like test_slurm_jobs.py) ---------------

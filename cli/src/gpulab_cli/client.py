@@ -64,43 +64,47 @@ class Portal:
         if token:
             self.http.headers["Authorization"] = f"Token {token}"
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        """The answer's JSON (None for 204), or Refused/Unavailable."""
-        address = f"{self.url}{API}{path}"
+    def send(self, method: str, endpoint: str, /, **kwargs: Any) -> requests.Response:
+        """The answer, once it is known to be neither a refusal (4xx: Refused) nor a failure (5xx: Unavailable)."""
         try:
-            response = self.http.request(method, address, timeout=TIMEOUT, **kwargs)
+            response = self.http.request(method, f"{self.url}{API}{endpoint}", timeout=TIMEOUT, **kwargs)
         except requests.RequestException as exc:
             raise Unavailable(f"Cannot reach {self.url}: {_reason(exc)}") from None
+        if 400 <= response.status_code < 500:
+            raise Refused(response.status_code, _json_or_none(response))
+        if response.status_code >= 500:
+            detail = describe(_json_or_none(response))
+            raise Unavailable(f"{self.url} answered HTTP {response.status_code}" + (f": {detail}" if detail else "."))
+        return response
+
+    def request(self, method: str, endpoint: str, /, **kwargs: Any) -> Any:
+        """The answer's JSON (None for 204), or Refused/Unavailable."""
+        response = self.send(method, endpoint, **kwargs)
         if response.status_code == 204:
             return None
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        if 400 <= response.status_code < 500:
-            raise Refused(response.status_code, body)
-        if response.status_code >= 500 or body is None:
-            detail = describe(body) if body is not None else ""
-            raise Unavailable(f"{self.url} answered HTTP {response.status_code}" + (f": {detail}" if detail else "."))
+        body = _json_or_none(response)
+        if body is None:
+            raise Unavailable(f"{self.url} answered HTTP {response.status_code}, but not with its API's JSON.")
         return body
 
-    def get(self, path: str, **params: Any) -> Any:
-        return self.request("GET", path, params=_present(params))
+    def get(self, endpoint: str, /, **params: Any) -> Any:
+        """GET with query parameters (those given as None are left out)."""
+        return self.request("GET", endpoint, params=_present(params))
 
-    def post(self, path: str, body: JSONObject | None = None) -> Any:
-        return self.request("POST", path, json=body if body is not None else {})
+    def post(self, endpoint: str, body: JSONObject | None = None) -> Any:
+        return self.request("POST", endpoint, json=body if body is not None else {})
 
-    def delete(self, path: str) -> Any:
-        return self.request("DELETE", path)
+    def delete(self, endpoint: str) -> Any:
+        return self.request("DELETE", endpoint)
 
-    def each(self, path: str, *, limit: int | None = None, **params: Any) -> Iterator[JSONObject]:
+    def each(self, endpoint: str, /, *, limit: int | None = None, **params: Any) -> Iterator[JSONObject]:
         """Every item of a list endpoint, page after page (newest first where the portal orders so), up to limit.
 
         Offsets are counted here rather than following `next`, whose host and scheme a proxy may have rewritten."""
         offset = 0
         while limit is None or offset < limit:
             size = PAGE_SIZE if limit is None else min(PAGE_SIZE, limit - offset)
-            page = self.get(path, **params, limit=size, offset=offset)
+            page = self.get(endpoint, **params, limit=size, offset=offset)
             items = page["results"] if isinstance(page, dict) else page
             yield from items
             offset += len(items)
@@ -113,6 +117,13 @@ class Portal:
 
     def revoke_token(self) -> None:
         self.delete("/token/")
+
+
+def _json_or_none(response: requests.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
 
 
 def _present(params: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from . import __version__, client, exits
-from .commands import auth, catalog, follow, jobs
+from .commands import auth, catalog, files, follow, jobs
 
 
 class PortalCommands(click.Group):
@@ -67,6 +67,7 @@ for command in (
     follow.logs,
     jobs.cancel,
     jobs.clone,
+    files.files,
 ):
     cli.add_command(command)
 

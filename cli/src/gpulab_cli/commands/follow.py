@@ -38,15 +38,15 @@ def wait_until_ended(portal: Portal, job: JSONObject, *, interval: float, timeou
         job = patiently(portal, f"/jobs/{job['id']}/", interval=interval)
 
 
-def patiently(portal: Portal, path: str, *, interval: float, **params: object) -> JSONObject:
+def patiently(portal: Portal, endpoint: str, /, *, interval: float, **params: object) -> JSONObject:
     """GET, looking again a few times while the portal (or the cluster behind it) cannot answer."""
     for attempt in range(1, RETRIES):
         try:
-            return cast(JSONObject, portal.get(path, **params))
+            return cast(JSONObject, portal.get(endpoint, **params))
         except Unavailable as exc:
             note(f"{exc} Trying again ({attempt}/{RETRIES - 1}).")
             time.sleep(interval * attempt)
-    return cast(JSONObject, portal.get(path, **params))  # the last try: its failure ends the command
+    return cast(JSONObject, portal.get(endpoint, **params))  # the last try: its failure ends the command
 
 
 def describe_state(job: JSONObject) -> str:
