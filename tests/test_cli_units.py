@@ -70,3 +70,9 @@ def test_every_command_shows_an_example(config_home):
         commands = getattr(command, "commands", {name: command})
         for sub_name, sub in commands.items():
             assert "gpulab " in (sub.epilog or ""), f"{name} {sub_name}"
+
+
+def test_shell_completion_as_documented_completes_commands(config_home):
+    env = {"_GPULAB_COMPLETE": "bash_complete", "COMP_WORDS": "gpulab la", "COMP_CWORD": "1"}
+    result = CliRunner().invoke(cli, [], prog_name="gpulab", env=env)
+    assert result.exit_code == 0 and result.stdout.split() == ["plain,launch"]

@@ -136,6 +136,8 @@ def test_another_student_gets_not_found_for_alice_s_job_by_id_or_prefix(gpulab, 
 def test_cancel_asks_first_and_a_second_cancel_is_refused_in_the_portal_s_words(gpulab, sign_in, alice, make_job):
     job = make_job(alice)
     sign_in(alice)
+    not_started = gpulab("logs", str(job.pk)[:8])  # no log yet: nothing, at once, rather than a wait
+    assert not_started.exit_code == 0 and not_started.stdout == ""
     declined = gpulab("cancel", str(job.pk)[:8], input="n\n")
     assert declined.exit_code == 1 and Job.objects.get(pk=job.pk).state == "queued"
     answers = as_json(gpulab("cancel", str(job.pk)[:8], "-o", "json", input="y\n"))
