@@ -39,3 +39,35 @@ def test_the_client_imports_nothing_from_the_portal():
             else:
                 continue
             assert not {name.split(".")[0] for name in names} & portal_packages, f"{path}: {names}"
+
+
+# Keys the client reads that are not fields of the API's objects: HTTP headers, its own options and profiles file,
+# and the keys of a template's parameter schema (core/templating/params.py), which the API serves as they are.
+NOT_API_FIELDS = {"Accept", "Authorization", "Content-Length", "User-Agent", "profile", "profiles", "default", "url"}
+PARAMETER_KEYS = {"name", "type", "label", "default", "min", "max", "choices", "max_length"}
+
+
+def keys_read_by_the_client() -> dict[str, set[str]]:
+    """Every `x["key"]` and `x.get("key")` in the client's source: {key: the files that read it}."""
+    found: dict[str, set[str]] = {}
+    for path in Path(job_ids.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            key = None
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+                key = node.slice.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+                key = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
+            if isinstance(key, str):
+                found.setdefault(key, set()).add(path.name)
+    return found
+
+
+def test_every_key_the_client_reads_is_a_field_of_the_api_schema(api_for, alice):
+    schemas = api_for(alice).get("/api/v1/schema/?format=json").json()["components"]["schemas"]
+    fields = set().union(*(set(schema.get("properties", {})) for schema in schemas.values()))
+    unknown = {
+        key: files
+        for key, files in keys_read_by_the_client().items()
+        if key not in fields | NOT_API_FIELDS | PARAMETER_KEYS
+    }
+    assert not unknown, f"fields the API schema does not have: {unknown}"
