@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt requirements-test.txt
+$(VENV)/.installed: requirements.txt requirements-test.txt cli/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-test.txt

@@ -3,10 +3,12 @@ from django.urls import path
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework import serializers, status
+from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import MultiPartParser
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.routers import DefaultRouter
 from rest_framework.throttling import AnonRateThrottle
@@ -47,7 +49,8 @@ class BoundedTokenSerializer(AuthTokenSerializer):
 
 
 class TokenView(ObtainAuthToken):
-    """POST username and password; returns {"token": …} for `Authorization: Token …`.
+    """POST username and password; returns {"token": …} for `Authorization: Token …`. DELETE revokes the caller's
+    token (`gpulab logout`): every script and client that used it must sign in again.
 
     Failed tries count towards the same lockout as the login page (django-axes): a locked username or address
     gets 429 with the time left, whatever the password. With LDAP sign-in each request is a bind to the campus
@@ -57,6 +60,18 @@ class TokenView(ObtainAuthToken):
     throttle_classes = [TokenThrottle]
     serializer_class = BoundedTokenSerializer
     parser_classes = [BoundedFormParser, MultiPartParser, BoundedJSONParser]  # `curl -d`, `curl -F` and JSON
+
+    def get_permissions(self):
+        # Signing in needs no credentials; revoking a token needs the token (or the session) it revokes.
+        return [IsAuthenticated()] if self.request.method == "DELETE" else super().get_permissions()
+
+    def get_throttles(self):
+        return super().get_throttles() if self.request.method == "POST" else []
+
+    @extend_schema(operation_id="token_destroy", request=None, responses={204: None})
+    def delete(self, request, *args, **kwargs):
+        Token.objects.filter(user=request.user).delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(operation_id="token_create")
     def post(self, request, *args, **kwargs):

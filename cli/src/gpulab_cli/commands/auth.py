@@ -1,0 +1,112 @@
+"""login, logout and profiles: which portals this user is signed in to, as whom."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from urllib.parse import urlsplit
+
+import click
+
+from .. import client, context, exits, profiles
+from ..output import emit_json, note, output_option, table
+
+LOOPBACK_NAMES = {"localhost"}
+
+
+@click.command(
+    epilog="""\b
+Examples:
+  gpulab login https://gpulab.example.edu
+  gpulab --profile lab2 login https://lab2.example.edu -u alice
+  printf '%s\\n' "$PASSWORD" | gpulab login https://gpulab.example.edu -u alice --password-stdin"""
+)
+@click.argument("url")
+@click.option("-u", "--username", help="Your portal username (asked for when left out).")
+@click.option("--password-stdin", is_flag=True, help="Read the password from the first line of stdin (for scripts).")
+def login(url: str, username: str | None, password_stdin: bool) -> None:
+    """Sign in to the portal at URL with your username and password.
+
+    The API token the portal gives is kept in your config directory (readable by you only) under the profile named
+    by --profile, or as the default profile."""
+    url = portal_url(url)
+    if username is None:
+        username = click.prompt("Username", err=True)
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("Password", hide_input=True, err=True)
+    token = client.Portal(url).obtain_token(username, password)
+    chosen = context.profile_name()
+    profile = profiles.Profile(name=chosen or profiles.DEFAULT_NAME, url=url, username=username, token=token)
+    profiles.save(profile, make_default=chosen is None)
+    note(f"Signed in to {url} as {username} (profile {profile.name}).")
+
+
+@click.command(
+    epilog="""\b
+Examples:
+  gpulab logout
+  gpulab --profile lab2 logout --local"""
+)
+@click.option("--local", is_flag=True, help="Only forget the token here, without asking the portal to revoke it.")
+def logout(local: bool) -> None:
+    """Revoke the profile's API token on the portal and forget it here.
+
+    The portal keeps one token per user: scripts and other profiles that use the same token stop working too."""
+    profile = context.signed_in()
+    if not local:
+        revoke(profile)
+    profiles.forget(profile.name)
+    note(f"Signed out of {profile.url} (profile {profile.name}).")
+
+
+def revoke(profile: profiles.Profile) -> None:
+    try:
+        client.Portal(profile.url, profile.token).revoke_token()
+    except client.Refused as exc:
+        if exc.status == 401:
+            return  # the token no longer works: nothing left to revoke
+        if exc.status in (404, 405):
+            note("This portal cannot revoke tokens from here: make a new one on your profile page to end this one.")
+            return
+        raise
+    except client.Unavailable as exc:
+        kept = "Nothing was forgotten; `gpulab logout --local` forgets the token here only."
+        raise exits.Failure(f"{exc}\n{kept}") from None
+
+
+@click.command(name="profiles", epilog="\b\nExample:\n  gpulab profiles -o json")
+@output_option
+def list_profiles(output: str) -> None:
+    """The portals you are signed in to (never their tokens)."""
+    default, known = profiles.listing()
+    rows = [{"name": p.name, "url": p.url, "username": p.username, "default": p.name == default} for p in known]
+    if output == "json":
+        emit_json(rows)
+        return
+    if not rows:
+        note("Not signed in anywhere: run `gpulab login URL`.")
+        return
+    table(["PROFILE", "URL", "USER", "DEFAULT"], ([r["name"], r["url"], r["username"], r["default"]] for r in rows))
+
+
+def portal_url(text: str) -> str:
+    """The portal's address as given, without a trailing slash; plain HTTP to another machine is warned about."""
+    parts = urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(
+            "give the portal's address with its scheme, e.g. https://gpulab.example.edu", param_hint="URL"
+        )
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        note(f"Warning: {parts.hostname} is reached over plain HTTP: your password and token travel unencrypted.")
+    return text.strip().rstrip("/")
+
+
+def _is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,78 @@
+"""The command-line client's parts that need no portal: the token file, the portal's refusals in words, usage errors.
+Its commands against the real portal are in tests/integration/test_cli.py."""
+
+import stat
+
+import pytest
+from click.testing import CliRunner
+from gpulab_cli import profiles
+from gpulab_cli.client import describe
+from gpulab_cli.main import cli
+
+
+@pytest.fixture
+def config_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    return tmp_path / "gpulab"
+
+
+def test_the_token_file_is_the_user_s_alone_and_a_loose_one_is_narrowed(config_home):
+    profiles.save(profiles.Profile("default", "https://a.example", "alice", "t1"), make_default=True)
+    saved = config_home / "profiles.json"
+    assert stat.S_IMODE(config_home.stat().st_mode) == 0o700 and stat.S_IMODE(saved.stat().st_mode) == 0o600
+    saved.chmod(0o644)  # copied by hand from another machine
+    assert profiles.load(None).token == "t1"
+    assert stat.S_IMODE(saved.stat().st_mode) == 0o600
+    assert [p.name for p in config_home.iterdir()] == ["profiles.json"]  # no temporary file left behind
+
+
+def test_the_default_profile_moves_on_when_it_is_forgotten(config_home):
+    profiles.save(profiles.Profile("default", "https://a.example", "alice", "t1"), make_default=True)
+    profiles.save(profiles.Profile("lab2", "https://b.example", "alice2", "t2"), make_default=False)
+    assert profiles.load(None).name == "default" and profiles.load("lab2").token == "t2"
+    profiles.forget("default")
+    assert profiles.load(None).name == "lab2"
+    with pytest.raises(profiles.ProfileMissing, match="--profile nope login"):
+        profiles.load("nope")
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"detail": "No such job."}, "No such job."),
+        ({"non_field_errors": ["Unable to log in with provided credentials."]}, "Unable to log in with provided"),
+        ({"params": {"seconds": ["At most 600."]}}, "seconds: At most 600."),
+        ({"template": ["No template with this slug is available to you."]}, "template: No template with this slug"),
+        ({"state": ["Unknown state; one of queued, …"], "mine": ["One of 1, true."]}, "mine: One of 1, true."),
+    ],
+)
+def test_the_portal_s_refusals_are_shown_in_its_own_words(body, words):
+    assert words in describe(body)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["launch", "sleep-echo", "-p", "seconds"],
+        ["launch", "sleep-echo", "-p", "seconds=1", "-p", "seconds=2"],
+        ["ps", "-o", "yaml"],
+        ["login", "gpulab.example.edu"],
+        ["cancel"],
+    ],
+)
+def test_usage_errors_exit_2_before_anything_is_asked_of_a_portal(config_home, args):
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and result.stdout == "" and "Error" in result.stderr
+
+
+def test_every_command_shows_an_example(config_home):
+    for name, command in cli.commands.items():
+        commands = getattr(command, "commands", {name: command})
+        for sub_name, sub in commands.items():
+            assert "gpulab " in (sub.epilog or ""), f"{name} {sub_name}"
+
+
+def test_shell_completion_as_documented_completes_commands(config_home):
+    env = {"_GPULAB_COMPLETE": "bash_complete", "COMP_WORDS": "gpulab la", "COMP_CWORD": "1"}
+    result = CliRunner().invoke(cli, [], prog_name="gpulab", env=env)
+    assert result.exit_code == 0 and result.stdout.split() == ["plain,launch"]
