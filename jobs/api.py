@@ -1,6 +1,9 @@
 """REST API v1. Same access rules as the pages: everything goes through jobs.access."""
 
-from django.db.models import Case, IntegerField, Q, Value, When
+import re
+
+from django.db.models import Case, CharField, IntegerField, Q, Value, When
+from django.db.models.functions import Cast, Replace
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -34,6 +37,7 @@ from .serializers import (
 # Any path segment reaches the view, so an id that cannot exist is the API's JSON 404, not the HTML page's.
 ANY_SEGMENT = "[^/]+"
 MINE = {"1": True, "true": True, "0": False, "false": False}
+ID_PREFIX = re.compile(r"[0-9a-f]{1,32}")
 
 
 @extend_schema_view(
@@ -91,6 +95,9 @@ def _refused(message: str) -> Response:
             OpenApiParameter("state", str, enum=JobState.values, description="Only jobs in this state."),
             OpenApiParameter("course", str, description="Only jobs of the course with this slug."),
             OpenApiParameter("mine", str, enum=[*MINE], description="1 or true: only your own jobs (instructors)."),
+            OpenApiParameter(
+                "id_prefix", str, description="Only jobs whose id starts with these characters (dashes ignored)."
+            ),
         ]
     )
 )
@@ -107,6 +114,14 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Create
             jobs = jobs.filter(state=state)
         if self.request.query_params.get("course"):
             jobs = jobs.filter(course__slug=self.request.query_params["course"])
+        prefix = self.request.query_params.get("id_prefix")
+        if prefix is not None:  # a job named by the first characters of its id, as the pages show it
+            digits = prefix.strip().lower().replace("-", "")
+            if not ID_PREFIX.fullmatch(digits):
+                raise ValidationError({"id_prefix": ["The first characters of a job's id: 0-9 and a-f, at most 32."]})
+            jobs = jobs.annotate(id_digits=Replace(Cast("id", CharField()), Value("-"), Value(""))).filter(
+                id_digits__startswith=digits
+            )
         mine = self.request.query_params.get("mine", "0")
         if mine not in MINE:
             raise ValidationError({"mine": [f"One of {', '.join(MINE)}."]})

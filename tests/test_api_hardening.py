@@ -147,3 +147,16 @@ def test_a_course_that_is_not_yours_is_a_field_error(api_for, alice, cluster, sl
     body = {"template": "sleep-echo", "cluster": "local", "course": "ml", "params": {}}
     response = api_for(alice).post("/api/v1/jobs/", body, format="json")
     assert response.status_code == 400 and "not in a course" in response.json()["course"][0]
+
+
+def test_jobs_are_found_by_the_first_characters_of_their_id_and_only_the_callers(api_for, alice, bob, make_job):
+    """`?id_prefix=` (what `gpulab status 3f2a9c1e` asks): the first characters of the id, dashes or not, among the
+    jobs the caller may see; anything but hex digits is a 400 in words."""
+    mine, theirs = make_job(alice), make_job(bob)
+    client = api_for(alice)
+    for prefix in (str(mine.pk)[:8], str(mine.pk)[:13], str(mine.pk)[:13].replace("-", "").upper()):
+        found = client.get("/api/v1/jobs/", {"id_prefix": prefix}).json()["results"]
+        assert [job["id"] for job in found] == [str(mine.pk)], prefix
+    assert client.get("/api/v1/jobs/", {"id_prefix": str(theirs.pk)[:8]}).json()["results"] == []
+    refused = client.get("/api/v1/jobs/", {"id_prefix": "3f' OR 1=1"})
+    assert refused.status_code == 400 and "0-9 and a-f" in refused.json()["id_prefix"][0]

@@ -76,3 +76,38 @@ def test_shell_completion_as_documented_completes_commands(config_home):
     env = {"_GPULAB_COMPLETE": "bash_complete", "COMP_WORDS": "gpulab la", "COMP_CWORD": "1"}
     result = CliRunner().invoke(cli, [], prog_name="gpulab", env=env)
     assert result.exit_code == 0 and result.stdout.split() == ["plain,launch"]
+
+
+def test_text_from_the_portal_cannot_command_the_terminal_that_shows_it():
+    """A job's log, a file's name or a student's parameter is written by whoever ran the job: a TA's terminal must not
+    take an escape sequence in it for its own (a clipboard write, a title report, a cursor move). Control and
+    invisible format characters are written out; a log keeps its colours and line breaks."""
+    from gpulab_cli.exits import Refused
+    from gpulab_cli.output import safe
+
+    hostile = "ok\x1b]52;c;aGk=\x07 \x1b[2J\x9b31m \u202egnp.exe\tend\r\n"
+    assert safe(hostile) == "ok\\x1b]52;c;aGk=\\x07 \\x1b[2J\\x9b31m \\u202egnp.exe\tend\r\n"
+    assert safe("\x1b[31mloss 2.1\x1b[0m\x1b]0;title\x07", colours=True) == (
+        "\x1b[31mloss 2.1\x1b[0m\\x1b]0;title\\x07"
+    )
+    assert Refused("No such job \x1b[2J.").format_message() == "No such job \\x1b[2J."
+
+
+def test_a_redirected_sign_in_never_sends_the_password_on(config_home, monkeypatch):
+    """A portal address that redirects the token request (to https, or to another host) is told, not followed: a 307
+    would carry the password to wherever it points."""
+    import requests
+    from gpulab_cli import client
+
+    sent = []
+
+    def answer(self, method, url, **kwargs):
+        sent.append((method, url, kwargs.get("allow_redirects", True)))
+        response = requests.Response()
+        response.status_code, response.headers["Location"] = 307, "https://elsewhere.example/api/v1/token/"
+        return response
+
+    monkeypatch.setattr(requests.Session, "request", answer)
+    with pytest.raises(client.Unavailable, match=r"sends this request to https://elsewhere\.example"):
+        client.Portal("http://portal.example").obtain_token("alice", "secret")
+    assert sent == [("POST", "http://portal.example/api/v1/token/", False)]

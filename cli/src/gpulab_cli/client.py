@@ -70,6 +70,9 @@ class Portal:
             response = self.http.request(method, f"{self.url}{API}{endpoint}", timeout=TIMEOUT, **kwargs)
         except requests.RequestException as exc:
             raise Unavailable(f"Cannot reach {self.url}: {_reason(exc)}") from None
+        if 300 <= response.status_code < 400:
+            where = response.headers.get("Location", "elsewhere")
+            raise Unavailable(f"{self.url} sends this request to {where}: sign in with that address instead.")
         if 400 <= response.status_code < 500:
             raise Refused(response.status_code, _json_or_none(response))
         if response.status_code >= 500:
@@ -112,7 +115,10 @@ class Portal:
                 return
 
     def obtain_token(self, username: str, password: str) -> str:
-        answer = self.request("POST", "/token/", json={"username": username, "password": password})
+        # Not after a redirect: a 307 to another host would carry the password there.
+        answer = self.request(
+            "POST", "/token/", json={"username": username, "password": password}, allow_redirects=False
+        )
         return str(answer["token"])
 
     def revoke_token(self) -> None:

@@ -8,20 +8,29 @@ from __future__ import annotations
 
 import click
 
+from .output import safe
+
 FAILURE = 1
 REFUSED = 3
 JOB_DID_NOT_COMPLETE = 4
 
 
-class Failure(click.ClickException):
+class Ending(click.ClickException):
+    """A message that may carry the portal's (or a job's) words: shown with their control characters written out."""
+
+    def format_message(self) -> str:
+        return safe(self.message)
+
+
+class Failure(Ending):
     exit_code = FAILURE
 
 
-class Refused(click.ClickException):
+class Refused(Ending):
     """The portal's refusal, or a job name that fits none or several of the user's jobs."""
 
     exit_code = REFUSED
 
 
-class JobDidNotComplete(click.ClickException):
+class JobDidNotComplete(Ending):
     exit_code = JOB_DID_NOT_COMPLETE

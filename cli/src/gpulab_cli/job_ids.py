@@ -28,7 +28,8 @@ def resolve(portal: Portal, name: str) -> JSONObject:
         return job
     if not _PREFIX.fullmatch(text):
         raise exits.Refused(f"{name!r} is not a job id: give its first characters, as the pages show them.")
-    matches = [job for job in portal.each("/jobs/") if str(job["id"]).startswith(text)]
+    found = {job["id"]: job for job in portal.each("/jobs/", id_prefix=text)}  # by id: pages may shift meanwhile
+    matches = [job for job in found.values() if str(job["id"]).startswith(text)]
     if not matches:
         raise exits.Refused(f"No job you can see has an id starting with {text!r}: not found.")
     if len(matches) > 1:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import click
 import requests
@@ -16,7 +17,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 
 from .. import context, exits
 from ..client import JSONObject, Portal, Refused
-from ..job_ids import complete_job, resolve
+from ..job_ids import complete_job, resolve, short
 from ..output import emit_json, note, output_option, table
 
 CHUNK = 8 * 2**20  # an upload's piece: under the portal's FILES_CHUNK_BYTES (16 MiB by default)
@@ -78,21 +79,31 @@ Examples:
 def get(job: str, path: str, destination: Path | None) -> None:
     """Download the file PATH of JOB's run directory (to DESTINATION, a file or a folder; else here).
 
-    The bytes go to DESTINATION.part first; a download that was interrupted goes on from there."""
+    The bytes go to a hidden .part file beside it first; a download that was interrupted goes on from there, as long
+    as it is the same job's same file, unchanged since."""
     portal = context.portal()
-    address = base(resolve(portal, job)) + "download/"
-    target = destination or Path(posixpath.basename(path.rstrip("/")) or "download")
+    found = resolve(portal, job)
+    remote = path.strip("/")
+    name = posixpath.basename(remote)
+    if name in ("", ".", ".."):
+        raise click.UsageError(f"{path!r} does not name a file: give its path, e.g. checkpoints/model.pt.")
+    entry = _entry(portal, found, remote)
+    target = destination or Path(name)
     if target.is_dir():
-        target = target / posixpath.basename(path.rstrip("/"))
-    partial = target.with_name(target.name + PART)
+        target = target / name
+    # The part belongs to this job's file as it was when the download began: another job's file of that name, or
+    # this one rewritten since (a checkpoint is), starts over instead of being joined to it.
+    stamp = hashlib.sha256(f"{found['id']}\0{remote}\0{entry['size']}\0{entry['mtime']}".encode()).hexdigest()[:12]
+    partial = target.with_name(f".{target.name}.{stamp}{PART}")
     have = partial.stat().st_size if partial.exists() else 0
-    response = _download(portal, address, path, have)
-    if response.status_code != 206:
+    response = _download(portal, base(found) + "download/", remote, have)
+    if response.status_code != 206 or _range_start(response) != have:
         have = 0  # the whole file came (or the part held more than the file): start over
     total = have + int(response.headers.get("Content-Length", 0))
     if have:
         note(f"Going on from byte {have} of {total}.")
     got = have
+    interrupted = f"Interrupted after {{}} of {total} bytes; the same command goes on from there."
     try:
         with partial.open("ab" if have else "wb") as out, progress(target.name, total, have) as advance:
             for block in response.iter_content(READ):
@@ -100,11 +111,30 @@ def get(job: str, path: str, destination: Path | None) -> None:
                 got += len(block)
                 advance(len(block))
     except requests.RequestException:
-        raise exits.Failure(f"Interrupted after {got} of {total} bytes; the same command goes on from there.") from None
+        raise exits.Failure(interrupted.format(got)) from None
     if got != total:
-        raise exits.Failure(f"Interrupted after {got} of {total} bytes; the same command goes on from there.")
+        raise exits.Failure(interrupted.format(got))
     partial.replace(target)
     note(f"Saved {target} ({total} bytes).")
+
+
+def _entry(portal: Portal, job: JSONObject, remote: str) -> JSONObject:
+    """The listing's entry of the file `remote` (its size and time name the part file); exit 3 in words if none."""
+    folder, name = posixpath.split(remote)
+    listing = portal.get(base(job), path=folder)
+    for entry in listing["entries"]:
+        if entry["name"] == name:
+            if entry["kind"] != "file":
+                raise exits.Refused(f"{remote} is not a file ({entry['kind']}): `gpulab files ls` shows what it is.")
+            return cast(JSONObject, entry)
+    raise exits.Refused(f"No file {remote} in the run directory of job {short(job)}: not found.")
+
+
+def _range_start(response: requests.Response) -> int | None:
+    """Where a 206 answer's bytes start (`Content-Range: bytes START-END/SIZE`)."""
+    unit, _, spec = response.headers.get("Content-Range", "").partition(" ")
+    start = spec.split("-", 1)[0]
+    return int(start) if unit == "bytes" and start.isdigit() else None
 
 
 def _download(portal: Portal, address: str, path: str, have: int) -> requests.Response:

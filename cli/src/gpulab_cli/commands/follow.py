@@ -12,7 +12,7 @@ import click
 from .. import context, exits
 from ..client import JSONObject, Portal, Unavailable
 from ..job_ids import COMPLETED, TERMINAL_STATES, complete_job, resolve, short
-from ..output import emit_json, note, output_option
+from ..output import emit_json, note, output_option, safe
 
 RETRIES = 5  # a portal restarting or a cluster's SSH hiccup does not end a long wait
 
@@ -32,15 +32,19 @@ def wait_until_ended(portal: Portal, job: JSONObject, *, interval: float, timeou
             told = said
         if job["state"] in TERMINAL_STATES:
             return job
-        if deadline is not None and time.monotonic() >= deadline:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
             raise exits.Failure(f"Job {short(job)} is still {job['state']} after {timeout:g} s.")
-        time.sleep(interval)
-        job = patiently(portal, f"/jobs/{job['id']}/", interval=interval)
+        time.sleep(interval if left is None else min(interval, left))
+        # Past the deadline, no more looking again: --timeout bounds the whole wait.
+        job = patiently(portal, f"/jobs/{job['id']}/", interval=interval, retries=left is None or left > interval)
 
 
-def patiently(portal: Portal, endpoint: str, /, *, interval: float, **params: object) -> JSONObject:
+def patiently(
+    portal: Portal, endpoint: str, /, *, interval: float, retries: bool = True, **params: object
+) -> JSONObject:
     """GET, looking again a few times while the portal (or the cluster behind it) cannot answer."""
-    for attempt in range(1, RETRIES):
+    for attempt in range(1, RETRIES if retries else 1):
         try:
             return cast(JSONObject, portal.get(endpoint, **params))
         except Unavailable as exc:
@@ -129,9 +133,12 @@ def logs(job: str, follow: bool, stream: str | None, interval: float, output: st
 
 
 def write_raw(text: str) -> None:
-    """The log as the job wrote it: no ANSI stripping (click.echo's, when piped), any locale."""
+    """The log as the job wrote it, any locale; on a terminal with its control characters written out but its
+    colours kept (output.safe: the job's author, maybe another student, must not command the reader's terminal)."""
     if not text:
         return
+    if sys.stdout.isatty():
+        text = safe(text, colours=True)
     sys.stdout.flush()  # whatever was written as text goes first
     raw = getattr(sys.stdout, "buffer", None)
     if raw is None:
