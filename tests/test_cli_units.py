@@ -111,3 +111,24 @@ def test_a_redirected_sign_in_never_sends_the_password_on(config_home, monkeypat
     with pytest.raises(client.Unavailable, match=r"sends this request to https://elsewhere\.example"):
         client.Portal("http://portal.example").obtain_token("alice", "secret")
     assert sent == [("POST", "http://portal.example/api/v1/token/", False)]
+
+
+def test_an_upload_goes_on_only_from_the_file_it_was_started_from_unchanged(config_home, tmp_path):
+    """The portal holds an interrupted upload's bytes but cannot say whose they are: `files put` goes on only when
+    the same local file, unchanged, is sent to the same place; a file made again, or another one, starts over."""
+    import os
+
+    from gpulab_cli import uploads
+
+    data, other = tmp_path / "data.tar", tmp_path / "other.tar"
+    data.write_bytes(b"x" * 100)
+    other.write_bytes(b"y" * 100)
+    place = ("https://a.example", "3f2a9c1e-0000-0000-0000-000000000000", "inputs", "train.tar")
+    uploads.started(*place, data)
+    assert uploads.same_source(*place, data) and not uploads.same_source(*place, other)
+    assert not uploads.same_source("https://a.example", place[1], "", "train.tar", data)  # another folder
+    os.utime(data, ns=(1, 1))  # made again since
+    assert not uploads.same_source(*place, data)
+    assert stat.S_IMODE((config_home / "uploads.json").stat().st_mode) == 0o600
+    uploads.finished(*place)
+    assert not uploads.same_source(*place, data) and not uploads.same_source(*place, other)

@@ -57,17 +57,22 @@ def _read() -> dict[str, Any]:
 
 
 def _write(data: dict[str, Any]) -> None:
+    write_private(profiles_path(), data)
+
+
+def write_private(path: Path, data: dict[str, Any]) -> None:
+    """`data` as JSON in `path` inside the config folder, the user's alone (folder 0700, file 0600)."""
     folder = config_dir()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     if stat.S_IMODE(folder.stat().st_mode) & 0o077:
         folder.chmod(0o700)  # an older or hand-made folder: it holds tokens now
     # mkstemp creates the file 0600; os.replace swaps it in whole, so a crash leaves the old file, not half a new one.
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".profiles-", suffix=".json")
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.stem}-", suffix=".json")
     try:
         with os.fdopen(handle, "w") as file:
             json.dump(data, file, indent=2, sort_keys=True)
             file.write("\n")
-        os.replace(temporary, profiles_path())
+        os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise

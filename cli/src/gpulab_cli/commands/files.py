@@ -15,7 +15,7 @@ import requests
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-from .. import context, exits
+from .. import context, exits, uploads
 from ..client import JSONObject, Portal, Refused
 from ..job_ids import complete_job, resolve, short
 from ..output import emit_json, note, output_option, table
@@ -163,18 +163,23 @@ Examples:
 def put(job: str, source: Path, folder: str, name: str | None, restart: bool) -> None:
     """Upload SOURCE to JOB's run directory, in pieces; an interrupted upload goes on where it stopped."""
     portal = context.portal()
-    address = base(resolve(portal, job)) + "upload/"
+    found = resolve(portal, job)
+    address = base(found) + "upload/"
     name = name or source.name
     size = source.stat().st_size
+    under_way = (portal.url, str(found["id"]), folder, name)
     sent = 0 if restart else portal.get(address, path=folder, name=name)["received"]
-    if sent > size:
-        sent = 0  # what arrived belongs to a larger file of that name: start over
-    if sent:
+    if sent and (sent > size or not uploads.same_source(*under_way, source)):
+        note(f"What the portal holds of {name} came from another file, or this one changed since: starting over.")
+        sent = 0
+    elif sent:
         note(f"Going on from byte {sent} of {size}.")
+    uploads.started(*under_way, source)
     with source.open("rb") as data, progress(name, size, sent) as advance:
         for received in _pieces(portal, address, data, folder=folder, name=name, size=size, sent=sent):
             advance(received - sent)
             sent = received
+    uploads.finished(*under_way)
     note(f"Uploaded {name} ({size} bytes).")
 
 
