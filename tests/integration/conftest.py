@@ -260,7 +260,8 @@ def worker(portal_env, django_db_blocker, tmp_path_factory):
 
 
 # Each test process its own lab folder on the cluster: student spaces are named by user id, which databases repeat.
-LAB_DIR = "~/gpulab-test" + (f"-{os.environ['PYTEST_XDIST_WORKER']}" if os.environ.get("PYTEST_XDIST_WORKER") else "")
+WORKER_SUFFIX = f"-{os.environ['PYTEST_XDIST_WORKER']}" if os.environ.get("PYTEST_XDIST_WORKER") else ""
+LAB_DIR = "~/gpulab-test" + WORKER_SUFFIX
 
 
 @pytest.fixture

@@ -24,10 +24,11 @@ from clusters.identity import account_for
 from jobs.models import Job
 from tests.conftest import PASSWORD
 
-from .conftest import ROOT
+from .conftest import ROOT, WORKER_SUFFIX
 from .test_files import as_job_user, shared_user
 
-LAB_DIR = "~/gpulab-cli-test"  # its own: test_files.py's lab folder is removed whole after each of its tests
+# Its own (and each test process its own): test_files.py's lab folder is removed whole after each of its tests.
+LAB_DIR = "~/gpulab-cli-test" + WORKER_SUFFIX
 
 
 @pytest.fixture

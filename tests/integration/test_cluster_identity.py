@@ -19,9 +19,10 @@ from clusters.choices import RunAs
 from clusters.identity import set_cluster_username
 from clusters.models import AuthMethod, Cluster, ClusterAccount
 from jobs.models import JobTemplate
+from tests.integration.conftest import WORKER_SUFFIX
 from tests.integration.jobs_api import read_whole_log
 
-LAB_DIR = "~/gpulab-identity-test"
+LAB_DIR = "~/gpulab-identity-test" + WORKER_SUFFIX
 WHOAMI_BODY = """\
 echo "owner=$(id -un)"
 if ls {{ peek }}; then echo "peek=allowed"; else echo "peek=refused"; fi

@@ -38,12 +38,14 @@ from clusters.backends import openssh
 from jobs.models import Job
 from sessions.files import OPENSSH_FROM_BYTES
 
-from .conftest import start_web, wait_for
+from .conftest import WORKER_SUFFIX, start_web, wait_for
 from .test_browser import log_in
 from .test_job_page_browser import SHOTS, WIDTHS, _no_horizontal_scroll, _page
 from .ws import session_cookie
 
-LAB_DIR = "~/gpulab-files-test"
+# Each test process its own: students' folders are named by user id, which the processes' databases repeat, and a
+# test's teardown removes the whole directory.
+LAB_DIR = "~/gpulab-files-test" + WORKER_SUFFIX
 # The download checks find the login node's OpenSSH readers by process: they run with the node group's tests.
 pytestmark = pytest.mark.slurm_node
 

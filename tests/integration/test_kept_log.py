@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 
 from jobs.models import KeptLog
-from tests.integration.conftest import wait_for
+from tests.integration.conftest import WORKER_SUFFIX, wait_for
 from tests.integration.jobs_api import launch, read_whole_log
 
-LAB_DIR = "~/gpulab-kept-log-test"
+LAB_DIR = "~/gpulab-kept-log-test" + WORKER_SUFFIX
 
 
 def test_the_log_of_a_finished_job_is_still_shown_after_its_run_directory_is_removed(
