@@ -35,7 +35,8 @@ def jobs(course, cluster, sleep_template, alice, bob):
         (alice, "pending", {"scheduler_id": "123457", "scheduler_reason": "(QOSMaxGRESPerUser) waiting for GPUs"}),
         (alice, "completed", {"scheduler_id": "123450", "started_at": now - timedelta(hours=2), "finished_at": now}),
         (alice, "failed", {"scheduler_id": "123449", "started_at": now - timedelta(hours=3), "finished_at": now}),
-        (bob, "queued", {}),
+        # Pending on the scheduler, not queued: a queued job is sent to SLURM by any worker this test session runs.
+        (bob, "pending", {"scheduler_id": "123458"}),
     ]
     return [
         Job.objects.create(owner=owner, course=course, cluster=cluster, template=sleep_template, state=state, **extra)
@@ -105,14 +106,14 @@ def test_instructor_cancels_ticked_jobs_after_confirming(live_server, browser, j
     dialog.get_by_role("button", name="Stop 2 jobs").click()
     expect(page.locator(".flash")).to_contain_text("Cancelling 2 jobs.")
     assert Job.objects.filter(pk__in=[running.pk, pending.pk], cancel_requested_at__isnull=False).count() == 2
-    queued = jobs[4]  # a row's own Cancel asks in the same dialog
-    row = page.locator("#job-rows tr", has=page.locator(f"a[href='{queued.get_absolute_url()}']"))
+    bobs = jobs[4]  # a row's own Cancel asks in the same dialog
+    row = page.locator("#job-rows tr", has=page.locator(f"a[href='{bobs.get_absolute_url()}']"))
     row.get_by_role("button", name="Cancel").click()
-    expect(dialog.locator("h2")).to_have_text(f"Cancel job {queued.short_id} (Sleep and echo)?")
+    expect(dialog.locator("h2")).to_have_text(f"Cancel job {bobs.short_id} (Sleep and echo)?")
     dialog.get_by_role("button", name="Keep it running").click()
     expect(dialog).to_be_hidden()
     assert asked == []  # no browser dialog at any point
-    assert Job.objects.get(pk=queued.pk).cancel_requested_at is None
+    assert Job.objects.get(pk=bobs.pk).cancel_requested_at is None
     # At once: both rows say so and offer no second cancel; the other rows keep theirs.
     for job in (running, pending):
         row = page.locator("#job-rows tr", has=page.locator(f"a[href='{job.get_absolute_url()}']"))
