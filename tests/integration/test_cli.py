@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import requests
 from click.testing import CliRunner, Result
+from gpulab_cli import uploads
+from gpulab_cli.commands.files import partial_path
 from gpulab_cli.main import cli
 from rest_framework.authtoken.models import Token
 
@@ -204,7 +206,9 @@ def test_files_put_then_get_round_trip_50_mb_and_each_goes_on_after_an_interrupt
     data = os.urandom(50 * 10**6)
     source = tmp_path / "weights.bin"
     source.write_bytes(data)
-    # An upload cut after its first piece: the portal keeps what arrived, and `files put` goes on from there.
+    # An upload `files put` began, cut after its first piece: the portal keeps what arrived, and `files put` of the
+    # same file goes on from there.
+    uploads.started(web.url, str(finished_job.pk), "", "weights.bin", source)
     token = Token.objects.get(user=alice).key
     query = {"path": "", "name": "weights.bin", "size": len(data), "offset": 0}
     first = requests.put(
@@ -221,12 +225,25 @@ def test_files_put_then_get_round_trip_50_mb_and_each_goes_on_after_an_interrupt
     # A download cut after 10 MB: the part file stays, and `files get` asks for the rest only.
     target = tmp_path / "back" / "weights.bin"
     target.parent.mkdir()
-    (target.parent / "weights.bin.part").write_bytes(data[: 10 * 10**6])
+    (entry,) = [entry for entry in listed["entries"] if entry["name"] == "weights.bin"]
+    part = partial_path(target, str(finished_job.pk), "weights.bin", entry)
+    part.write_bytes(data[: 10 * 10**6])
     got = gpulab("files", "get", short, "weights.bin", str(target.parent))
     assert got.exit_code == 0, got.output
     assert f"Going on from byte {10 * 10**6} of {len(data)}" in got.stderr
     assert hashlib.sha256(target.read_bytes()).digest() == hashlib.sha256(data).digest()
-    assert not (target.parent / "weights.bin.part").exists()
+    assert not part.exists()
+    # Another file's bytes of the same name are not joined to this one: a put of it starts over, and says so.
+    (tmp_path / "other").mkdir()
+    other = tmp_path / "other" / "weights.bin"
+    other.write_bytes(data[:1000])
+    first = requests.put(
+        f"{web.url}/api/v1/files/jobs/{finished_job.pk}/upload/", params={**query, "size": 1000}, data=data[:10],
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/octet-stream"}, timeout=60,
+    )  # fmt: skip
+    assert first.status_code == 200 and first.json()["received"] == 10
+    again = gpulab("files", "put", short, str(other))
+    assert again.exit_code == 0 and "came from another file" in again.stderr, again.output
 
 
 # -- On the local SLURM cluster, with the Celery worker (a lane of the node, like test_slurm_jobs.py) ---------------

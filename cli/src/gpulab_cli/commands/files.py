@@ -91,10 +91,7 @@ def get(job: str, path: str, destination: Path | None) -> None:
     target = destination or Path(name)
     if target.is_dir():
         target = target / name
-    # The part belongs to this job's file as it was when the download began: another job's file of that name, or
-    # this one rewritten since (a checkpoint is), starts over instead of being joined to it.
-    stamp = hashlib.sha256(f"{found['id']}\0{remote}\0{entry['size']}\0{entry['mtime']}".encode()).hexdigest()[:12]
-    partial = target.with_name(f".{target.name}.{stamp}{PART}")
+    partial = partial_path(target, str(found["id"]), remote, entry)
     have = partial.stat().st_size if partial.exists() else 0
     response = _download(portal, base(found) + "download/", remote, have)
     if response.status_code != 206 or _range_start(response) != have:
@@ -116,6 +113,14 @@ def get(job: str, path: str, destination: Path | None) -> None:
         raise exits.Failure(interrupted.format(got))
     partial.replace(target)
     note(f"Saved {target} ({total} bytes).")
+
+
+def partial_path(target: Path, job_id: str, remote: str, entry: JSONObject) -> Path:
+    """Where a download keeps its bytes until they are all there: named after this job's file as it was when the
+    download began, so another job's file of that name, or this one rewritten since (a checkpoint is), starts over
+    instead of being joined to it."""
+    stamp = hashlib.sha256(f"{job_id}\0{remote}\0{entry['size']}\0{entry['mtime']}".encode()).hexdigest()[:12]
+    return target.with_name(f".{target.name}.{stamp}{PART}")
 
 
 def _entry(portal: Portal, job: JSONObject, remote: str) -> JSONObject:
