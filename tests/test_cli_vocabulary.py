@@ -43,7 +43,18 @@ def test_the_client_imports_nothing_from_the_portal():
 
 # Keys the client reads that are not fields of the API's objects: HTTP headers, its own options and profiles file,
 # and the keys of a template's parameter schema (core/templating/params.py), which the API serves as they are.
-NOT_API_FIELDS = {"Accept", "Authorization", "Content-Length", "User-Agent", "profile", "profiles", "default", "url"}
+NOT_API_FIELDS = {
+    "Accept",
+    "Authorization",
+    "Content-Length",
+    "Content-Range",
+    "Location",
+    "User-Agent",
+    "profile",
+    "profiles",
+    "default",
+    "url",
+}
 PARAMETER_KEYS = {"name", "type", "label", "default", "min", "max", "choices", "max_length"}
 
 
