@@ -85,6 +85,24 @@ def test_a_cancelled_job_s_signal_not_yet_in_accounting_is_read_from_scontrol(db
         assert status.state == "cancelled" and status.exit_code is None
 
 
+def test_a_cancelled_job_the_controller_still_completes_is_held_running_until_its_code_is_known(db):
+    """Seen in CI: accounting already says CANCELLED with 0:0 while slurmctld still waits for the batch step
+    (JobState=COMPLETING ExitCode=0:0). Taking that 0 would record a wrong exit code for good."""
+    backend = SlurmBackend(Cluster(name="acct", host="127.0.0.1", has_accounting=True), account=None)
+    answers = {
+        "sacct": "2830|CANCELLED by 0|0:0|2026-11-27T06:49:50|2026-11-27T06:49:53|None\n",
+        "scontrol": "JobId=2830 JobName=wrap JobState=COMPLETING Reason=None ExitCode=0:0 RunTime=00:00:03\n",
+        "squeue": "",
+    }
+    backend._run = lambda argv: CommandResult(0, answers[argv[0]], "")
+    status = backend.poll(["2830"])["2830"]
+    assert (status.state, status.raw_state, status.exit_code, status.finished_at) == ("running", "COMPLETING", None, None)
+
+    answers["scontrol"] = "JobId=2830 JobName=wrap JobState=CANCELLED Reason=None ExitCode=0:15 RunTime=00:00:04\n"
+    status = backend.poll(["2830"])["2830"]
+    assert (status.state, status.exit_code) == ("cancelled", 143)
+
+
 def _cluster_where(monkeypatch, controller_says: str) -> SlurmBackend:
     """A cluster with accounting whose slurmdbd answers sacct (job 77 running) and whose slurmctld answers squeue
     with `controller_says` on stderr ("" = it answers), as the login node's commands print them."""

@@ -10,6 +10,7 @@ import logging
 import posixpath
 import re
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 from django.utils import timezone
@@ -356,16 +357,20 @@ class SlurmBackend(ClusterBackend):
     def _with_exit_code(self, status: SchedulerStatus) -> SchedulerStatus:
         result = self._run(["scontrol", "show", "job", "--oneliner", status.scheduler_id])
         match = re.search(r"\bExitCode=(\d+:\d+)", result.stdout) if result.ok else None
-        if not match:
-            return status
-        return SchedulerStatus(**{**status.__dict__, "exit_code": _parse_exit_code(match.group(1))})
+        return replace(status, exit_code=_parse_exit_code(match.group(1))) if match else status
 
     def _settled_exit_code(self, status: SchedulerStatus) -> SchedulerStatus:
         try:
-            asked = self._with_exit_code(status)
+            result = self._run(["scontrol", "show", "job", "--oneliner", status.scheduler_id])
         except BackendError:  # slurmctld is down: accounting still answered the poll, and the code stays unknown
-            asked = status
-        return asked if asked is not status else SchedulerStatus(**{**status.__dict__, "exit_code": None})
+            return replace(status, exit_code=None)
+        said = result.stdout if result.ok else ""
+        if re.search(r"\bJobState=COMPLETING\b", said):
+            # The controller still waits for the batch step to end and says 0:0 until it does: the job is held as
+            # running (as squeue shows it) and its exit code read at the next poll, never a wrong 0.
+            return replace(status, state=JobState.RUNNING, raw_state="COMPLETING", exit_code=None, finished_at=None)
+        match = re.search(r"\bExitCode=(\d+:\d+)", said)
+        return replace(status, exit_code=_parse_exit_code(match.group(1)) if match else None)
 
     def _sacct(self, ids: list[str]) -> dict[str, SchedulerStatus]:
         # Steps too (no -X): a cancelled or timed-out job's own line says 0:0, its batch step the signal that stopped
