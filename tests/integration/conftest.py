@@ -260,7 +260,8 @@ def worker(portal_env, django_db_blocker, tmp_path_factory):
 
 
 # Each test process its own lab folder on the cluster: student spaces are named by user id, which databases repeat.
-WORKER_SUFFIX = f"-{os.environ['PYTEST_XDIST_WORKER']}" if os.environ.get("PYTEST_XDIST_WORKER") else ""
+# Each xdist worker, and each checkout run beside another one (GPULAB_TEST_TAG), has lab folders of its own.
+WORKER_SUFFIX = "".join(f"-{os.environ[name]}" for name in ("GPULAB_TEST_TAG", "PYTEST_XDIST_WORKER") if os.environ.get(name))
 LAB_DIR = "~/gpulab-test" + WORKER_SUFFIX
 
 
