@@ -261,7 +261,7 @@ def worker(portal_env, django_db_blocker, tmp_path_factory):
 
 # Each test process its own lab folder on the cluster: student spaces are named by user id, which databases repeat.
 # Each xdist worker, and each checkout run beside another one (GPULAB_TEST_TAG), has lab folders of its own.
-WORKER_SUFFIX = "".join(f"-{os.environ[name]}" for name in ("GPULAB_TEST_TAG", "PYTEST_XDIST_WORKER") if os.environ.get(name))
+WORKER_SUFFIX = "".join(f"-{os.environ[n]}" for n in ("GPULAB_TEST_TAG", "PYTEST_XDIST_WORKER") if os.environ.get(n))
 LAB_DIR = "~/gpulab-test" + WORKER_SUFFIX
 
 
