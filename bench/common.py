@@ -65,7 +65,7 @@ def make_lab(*, max_jobs: int = 10_000):
     """An instructor-free course with one student, the local cluster and a one-second template."""
     from django.contrib.auth import get_user_model
 
-    from clusters.models import AuthMethod, Cluster, ClusterAccount
+    from clusters.models import AuthMethod, Cluster, ClusterAccount, RunAs
     from courses.models import Course, Enrollment
     from jobs.models import JobTemplate
 
@@ -79,6 +79,9 @@ def make_lab(*, max_jobs: int = 10_000):
         host_key=os.environ["GPULAB_HOST_KEY"],
         partitions=["debug"],
         lab_dir="~/gpulab-bench",
+        # As the integration tests' cluster: jobs and files as the one unprivileged shared user, through the sudo rule
+        run_as=RunAs.SERVICE,
+        shared_user=os.environ.get("GPULAB_SHARED_USER", "labshared"),
     )
     account = ClusterAccount(cluster=cluster, username=os.environ["GPULAB_SERVICE_USER"], auth_method=AuthMethod.KEY)
     account.set_secret(Path(os.environ["GPULAB_SERVICE_KEY"]).read_text())

@@ -104,9 +104,13 @@ def main() -> None:
         cluster.save()
         token = Token.objects.create(user=student)
         account = cluster.service_account()
-        with opened(home_space(cluster, student)) as files:
-            root = files.root  # the student's folder, made on first use
-        direct_dir = root + "-direct"
+        with opened(home_space(cluster, student)):
+            pass  # the student's folder, made on first use
+        # Jobs and files go as the cluster's shared students' user (the isolated layout); the direct copies go to the
+        # service account's own home, as a student's sftp goes to theirs, over the same sshd.
+        direct = f"{LAB_DIR.removeprefix('~/')}-direct/bench.bin"
+        with ssh.sftp(cluster, account) as sftp, contextlib.suppress(OSError):
+            sftp.mkdir(direct.rpartition("/")[0], 0o700)
 
         web, port = start_web("files")
 
@@ -141,24 +145,23 @@ def main() -> None:
                 timed("portal upload", lambda: portal_upload(http, base, source, args.chunk_megabytes * 2**20), None)
                 timed(
                     "direct upload",
-                    lambda: openssh_sftp(cluster, account, Path(tmp), f"put {source} {direct_dir}/"),
+                    lambda: openssh_sftp(cluster, account, Path(tmp), f"put {source} {direct}"),
                     None,
                 )
                 with ssh.sftp(cluster, account) as sftp:
-                    timed("paramiko upload", lambda: sftp.put(str(source), f"{direct_dir}/bench.bin"), None)
-                with ssh.sftp(cluster, account) as sftp:  # the portal's copy and the direct ones arrived whole
-                    assert (
-                        sftp.stat(f"{root}/bench.bin").st_size == sftp.stat(f"{direct_dir}/bench.bin").st_size == size
-                    )
+                    timed("paramiko upload", lambda: sftp.put(str(source), direct), None)
+                with ssh.sftp(cluster, account) as sftp, opened(home_space(cluster, student)) as files:
+                    # the portal's copy and the direct ones arrived whole
+                    assert files.resolve_file("bench.bin")[1].st_size == sftp.stat(direct).st_size == size
 
                 timed("portal download", lambda: portal_download(token.key, base, "bench.bin", arrived))
                 timed(
                     "direct download",
-                    lambda: openssh_sftp(cluster, account, Path(tmp), f"get {direct_dir}/bench.bin {arrived}"),
+                    lambda: openssh_sftp(cluster, account, Path(tmp), f"get {direct} {arrived}"),
                 )
                 sink = Sink()
                 with ssh.sftp(cluster, account) as sftp:
-                    get = lambda sftp=sftp, sink=sink: sftp.getfo(f"{direct_dir}/bench.bin", sink)  # noqa: E731
+                    get = lambda sftp=sftp, sink=sink: sftp.getfo(direct, sink)  # noqa: E731
                     timed("paramiko download", get, sink.digest.hexdigest)
                 reader = Sink()
                 with opened(home_space(cluster, student)) as files:  # the portal's SFTP reader, without HTTP
@@ -185,9 +188,9 @@ def main() -> None:
         if web is not None:
             stop(web)
         with contextlib.suppress(Exception), ssh.sftp(cluster, account) as sftp:  # the copies go, even after a failure
-            for path in (f"{root}/bench.bin", f"{direct_dir}/bench.bin"):
-                with contextlib.suppress(OSError):
-                    sftp.remove(path)
+            sftp.remove(direct)
+        with contextlib.suppress(Exception), opened(home_space(cluster, student)) as files:
+            files.delete("bench.bin")
         teardown()
 
 
