@@ -48,8 +48,7 @@ SLURM_JOB_NUMBER = re.compile(r"^\d+$")
 
 class BatchKind(Kind):
     templates = "slurm"
-    # Both SLURM kinds: the source asks the backend interface and SSH to the nodes (a path, not an import).
-    telemetry_source = "clusters.backends.batch_telemetry.SlurmSource"
+    telemetry_source = "nodes-over-ssh"  # both SLURM kinds: the backend interface and SSH to the nodes
     files_over_sftp = True
     student_logins = True
     shared_user_mode = True

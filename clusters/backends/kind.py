@@ -127,10 +127,13 @@ class Kind:
     admin_fieldsets: ClassVar[tuple] = ()
     # How the kind's accounts sign in (clusters.choices.AuthMethod values); the account form refuses the others.
     auth_methods: ClassVar[frozenset[str]] = frozenset({AuthMethod.KEY, AuthMethod.PASSWORD})
-    # Dotted path of the telemetry collector's source for clusters of this kind ("" = none: no live charts).
     # What the cluster's admin page says of keeping students apart, where the kind decides it ("": the run_as mode's
     # words, clusters/templates/admin/clusters/cluster/change_form.html).
     isolation_note: ClassVar[str] = ""
+    # Which of the telemetry collector's sources measures clusters of this kind, by name ("" = none: no live charts):
+    # "nodes-over-ssh" (the backend's nodes() and gpu_allocations(), each node's GPUs streamed over SSH) or
+    # "metrics-api" (the backend's pod_usage() and node_usage(), GPUs from the cluster's Prometheus). A name, not an
+    # import: the collector stands above the kinds (telemetry/collector/sources.py).
     telemetry_source: ClassVar[str] = ""
     # Running jobs past their template's limit are stopped by the portal (the scheduler has no limit to hold).
     portal_stops_at_time_limit: ClassVar[bool] = False

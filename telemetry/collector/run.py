@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
-from django.utils.module_loading import import_string
 from redis.exceptions import RedisError
 
 from clusters import kinds
@@ -26,6 +25,8 @@ from clusters.models import Cluster
 from core import measurements
 from jobs import trainer_curve
 from telemetry import stream
+from telemetry.collector.batch_source import NodesOverSshSource
+from telemetry.collector.kubernetes_source import MetricsApiSource
 from telemetry.frames import FrameBuilder
 from telemetry.live import LiveState
 from telemetry.models import Node
@@ -37,6 +38,9 @@ from .sources import LogSource, Periodic
 logger = logging.getLogger(__name__)
 
 HOUSEKEEPING_SECONDS = 5.0
+# The collector's sources by the name a kind gives (Kind.telemetry_source): the kinds stand below the collector, so
+# they name how their clusters are measured and the collector owns the readers.
+SOURCES = {"nodes-over-ssh": NodesOverSshSource, "metrics-api": MetricsApiSource}
 
 
 class Collector:
@@ -63,10 +67,10 @@ class Collector:
         for cluster in self.clusters():
             if cluster.pk in self.sources:
                 continue
-            source_path = kinds.kind_of(cluster.kind).telemetry_source
-            if not source_path:  # a kind with nothing to measure: its jobs have logs but no live charts
+            source_class = SOURCES.get(kinds.kind_of(cluster.kind).telemetry_source)
+            if source_class is None:  # a kind with nothing to measure: its jobs have logs but no live charts
                 continue
-            source = self.sources[cluster.pk] = import_string(source_path)(self.state, cluster, self.stop)
+            source = self.sources[cluster.pk] = source_class(self.state, cluster, self.stop)
             source.start()
             logger.info("telemetry: following %s (%s)", cluster.name, cluster.kind)
         if self.log_source is None:

@@ -1,7 +1,7 @@
 """The collector's periodic readers: what every source stands on (Periodic, running_jobs) and the job logs.
 
-Each cluster's own source is its kind's (Kind.telemetry_source): the SLURM kinds share
-clusters/backends/batch_telemetry.py, Kubernetes has clusters/backends/kubernetes/telemetry.py. Each runs in its own
+Each cluster's own source is the one its kind names (Kind.telemetry_source, run.SOURCES): both SLURM kinds'
+"nodes-over-ssh" (batch_source.py), Kubernetes' "metrics-api" (kubernetes_source.py). Each runs in its own
 thread and asks its cluster once per cycle for everything (one `scontrol show job -d`, one pod-metrics list per
 namespace), then writes the answer into LiveState. A cluster that does not answer keeps its last picture; the frames
 turn it stale on their own.

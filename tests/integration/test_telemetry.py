@@ -246,8 +246,8 @@ def test_kubernetes_pod_usage_and_dcgm_gpus_reach_the_job_frame(alice, course, k
     import http.server
     import threading
 
-    from clusters.backends.kubernetes.telemetry import KubernetesSource
     from jobs.launch import launch as launch_job
+    from telemetry.collector.kubernetes_source import MetricsApiSource
     from telemetry.frames import FrameBuilder
     from telemetry.live import LiveState
 
@@ -292,7 +292,7 @@ def test_kubernetes_pod_usage_and_dcgm_gpus_reach_the_job_frame(alice, course, k
         k8s_cluster.prometheus_url = f"http://127.0.0.1:{server.server_address[1]}"
         k8s_cluster.save()
         state = LiveState()
-        KubernetesSource(state, k8s_cluster, threading.Event()).cycle()
+        MetricsApiSource(state, k8s_cluster, threading.Event()).cycle()
     finally:
         server.shutdown()
     assert len(queries) == 1 and "DCGM_FI_DEV_GPU_UTIL" in urllib.parse.unquote(queries[0])

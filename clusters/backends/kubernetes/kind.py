@@ -36,7 +36,7 @@ class KubernetesKind(Kind):
     templates = "kubernetes"
     backend_class = KubernetesBackend
     admin_fieldsets = KubernetesBackend.admin_fieldsets
-    telemetry_source = "clusters.backends.kubernetes.telemetry.KubernetesSource"
+    telemetry_source = "metrics-api"
     portal_stops_at_time_limit = True
     auth_methods = frozenset({AuthMethod.TOKEN, AuthMethod.KUBECONFIG})
     isolation_note = (

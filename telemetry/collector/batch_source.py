@@ -1,7 +1,7 @@
-"""The telemetry collector's source for SLURM clusters: nodes from `scontrol show node`, each node's GPUs streamed
-over SSH (nvidia-smi, iostat), and which job holds which GPU from `scontrol show job -d`. Both SLURM kinds name it
-(BatchKind.telemetry_source): it asks only the backend interface (nodes, gpu_allocations) and SSH to the nodes,
-so a slurmrestd cluster whose service account has an SSH login is measured the same way.
+"""The collector's "nodes-over-ssh" source (both SLURM kinds): the scheduler's nodes and which job holds which GPU
+through the backend interface (nodes, gpu_allocations: `scontrol show node` and `scontrol show job -d` over SSH, or
+slurmrestd), and each node's GPUs streamed over SSH (nvidia-smi, iostat). A kind names it by that name
+(Kind.telemetry_source), so a slurmrestd cluster whose service account has an SSH login is measured the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from telemetry.live import LiveState
 
 
-class SlurmSource(Periodic):
+class NodesOverSshSource(Periodic):
     """Nodes from `scontrol show node` (every minute), GPUs per job from `scontrol show job -d` (every cycle)."""
 
     interval = 5.0

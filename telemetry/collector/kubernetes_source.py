@@ -1,5 +1,6 @@
-"""The telemetry collector's source for Kubernetes clusters: pod and node usage from metrics.k8s.io, GPUs from
-dcgm-exporter through the cluster's Prometheus. The collector finds it through KubernetesKind.telemetry_source.
+"""The collector's "metrics-api" source (Kubernetes): pod and node usage from metrics.k8s.io through the backend
+interface (pod_usage, node_usage), GPUs from dcgm-exporter through the cluster's Prometheus. A kind names it by that
+name (Kind.telemetry_source); the collector stands above the kinds and asks only the registry for the backend.
 """
 
 from __future__ import annotations
@@ -11,13 +12,12 @@ from typing import TYPE_CHECKING
 
 import urllib3
 
+from clusters.backends.base import NotSupported
+from clusters.kinds import get_backend
 from telemetry.collector.sources import Periodic, running_jobs
 from telemetry.live import LiveState, PodLive
 from telemetry.models import Node
 from telemetry.parsers import DCGM_QUERY, DcgmGpu, parse_dcgm_vector
-
-from ..base import NotSupported
-from .kind import KubernetesKind
 
 if TYPE_CHECKING:
     from clusters.models import Cluster
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class KubernetesSource(Periodic):
+class MetricsApiSource(Periodic):
     """Pod and node usage from metrics.k8s.io every 15 s (its own resolution), DCGM GPUs from Prometheus."""
 
     interval = 15.0
@@ -37,7 +37,7 @@ class KubernetesSource(Periodic):
 
     def cycle(self) -> None:
         self.cluster.refresh_from_db()
-        backend = KubernetesKind().backend(self.cluster)
+        backend = get_backend(self.cluster)
         running = running_jobs(cluster=self.cluster)
         refs = {job.job_id: job for job in running.values()}
         namespaces = sorted({sid.partition("/")[0] for sid in running})
