@@ -41,8 +41,8 @@ def worker_pair(worker, portal_env, tmp_path):
     replica.stop()
 
 
-def post_launch(web, token: str, request_id: str) -> str:
-    body = json.dumps({"template": "sleep-echo", "cluster": "local", "params": {"seconds": 60}}).encode()
+def post_launch(web, token: str, request_id: str, **params) -> str:
+    body = json.dumps({"template": "sleep-echo", "cluster": "local", "params": {"seconds": 60, **params}}).encode()
     request = urllib.request.Request(  # noqa: S310 (loopback)
         f"{web.url}/api/v1/jobs/",
         data=body,
@@ -166,3 +166,27 @@ def test_websocket_clients_on_either_web_process_receive_every_frame(
             assert seqs == list(range(start, end + 1)), (kind, socket.ws.remote_address, seqs)
         texts = [[json.dumps(m, sort_keys=True) for m in s.frames(kind) if start <= m["seq"] <= end] for s in group]
         assert texts[0] == texts[1]  # the same frames, not just the same numbers
+
+
+def api_get(web, token: str, path: str) -> dict:
+    request = urllib.request.Request(f"{web.url}{path}", headers={"Authorization": f"Token {token}"})  # noqa: S310
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (loopback)
+        return json.loads(response.read())
+
+
+def test_a_job_launched_through_one_web_process_is_followed_live_through_the_other(
+    web_pair, worker_pair, collector, alice, cluster, sleep_template, job_state
+):
+    """Two web processes and two workers on one database and broker, as a portal past one process runs: the launch
+    goes to web-a, the student's page (its socket and its API) to web-b, and web-b streams the job's own GPUs."""
+    token = Token.objects.create(user=alice).key
+    job_id = post_launch(web_pair[0], token, f"launch-{uuid.uuid4().hex[:8]}", gpus_per_node=2, seconds=120)
+    job = job_state(Job.objects.get(pk=job_id), "running")
+    assert api_get(web_pair[1], token, f"/api/v1/jobs/{job_id}/")["state"] == "running"
+    with Socket(web_pair[1], alice, f"/ws/jobs/{job_id}/") as socket:
+        assert socket.wait(lambda m: True, what="the history")["type"] == "series"
+        frame = socket.wait(
+            lambda m: m.get("kind") == "job" and any(g["util"] is not None for g in m.get("gpus", [])),
+            what="a frame with the job's GPUs",
+        )
+    assert len(frame["gpus"]) == 2 and job.scheduler_id  # the two GPUs SLURM gave it, on the other process
