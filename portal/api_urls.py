@@ -17,6 +17,7 @@ from courses.api import CourseLabSession, CourseLabSessions
 from jobs.api import ClusterViewSet, JobViewSet, TemplateViewSet
 from sessions.api_urls import urlpatterns as files_urls
 from signon import credentials
+from signon.cli_api import CliLoginPoll, CliLoginStart
 from signon.views import DIRECTORY_DOWN
 
 from .api_limits import BoundedFormParser, BoundedJSONParser
@@ -93,6 +94,8 @@ router.register("jobs", JobViewSet, basename="job")
 
 urlpatterns = [
     path("token/", TokenView.as_view(), name="token"),
+    path("token/code/", CliLoginStart.as_view(), name="token_code"),
+    path("token/code/poll/", CliLoginPoll.as_view(), name="token_code_poll"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # The docs are a page for people: a visitor who is not signed in is sent to the login page, then back.
     path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),

@@ -222,7 +222,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "portal.api_limits.Pagination",
     "DEFAULT_PARSER_CLASSES": ["portal.api_limits.BoundedJSONParser"],  # the token endpoint also takes forms
     "PAGE_SIZE": 100,
-    "DEFAULT_THROTTLE_RATES": {"token": "30/minute"},
+    # cli_login: browser-confirmed sign-ins started per address (a class behind one NAT starts sixty at once).
+    "DEFAULT_THROTTLE_RATES": {"token": "30/minute", "cli_login": "120/minute"},
     # The client is REMOTE_ADDR: uvicorn sets it from X-Forwarded-For only for TRUSTED_PROXIES (see below).
     "NUM_PROXIES": 0,
 }

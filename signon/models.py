@@ -96,3 +96,21 @@ class GroupSyncChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.username} {self.get_action_display().lower()} in {self.course} ({self.via})"
+
+
+class CliLogin(models.Model):
+    """A command-line client waiting for its user to confirm it in a browser where they are signed in (single
+    sign-on has no password to type into a terminal). The client holds the secret `device_code` (only its SHA-256 is
+    kept here) and shows the short `user_code`, which the user types on the portal's page; the token is handed out
+    once, to the secret's holder, and the row goes with it (signon/cli_login.py)."""
+
+    device_hash = models.CharField(max_length=64, unique=True)
+    user_code = models.CharField(max_length=8, unique=True)
+    client = models.CharField(max_length=100)  # what the client says it is: "gpulab on laptop-7", shown to the user
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE)
+    refused = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"{self.client} ({self.user_code})"

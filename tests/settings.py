@@ -28,5 +28,5 @@ if not os.environ.get("REDIS_URL"):
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}  # noqa: F405
 WHITENOISE_USE_FINDERS = True
-REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"token": "1000/minute"}  # noqa: F405
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"token": "1000/minute", "cli_login": "1000/minute"}  # noqa: F405
 METRICS_PUBLIC = True  # the test servers' scrapes send no token; tests/test_ops.py checks the production default

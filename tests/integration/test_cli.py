@@ -28,6 +28,7 @@ from tests.conftest import PASSWORD
 
 from .conftest import ROOT, WORKER_SUFFIX
 from .test_files import as_job_user, shared_user
+from .ws import session_cookie
 
 # Its own (and each test process its own): test_files.py's lab folder is removed whole after each of its tests.
 LAB_DIR = "~/gpulab-cli-test" + WORKER_SUFFIX
@@ -79,6 +80,54 @@ def test_login_with_a_password_keeps_the_token_for_the_user_only_and_templates_p
     assert "exit_code" in [p["name"] for p in one["parameters"]]
     listed = gpulab("templates")
     assert listed.exit_code == 0 and "sleep-echo" in listed.stdout
+
+
+def gpulab_process(config_home: Path, *args: str) -> subprocess.Popen:
+    """`gpulab` as its own process (python -m gpulab_cli), for what must run while the test acts elsewhere."""
+    env = {
+        **os.environ,
+        "XDG_CONFIG_HOME": str(config_home),
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "cli/src"), os.environ.get("PYTHONPATH", "")]),
+    }
+    argv = [sys.executable, "-m", "gpulab_cli", *args]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def confirm_in_browser(web, user, code: str, action: str) -> requests.Response:
+    """What the user does on /cli/login/ in the browser where they are signed in: type the code, then choose."""
+    browser = requests.Session()
+    browser.cookies.set("sessionid", session_cookie(user))
+    page = web.url + "/cli/login/"
+    browser.get(page, timeout=30).raise_for_status()
+    form = {"csrfmiddlewaretoken": browser.cookies["csrftoken"], "code": code}
+    asked = browser.post(page, data=form, timeout=30)
+    assert asked.status_code == 200 and "gpulab on " in asked.text, asked.text
+    return browser.post(page, data={**form, "action": action}, timeout=30)
+
+
+@pytest.mark.parametrize("action", ["confirm", "refuse"])
+def test_login_through_the_browser_signs_in_with_the_code_the_user_types_or_ends_when_refused(
+    web, config_home, alice, action
+):
+    process = gpulab_process(config_home, "login", web.url, "--browser")
+    shown = ""
+    while "type this code:" not in shown:
+        line = process.stderr.readline()
+        assert line, f"gpulab ended without a code: {shown}"
+        shown += line
+    code = shown.split("type this code:")[1].split()[0]
+    assert f"Open {web.url}/cli/login/ in the browser" in shown
+    answer = confirm_in_browser(web, alice, code, action)
+    assert answer.status_code == 200
+    out, err = process.communicate(timeout=60)
+    saved = config_home / "gpulab" / "profiles.json"
+    if action == "confirm":
+        assert process.returncode == 0, err
+        assert f"Signed in to {web.url} as alice" in err and out == ""
+        assert Token.objects.get(user=alice).key in saved.read_text()
+    else:
+        assert process.returncode == 3 and "The sign-in was refused in the browser." in err
+        assert not saved.exists() and not Token.objects.filter(user=alice).exists()
 
 
 def test_a_wrong_password_exits_3_with_the_portal_s_words_and_keeps_nothing(gpulab, web, alice, config_home):

@@ -121,6 +121,15 @@ class Portal:
         )
         return str(answer["token"])
 
+    def start_code_login(self, client: str) -> JSONObject:
+        """A sign-in the user confirms in their browser: {device_code, user_code, verification_url, interval, …}."""
+        return dict(self.request("POST", "/token/code/", json={"client": client}, allow_redirects=False))
+
+    def poll_code_login(self, device_code: str) -> JSONObject | None:
+        """{token, username} once the user has confirmed, None while they have not; Refused (410) when it ended."""
+        response = self.send("POST", "/token/code/poll/", json={"device_code": device_code}, allow_redirects=False)
+        return None if response.status_code == 202 else dict(response.json())
+
     def revoke_token(self) -> None:
         self.delete("/token/")
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 import sys
+import time
 from urllib.parse import urlsplit
 
 import click
@@ -19,17 +21,30 @@ LOOPBACK_NAMES = {"localhost"}
 Examples:
   gpulab login https://gpulab.example.edu
   gpulab --profile lab2 login https://lab2.example.edu -u alice
-  printf '%s\\n' "$PASSWORD" | gpulab login https://gpulab.example.edu -u alice --password-stdin"""
+  printf '%s\\n' "$PASSWORD" | gpulab login https://gpulab.example.edu -u alice --password-stdin
+  gpulab login https://gpulab.example.edu --browser   (campus single sign-on: confirm a code in your browser)"""
 )
 @click.argument("url")
 @click.option("-u", "--username", help="Your portal username (asked for when left out).")
 @click.option("--password-stdin", is_flag=True, help="Read the password from the first line of stdin (for scripts).")
-def login(url: str, username: str | None, password_stdin: bool) -> None:
-    """Sign in to the portal at URL with your username and password.
+@click.option(
+    "--browser",
+    is_flag=True,
+    help="Sign in through your browser, where you are signed in (campus single sign-on: no password here).",
+)
+def login(url: str, username: str | None, password_stdin: bool, browser: bool) -> None:
+    """Sign in to the portal at URL with your username and password, or with --browser by confirming a code on
+    the portal's page in your browser.
 
     The API token the portal gives is kept in your config directory (readable by you only) under the profile named
     by --profile, or as the default profile."""
     url = portal_url(url)
+    if browser:
+        if username is not None or password_stdin:
+            raise click.UsageError("--browser takes no username or password: you confirm in your browser.")
+        token, username = browser_login(url)
+        keep(url, username, token)
+        return
     if username is None:
         username = click.prompt("Username", err=True)
     if password_stdin:
@@ -37,10 +52,31 @@ def login(url: str, username: str | None, password_stdin: bool) -> None:
     else:
         password = click.prompt("Password", hide_input=True, err=True)
     token = client.Portal(url).obtain_token(username, password)
+    keep(url, username, token)
+
+
+def keep(url: str, username: str, token: str) -> None:
     chosen = context.profile_name()
     profile = profiles.Profile(name=chosen or profiles.DEFAULT_NAME, url=url, username=username, token=token)
     profiles.save(profile, make_default=chosen is None)
     note(f"Signed in to {url} as {username} (profile {profile.name}).")
+
+
+def browser_login(url: str) -> tuple[str, str]:
+    """The portal shows a page where the signed-in user types the code printed here; this polls until they have."""
+    portal = client.Portal(url)
+    started = portal.start_code_login(f"gpulab on {socket.gethostname()}"[:100])
+    note(f"Open {started['verification_url']} in the browser where you are signed in to the portal,")
+    note(f"and type this code: {started['user_code']}")
+    note(f"(it lasts {int(started['expires_in']) // 60} minutes; Ctrl-C gives up)")
+    deadline = time.monotonic() + int(started["expires_in"]) + 5
+    while time.monotonic() < deadline:
+        time.sleep(max(1, int(started.get("interval", 2))))
+        # Refused (410) when it was refused in the browser, expired or used: the portal's words say which.
+        answer = portal.poll_code_login(str(started["device_code"]))
+        if answer is not None:
+            return str(answer["token"]), str(answer["username"])
+    raise exits.Refused("The code expired before it was confirmed: run `gpulab login --browser` again.")
 
 
 @click.command(
