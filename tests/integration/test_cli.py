@@ -21,12 +21,15 @@ from gpulab_cli import uploads
 from gpulab_cli.commands.files import partial_path
 from gpulab_cli.main import cli
 from rest_framework.authtoken.models import Token
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
 
 from clusters.identity import account_for
 from jobs.models import Job
 from tests.conftest import PASSWORD
 
 from .conftest import ROOT, WORKER_SUFFIX
+from .jobs_api import launch
 from .test_files import as_job_user, shared_user
 from .ws import session_cookie
 
@@ -90,7 +93,8 @@ def gpulab_process(config_home: Path, *args: str) -> subprocess.Popen:
         "PYTHONPATH": os.pathsep.join([str(ROOT / "cli/src"), os.environ.get("PYTHONPATH", "")]),
     }
     argv = [sys.executable, "-m", "gpulab_cli", *args]
-    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    return subprocess.Popen(argv, env=env, text=True, **pipes)
 
 
 def confirm_in_browser(web, user, code: str, action: str) -> requests.Response:
@@ -324,3 +328,39 @@ def test_a_failing_job_makes_launch_watch_and_wait_exit_4(worker, gpulab, sign_i
     assert job["state"] == "failed" and job["exit_code"] == 3 and "failed" in watched.stderr
     waited = gpulab("wait", job["id"])
     assert waited.exit_code == 4 and "exit code 3" in waited.stderr and waited.stdout == ""
+
+
+def test_shell_runs_what_is_piped_in_inside_the_running_job_and_ends_with_the_shell(
+    worker, web, sign_in, config_home, alice, cluster, sleep_template, api_for, job_state
+):
+    sign_in(alice)
+    job = job_state(launch(api_for, alice, gpus_per_node=1, seconds=240, time_minutes=5), "running")
+    process = gpulab_process(config_home, "shell", str(job.pk)[:8])
+    out, err = process.communicate('echo "shell-$((6*7)) in $GPULAB_JOB_ID"; exit\n', timeout=120)
+    assert process.returncode == 0, err
+    assert f"shell-42 in {job.pk}" in out
+
+
+def test_a_terminal_socket_opened_with_a_token_is_that_token_s_user_and_no_one_else_s(
+    worker, web, alice, bob, cluster, sleep_template, api_for, job_state
+):
+    """What `gpulab shell` opens, at the socket: alice's token opens her job's terminal, bob's or an unknown token is
+    refused as a missing job would be, also when the handshake carries alice's session cookie beside bob's token."""
+    job = job_state(launch(api_for, alice, gpus_per_node=1, seconds=240, time_minutes=5), "running")
+    url = web.url.replace("http://", "ws://") + f"/ws/jobs/{job.pk}/terminal/?cols=80&rows=24"
+
+    def opened(token: str, cookie: str = ""):
+        headers = {"Authorization": f"Token {token}", "Origin": web.url}
+        return connect(url, additional_headers=headers | ({"Cookie": cookie} if cookie else {}), open_timeout=15)
+
+    with opened(Token.objects.get_or_create(user=alice)[0].key) as socket:
+        socket.send(b"echo token-$((6*7))\n")
+        output = ""
+        while "token-42" not in output:
+            frame = socket.recv(timeout=30)
+            output += frame.decode(errors="replace") if isinstance(frame, bytes) else ""
+    bob_token = Token.objects.get_or_create(user=bob)[0].key
+    for token, cookie in ((bob_token, ""), ("0" * 40, ""), (bob_token, f"sessionid={session_cookie(alice)}")):
+        with pytest.raises(InvalidStatus) as refused:
+            opened(token, cookie)
+        assert refused.value.response.status_code == 403

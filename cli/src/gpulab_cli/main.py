@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from . import __version__, client, exits
-from .commands import auth, catalog, files, follow, jobs
+from .commands import auth, catalog, files, follow, jobs, shell
 
 
 class PortalCommands(click.Group):
@@ -68,6 +68,7 @@ for command in (
     jobs.cancel,
     jobs.clone,
     files.files,
+    shell.shell,
 ):
     cli.add_command(command)
 

@@ -1,0 +1,155 @@
+"""shell: the job's terminal (the page's Terminal) in this one, over the portal's WebSocket.
+
+The wire is the page's (sessions/terminal.py in the portal): keys go as binary frames, the screen's size as
+{"resize": [cols, rows]}; the shell's output comes back as binary frames, and {"closed": why} or {"notice": text}
+as text frames. On a terminal, stdin is put in raw mode (every key goes to the job's shell, Ctrl-C included) and
+restored on the way out; from a pipe, the piped text is typed and the command ends when the shell does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import sys
+import termios
+import threading
+import tty
+from collections.abc import Iterator
+from urllib.parse import urlencode, urlsplit
+
+import click
+import websocket
+
+from .. import context, exits
+from ..job_ids import complete_job, resolve
+from ..output import note
+
+CLOSE_REASONS = {
+    4404: "No job you can see has that id: not found.",
+    4403: "You may not open a terminal in this job.",
+}
+
+
+@click.command(
+    epilog="""\b
+Examples:
+  gpulab shell 3f2a9c1e
+  echo 'nvidia-smi; exit' | gpulab shell 3f2a9c1e
+  gpulab shell 3f2a9c1e --container trainer   (a Kubernetes job's container)"""
+)
+@click.argument("job", shell_complete=complete_job)
+@click.option("--container", "target", default="", help="Which of the job's containers (Kubernetes), if several.")
+def shell(job: str, target: str) -> None:
+    """A shell inside the running JOB, as on its page's Terminal, resizing with this terminal."""
+    profile = context.signed_in()
+    found = resolve(context.portal(), job)
+    cols, rows = shutil.get_terminal_size()
+    query = {"cols": cols, "rows": rows} | ({"target": target} if target else {})
+    parts = urlsplit(profile.url)
+    scheme = "wss" if parts.scheme == "https" else "ws"
+    url = f"{scheme}://{parts.netloc}{parts.path}/ws/jobs/{found['id']}/terminal/?{urlencode(query)}"
+    try:
+        # Not a browser: it names the portal's own origin, and the token (never a cookie) says who it is.
+        socket = websocket.create_connection(
+            url, header=[f"Authorization: Token {profile.token}"], origin=f"{parts.scheme}://{parts.netloc}", timeout=30
+        )
+    except (OSError, websocket.WebSocketException) as exc:
+        raise exits.Failure(f"Cannot open the job's terminal at {profile.url}: {exc}") from None
+    socket.settimeout(None)
+    why = relay(socket)
+    if why:
+        raise exits.Refused(why)
+
+
+def relay(socket: websocket.WebSocket) -> str:
+    """Relays until the portal closes the socket; what it said as it closed ("" when the shell just ended)."""
+    ended: dict[str, str] = {}
+    reader = threading.Thread(target=_print_output, args=(socket, ended), daemon=True)
+    reader.start()
+    interactive = sys.stdin.isatty()
+    with _raw_input(interactive), _resizing(socket, interactive):
+        _type_input(socket, reader)
+    reader.join(timeout=5)
+    if ended.get("closed"):
+        note(ended["closed"])
+    return ended.get("refused", "")
+
+
+def _print_output(socket: websocket.WebSocket, ended: dict[str, str]) -> None:
+    out = sys.stdout.buffer
+    while True:
+        try:
+            opcode, data = socket.recv_data(control_frame=False)
+        except (websocket.WebSocketConnectionClosedException, OSError):
+            return
+        if opcode == websocket.ABNF.OPCODE_BINARY:
+            out.write(data)
+            out.flush()
+        elif opcode == websocket.ABNF.OPCODE_TEXT:
+            message = json.loads(data or b"{}")
+            if "notice" in message:
+                note(str(message["notice"]))
+            if "closed" in message:
+                ended["closed"] = str(message["closed"])
+        elif opcode == websocket.ABNF.OPCODE_CLOSE:
+            code = int.from_bytes(data[:2], "big") if len(data) >= 2 else 1000
+            if code in CLOSE_REASONS:
+                ended["refused"] = CLOSE_REASONS[code]
+            return
+
+
+def _type_input(socket: websocket.WebSocket, reader: threading.Thread) -> None:
+    """stdin to the shell as it comes; at its end (a pipe), waits for the shell to end on its own."""
+    fd = sys.stdin.fileno()
+    while reader.is_alive():
+        # A short wait, not a blocking read: when the shell ends, the command ends without another key pressed.
+        if not select.select([fd], [], [], 0.2)[0]:
+            continue
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        try:
+            socket.send_binary(data)
+        except (websocket.WebSocketConnectionClosedException, OSError):
+            return
+    reader.join()
+
+
+@contextlib.contextmanager
+def _raw_input(interactive: bool) -> Iterator[None]:
+    if not interactive:
+        yield
+        return
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    tty.setraw(fd)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+@contextlib.contextmanager
+def _resizing(socket: websocket.WebSocket, interactive: bool) -> Iterator[None]:
+    """On a terminal, each resize of this window is sent as the page's Terminal sends it."""
+    if not interactive:
+        yield
+        return
+
+    def resized(*_: object) -> None:
+        cols, rows = shutil.get_terminal_size()
+        with contextlib.suppress(websocket.WebSocketException, OSError):
+            socket.send(json.dumps({"resize": [cols, rows]}))
+
+    previous = signal.signal(signal.SIGWINCH, resized)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGWINCH, previous)
