@@ -72,3 +72,34 @@ class CourseLabSession(APIView):
             return Response({"detail": "That session had already ended or been cancelled."}, status.HTTP_409_CONFLICT)
         session.refresh_from_db()
         return Response(LabSessionSerializer(session).data)
+
+
+class RosterEntrySerializer(serializers.Serializer):
+    username = serializers.CharField(source="user.username")
+    name = serializers.SerializerMethodField()
+    email = serializers.EmailField(source="user.email")
+    role = serializers.CharField()
+    signed_in = serializers.SerializerMethodField(help_text="False until the person has signed in once.")
+    cluster_username = serializers.SerializerMethodField(help_text="The person's user on the clusters, or empty.")
+
+    def get_cluster_username(self, enrollment) -> str:
+        identity = getattr(enrollment.user, "cluster_identity", None)
+        return identity.username if identity is not None else ""
+
+    def get_name(self, enrollment) -> str:
+        return enrollment.user.get_full_name() or enrollment.user.username
+
+    def get_signed_in(self, enrollment) -> bool:
+        return enrollment.user.last_login is not None
+
+
+class CourseRoster(APIView):
+    @extend_schema(
+        responses=RosterEntrySerializer(many=True),
+        operation_id="course_roster",
+        description="The course's people, by username. Its instructors only: a TA gets 403 in words, anyone else 404.",
+    )
+    def get(self, request, slug: str):
+        course = access.get_roster_course(request.user, slug)
+        enrollments = course.enrollments.select_related("user", "user__cluster_identity").order_by("user__username")
+        return Response(RosterEntrySerializer(enrollments, many=True).data)

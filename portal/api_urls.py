@@ -13,12 +13,13 @@ from rest_framework.response import Response
 from rest_framework.routers import DefaultRouter
 from rest_framework.throttling import AnonRateThrottle
 
-from courses.api import CourseLabSession, CourseLabSessions
+from courses.api import CourseLabSession, CourseLabSessions, CourseRoster
 from jobs.api import ClusterViewSet, JobViewSet, TemplateViewSet
 from sessions.api_urls import urlpatterns as files_urls
 from signon import credentials
 from signon.cli_api import CliLoginPoll, CliLoginStart
 from signon.views import DIRECTORY_DOWN
+from telemetry.api import CourseDashboard
 
 from .api_limits import BoundedFormParser, BoundedJSONParser
 from .login_throttle import lockout_message
@@ -103,4 +104,6 @@ urlpatterns = [
     *files_urls,  # /api/v1/files/…
     path("courses/<slug:slug>/lab-sessions/", CourseLabSessions.as_view(), name="lab_sessions"),
     path("courses/<slug:slug>/lab-sessions/<int:session_id>/", CourseLabSession.as_view(), name="lab_session"),
+    path("courses/<slug:slug>/roster/", CourseRoster.as_view(), name="course_roster"),
+    path("courses/<slug:slug>/dashboard/", CourseDashboard.as_view(), name="course_dashboard"),
 ]

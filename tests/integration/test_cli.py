@@ -364,3 +364,22 @@ def test_a_terminal_socket_opened_with_a_token_is_that_token_s_user_and_no_one_e
         with pytest.raises(InvalidStatus) as refused:
             opened(token, cookie)
         assert refused.value.response.status_code == 403
+
+
+def test_course_jobs_dashboard_and_roster_for_the_instructor_and_a_refusal_for_a_student(
+    gpulab, sign_in, alice, bob, instructor, make_job, course
+):
+    mine = [make_job(alice, seconds=5), make_job(bob, seconds=6)]
+    sign_in(instructor)
+    listed = as_json(gpulab("course", "jobs", course.slug, "-o", "json"))
+    assert sorted(job["id"] for job in listed) == sorted(str(job.pk) for job in mine)
+    board = as_json(gpulab("course", "dashboard", course.slug, "-o", "json"))
+    assert {row["username"]: row["jobs"] for row in board["students"]} == {"alice": 1, "bob": 1}
+    people = as_json(gpulab("course", "roster", course.slug, "-o", "json"))
+    assert {person["username"]: person["role"] for person in people}["ines"] == "instructor"
+    shown = gpulab("course", "roster", course.slug)
+    assert shown.exit_code == 0 and "alice" in shown.stdout and "instructor" in shown.stdout
+
+    sign_in(alice)
+    refused = gpulab("course", "roster", course.slug, "-o", "json")
+    assert refused.exit_code == 3 and refused.stdout == "" and "No such course" in refused.stderr

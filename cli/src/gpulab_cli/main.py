@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from . import __version__, client, exits
-from .commands import auth, catalog, files, follow, jobs, shell
+from .commands import auth, catalog, course, files, follow, jobs, shell
 
 
 class PortalCommands(click.Group):
@@ -69,6 +69,7 @@ for command in (
     jobs.clone,
     files.files,
     shell.shell,
+    course.course,
 ):
     cli.add_command(command)
 
