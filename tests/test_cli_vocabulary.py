@@ -56,6 +56,8 @@ NOT_API_FIELDS = {
     "url",
 }
 PARAMETER_KEYS = {"name", "type", "label", "default", "min", "max", "choices", "max_length"}
+# The job terminal's WebSocket messages (`gpulab shell`): no REST schema has them; sessions/terminal.py's wire.
+TERMINAL_WIRE = {"closed", "notice"}
 
 
 def keys_read_by_the_client() -> dict[str, set[str]]:
@@ -79,6 +81,13 @@ def test_every_key_the_client_reads_is_a_field_of_the_api_schema(api_for, alice)
     unknown = {
         key: files
         for key, files in keys_read_by_the_client().items()
-        if key not in fields | NOT_API_FIELDS | PARAMETER_KEYS
+        if key not in fields | NOT_API_FIELDS | PARAMETER_KEYS | TERMINAL_WIRE
     }
     assert not unknown, f"fields the API schema does not have: {unknown}"
+
+
+def test_the_terminal_messages_the_client_reads_are_the_ones_the_portal_sends():
+    from sessions import terminal
+
+    wire = terminal.__doc__.split("Wire:")[1]
+    assert all(f'{{"{key}":' in wire for key in TERMINAL_WIRE), wire

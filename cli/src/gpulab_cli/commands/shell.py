@@ -19,6 +19,7 @@ import termios
 import threading
 import tty
 from collections.abc import Iterator
+from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
 import click
@@ -67,19 +68,25 @@ def shell(job: str, target: str) -> None:
 
 def relay(socket: websocket.WebSocket) -> str:
     """Relays until the portal closes the socket; what it said as it closed ("" when the shell just ended)."""
-    ended: dict[str, str] = {}
+    ended = Ended()
     reader = threading.Thread(target=_print_output, args=(socket, ended), daemon=True)
     reader.start()
     interactive = sys.stdin.isatty()
     with _raw_input(interactive), _resizing(socket, interactive):
         _type_input(socket, reader)
     reader.join(timeout=5)
-    if ended.get("closed"):
-        note(ended["closed"])
-    return ended.get("refused", "")
+    if ended.closed:
+        note(ended.closed)
+    return ended.refused
 
 
-def _print_output(socket: websocket.WebSocket, ended: dict[str, str]) -> None:
+@dataclass
+class Ended:
+    closed: str = ""  # what the portal said as it closed the terminal (the shell ended, the job ended, …)
+    refused: str = ""  # why the socket was refused, in words
+
+
+def _print_output(socket: websocket.WebSocket, ended: Ended) -> None:
     out = sys.stdout.buffer
     while True:
         try:
@@ -94,11 +101,11 @@ def _print_output(socket: websocket.WebSocket, ended: dict[str, str]) -> None:
             if "notice" in message:
                 note(str(message["notice"]))
             if "closed" in message:
-                ended["closed"] = str(message["closed"])
+                ended.closed = str(message["closed"])
         elif opcode == websocket.ABNF.OPCODE_CLOSE:
             code = int.from_bytes(data[:2], "big") if len(data) >= 2 else 1000
             if code in CLOSE_REASONS:
-                ended["refused"] = CLOSE_REASONS[code]
+                ended.refused = CLOSE_REASONS[code]
             return
 
 
