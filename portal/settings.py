@@ -187,6 +187,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
+# The `gpulab` command's wheels, served at /cli/ for labs without internet (scripts/cli_wheels.sh makes them).
+CLI_WHEELS_DIR = Path(env_str("CLI_WHEELS_DIR", str(DATA_DIR / "cli-wheels")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

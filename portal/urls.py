@@ -7,6 +7,7 @@ from clusters import views as cluster_views
 from courses import urls as course_urls
 from jobs import course_urls as course_job_urls
 from ops import views as ops_views
+from portal import cli_wheels
 from signon import cli_views
 from signon import views as signon_views
 from signon.credentials import AdminLoginForm, bad_request_when_too_long
@@ -41,6 +42,9 @@ urlpatterns = [
     path("profile/accounts/<int:account_id>/test/", cluster_views.test_login, name="test_account_login"),
     path("login/", signon_views.login, name="login"),
     path("cli/login/", cli_views.cli_login_page, name="cli_login"),
+    path("cli/", cli_wheels.cli_page, name="cli"),
+    path("cli/wheels/", cli_wheels.wheel_index, name="cli_wheels"),
+    path("cli/wheels/<str:name>", cli_wheels.wheel_file, name="cli_wheel"),
     path("logout/", LogoutView.as_view(), name="logout"),  # and at the campus provider, after an OIDC sign-in
     path("oidc/", include("signon.urls")),
     path("password/", include("passwords.urls")),

@@ -73,6 +73,9 @@ fi
 
 .venv/bin/python manage.py migrate -v0
 .venv/bin/python manage.py collectstatic --noinput -v0
+# The gpulab command's wheels for the portal's /cli/ page (a lab without internet installs it from there).
+bash scripts/cli_wheels.sh var/cli-wheels .venv/bin/python >/dev/null \
+  || log "the gpulab command's wheels could not be made: /cli/ says so, and pip install ./cli still works"
 # The demo logins, each with its own cluster user (lab<login>, made by scripts/local_slurm.sh): jobs run as them.
 .venv/bin/python manage.py demo_setup --logins "$RUN/logins.txt"
 
