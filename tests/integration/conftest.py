@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import signal
@@ -57,22 +58,41 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: not item.get_closest_marker("slurm_node"))
 
 
+# Seconds each test took in a recorded full run (scripts/lane_seconds.py turns a run's JUnit report into it): the
+# lanes are dealt by time, not by count. A test not in it (a new one) counts as TEST_SECONDS.
+LANE_SECONDS = Path(__file__).resolve().parent / "lane_seconds.json"
+TEST_SECONDS = 20.0
+
+
+def _recorded_seconds() -> dict[str, float]:
+    try:
+        return json.loads(LANE_SECONDS.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def _deal_to_lanes(modules: dict[str, list]) -> None:
     """Each module's tests to one lane (module fixtures and lab folders stay on one process): the exclusive ones to
-    the first, then the biggest modules first to whichever lane has fewer tests."""
-    load = dict.fromkeys(SLURM_LANES, 0)
+    the first (they also wait for the other lane, so they count twice), then the longest modules first to whichever
+    lane has less to do."""
+    recorded = _recorded_seconds()
+
+    def seconds(item) -> float:
+        return recorded.get(item.nodeid.split("@")[0], TEST_SECONDS)
+
+    load = dict.fromkeys(SLURM_LANES, 0.0)
     for tests in modules.values():
         for item in tests:
             if item.get_closest_marker("slurm_exclusive"):
                 item.add_marker(pytest.mark.xdist_group(SLURM_LANES[0]))
-                load[SLURM_LANES[0]] += 2  # they wait for the other lane, and they are the long ones
-    for _, tests in sorted(modules.items(), key=lambda module: -len(module[1])):
+                load[SLURM_LANES[0]] += 2 * seconds(item)
+    for _, tests in sorted(modules.items(), key=lambda module: -sum(seconds(item) for item in module[1])):
         shared = [item for item in tests if not item.get_closest_marker("slurm_exclusive")]
         exclusive_here = len(shared) < len(tests)
         lane = SLURM_LANES[0] if exclusive_here else min(SLURM_LANES, key=load.__getitem__)
         for item in shared:
             item.add_marker(pytest.mark.xdist_group(lane))
-        load[lane] += len(shared)
+        load[lane] += sum(seconds(item) for item in shared)
 
 
 @contextlib.contextmanager
