@@ -18,7 +18,7 @@ from jobs.models import Job
 from telemetry.models import JobSummary, Node
 from telemetry.parsers import parse_nvidia_smi_line
 
-from .conftest import wait_for
+from .conftest import ROOT, Daemon, free_port, start_web, wait_for
 from .jobs_api import launch
 from .ws import Socket
 
@@ -142,18 +142,57 @@ def test_dropped_ssh_connection_reconnects_within_five_seconds(
     assert "reconnecting" in collector.logs() or "Lost" in collector.logs() or "no data" in collector.logs()
 
 
+class TelemetryRedis:
+    """A Redis of this test's own for the telemetry (TELEMETRY_REDIS_URL: the channel layer and the rings), so that
+    restarting it, as an outage would, stops no other test's broker, cache or sockets."""
+
+    def __init__(self, folder: Path):
+        self.port, self.folder, self.proc = free_port(), folder, None
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        argv = ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no"]
+        self.proc = subprocess.Popen([*argv, "--dir", str(self.folder)], stdout=subprocess.DEVNULL)
+        wait_for(self._answers, timeout=10, what="the test's Redis")
+
+    def _answers(self) -> bool:
+        import redis
+
+        try:
+            return bool(redis.Redis.from_url(self.url).ping())
+        except redis.ConnectionError:
+            return False
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
 def test_streams_resume_after_redis_restarts(
-    worker, collector, web, api_for, alice, cluster, sleep_template, job_state, services
+    worker, portal_env, api_for, alice, cluster, sleep_template, job_state, tmp_path
 ):
-    job = running_gpu_job(api_for, alice, job_state, gpus=1)
-    with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
-        before = socket.wait(with_gpus, what="the first numbers")
-        subprocess.run(["bash", "scripts/services.sh", "restart-redis"], check=True, capture_output=True)
-        back = time.monotonic()
-        after = socket.wait(lambda m: with_gpus(m) and m["t"] > before["t"] + 1000, timeout=15, what="frames again")
-        assert time.monotonic() - back < 5, "frames resumed too late"
-        # Redis lost the counter; the new one starts above the old, or browsers would drop the frames as seen.
-        assert after["seq"] > before["seq"]
+    telemetry_redis = TelemetryRedis(tmp_path)
+    telemetry_redis.start()
+    env = {**portal_env, "TELEMETRY_REDIS_URL": telemetry_redis.url}
+    argv = [str(ROOT / ".venv/bin/python"), str(ROOT / "manage.py"), "collect_telemetry"]
+    collector = Daemon(argv, env, tmp_path / "collector.log", lambda text: "telemetry: following" in text).start()
+    web = start_web(env, tmp_path / "web.log")
+    try:
+        job = running_gpu_job(api_for, alice, job_state, gpus=1)
+        with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
+            before = socket.wait(with_gpus, what="the first numbers")
+            telemetry_redis.stop()  # an outage: its data (the counters, the rings) is gone with it
+            telemetry_redis.start()
+            back = time.monotonic()
+            after = socket.wait(lambda m: with_gpus(m) and m["t"] > before["t"] + 1000, timeout=15, what="frames")
+            assert time.monotonic() - back < 5, "frames resumed too late"
+            # Redis lost the counter; the new one starts above the old, or browsers would drop the frames as seen.
+            assert after["seq"] > before["seq"]
+    finally:
+        web.stop()
+        collector.stop()
+        telemetry_redis.stop()
 
 
 def test_trainer_lines_become_curves_and_the_log_streams(
