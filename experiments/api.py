@@ -20,7 +20,9 @@ from .views import NOTHING_VISIBLE
 
 
 class CompareQuerySerializer(serializers.Serializer):
-    jobs = serializers.CharField(help_text=f"The runs' ids, separated by commas: two to {MAX_RUNS}.")
+    jobs = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text=f"The runs' ids, separated by commas: 2 to {MAX_RUNS}."
+    )
     baseline = serializers.CharField(
         required=False, help_text="The id of the run speed-ups are measured against; default the first run shown."
     )
