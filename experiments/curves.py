@@ -76,9 +76,6 @@ def by_time(points: list[tuple[float, float]], start_ms: int, how: str) -> Curve
     grouped: dict[float, list[float]] = {}
     for x, y in points:
         grouped.setdefault(x, []).append(y)
-    curve = Curve()
-    for x in sorted(grouped):
-        ys = grouped[x]
-        curve.x.append(round((x - start_ms) / 1000, 1))
-        curve.y.append(round(sum(ys) / len(ys), 2) if how == "mean" else max(ys))
-    return curve
+    times = sorted(grouped)
+    combine = (lambda ys: round(sum(ys) / len(ys), 2)) if how == "mean" else max
+    return Curve([round((x - start_ms) / 1000, 1) for x in times], [combine(grouped[x]) for x in times])
