@@ -27,6 +27,12 @@ TITLES = {
 }
 
 
+def plotly_text(text: str) -> str:
+    """Text Plotly shows as it is: it reads <b>, <br> and <a href> in legend names as markup, and these names hold
+    what instructors and students typed (template names, values)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def colour(index: int) -> str:
     return COLOURS[index % len(COLOURS)]
 
@@ -52,7 +58,7 @@ def _trace(chart: str, name: str, index: int, run: RunCurves) -> dict | None:
     trace = {
         "type": "scatter",
         "mode": "lines",
-        "name": name,
+        "name": plotly_text(name),
         "x": x,
         "y": y,
         "line": {"color": colour(index), "width": 2},

@@ -121,6 +121,7 @@ def test_long_series_are_downsampled_on_the_server_and_the_step_kept_last_wins()
     assert len(trace["x"]) <= figures.MAX_POINTS and max(trace["y"]) == 6.0 and min(trace["y"]) == 0.0
     resumed = curves.by_step([(10, 3.0), (20, 2.5), (20, 2.4), (30, 2.0)])
     assert resumed.x == [10, 20, 30] and resumed.y == [3.0, 2.4, 2.0]
+    assert figures.plotly_text("<b>Tiny</b> & co") == "&lt;b&gt;Tiny&lt;/b&gt; &amp; co"  # a name, never markup
     combined = curves.by_time([(1000, 10.0), (1000, 30.0), (11000, 5.0)], start_ms=1000, how="max")
     assert combined.x == [0.0, 10.0] and combined.y == [30.0, 5.0]
 
@@ -129,10 +130,11 @@ def test_long_series_are_downsampled_on_the_server_and_the_step_kept_last_wins()
     ("picked", "said"),
     [
         ("not-an-id", "“not-an-id” is not a run's id"),
-        (str(uuid.uuid4()), "Pick two or more runs"),
-        (",".join(str(uuid.uuid4()) for _ in range(13)), "You picked 13 runs; a comparison shows at most 12"),
+        (str(uuid.UUID(int=1)), "Pick two or more runs"),
+        (",".join(str(uuid.UUID(int=i)) for i in range(1, 14)), "You picked 13 runs; a comparison shows at most 12"),
         ("", "Pick two or more runs"),
     ],
+    ids=["not-an-id", "one", "thirteen", "none"],  # the same names in every test process (pytest-xdist)
 )
 def test_bad_ids_too_few_and_too_many_are_refused_in_words(login, api_for, alice, picked, said):
     page = login(alice).get(f"{reverse('experiments:compare')}?jobs={picked}")
