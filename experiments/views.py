@@ -17,7 +17,7 @@ from .comparison import compare_runs
 from .exports import TABLES, csv_text
 from .selection import MAX_RUNS, CompareRefused, NothingVisible, parse_ids
 
-REFRESH_SECONDS = 30  # the collector stores a running job's points once a minute (telemetry/recorder.py)
+REFRESH_SECONDS = 30  # trainer points come from Redis as logged; GPU samples are stored once a minute
 NOTHING_VISIBLE = (
     "None of these runs can be shown: you may not see them or they were deleted. "
     "Pick runs from My jobs (or your course's jobs) and press Compare."

@@ -241,3 +241,23 @@ def test_the_api_schema_documents_compare_and_its_refusals(api_for, alice):
     operation = schema["paths"]["/api/v1/compare/"]["get"]
     assert {"200", "400", "401", "403", "404"} <= set(operation["responses"])
     assert {p["name"] for p in operation["parameters"]} >= {"jobs", "baseline"}
+
+
+def test_a_running_run_adds_the_trainer_points_not_stored_yet(api_for, make_job, alice, two_runs):
+    from jobs import trainer_curve
+
+    slow, _ = two_runs
+    running = ran(make_job(alice, seconds=9), tok=[100, 110], loss=[3.0, 2.8], state="running")
+    client = trainer_curve._sync_client()
+    pipe = client.pipeline()
+    trainer_curve.add_curve_points(
+        pipe, running.pk, [{"step": 20, "loss": 2.8, "tok_s": 110.0}, {"step": 30, "loss": 2.6, "tok_s": 130.0}]
+    )
+    pipe.execute()
+    try:
+        body = api_for(alice).get(api_url(slow, running)).json()
+    finally:
+        client.delete(trainer_curve._curve_key(running.pk))
+    loss = body["figures"]["loss"]["data"][1]
+    assert loss["x"] == [10, 20, 30] and loss["y"] == [3.0, 2.8, 2.6]
+    assert body["live"] is True and body["runs"][1]["results"]["median_tok_s"] == 110.0
