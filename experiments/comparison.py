@@ -43,6 +43,11 @@ class Comparison:
         return [row for row in self.parameters if row.differs]
 
     @property
+    def simulated(self) -> bool:
+        """Whether a run's GPU figures came from the demo's stand-in nvidia-smi (its summary says so)."""
+        return any(run.results.simulated_gpus for run in self.runs)
+
+    @property
     def live(self) -> bool:
         """Whether a run may still add points: the page then asks again now and then."""
         return any(run.job.is_active for run in self.runs)
@@ -70,6 +75,6 @@ def compare_runs(viewer, job_ids: Sequence[UUID | str], baseline: str | None = N
         runs=runs,
         parameters=rows,
         baseline=runs[base],
-        figures=figures(names, [run.curves for run in runs]),
+        figures=figures(names, [run.curves for run in runs], [run.results.simulated_gpus for run in runs]),
         note=selection.note,
     )

@@ -37,11 +37,18 @@ def colour(index: int) -> str:
     return COLOURS[index % len(COLOURS)]
 
 
-def figures(names: Sequence[str], runs: Sequence[RunCurves]) -> dict[str, dict]:
-    """{chart: {"data": [...], "layout": {...}}} for every chart at least one run has points on."""
+SIMULATED = " (simulated)"  # a run's GPU line whose figures the demo's stand-in nvidia-smi made up
+
+
+def figures(names: Sequence[str], runs: Sequence[RunCurves], simulated: Sequence[bool] = ()) -> dict[str, dict]:
+    """{chart: {"data": [...], "layout": {...}}} for every chart at least one run has points on. `simulated`: per
+    run, whether its GPU figures are the stand-in's, said in its GPU lines' names."""
     out = {}
     for chart in CHARTS:
-        data = [_trace(chart, name, index, run) for index, (name, run) in enumerate(zip(names, runs, strict=True))]
+        data = [
+            _trace(chart, name + (SIMULATED if chart not in STEP_CHARTS and fake else ""), index, run)
+            for index, (name, run, fake) in enumerate(zip(names, runs, simulated or [False] * len(runs), strict=True))
+        ]
         data = [trace for trace in data if trace is not None]
         if data:
             out[chart] = {"data": data, "layout": _layout(chart)}

@@ -106,12 +106,14 @@ def test_gpu_figures_per_gpu_speed_and_scaling_efficiency(make_job, api_for, ali
     assert body["figures"]["gpu-util"]["layout"]["hovermode"] == "x unified"
 
 
-def test_a_stored_summary_gives_the_gpu_figures_of_an_ended_run(make_job, api_for, alice):
+def test_a_stored_summary_gives_the_gpu_figures_of_an_ended_run(make_job, api_for, login, alice):
     a = ran(make_job(alice, seconds=1), tok=[100], loss=[2.0])
     b = ran(make_job(alice, seconds=2), tok=[100], loss=[2.0])
     JobSummary.objects.create(job=a, gpu_hours=0.25, mean_gpu_util=41.5, peak_gpu_memory_mib=2048, simulated_gpus=True)
-    results = api_for(alice).get(api_url(a, b)).json()["runs"][0]["results"]
+    body = api_for(alice).get(api_url(a, b)).json()
+    results = body["runs"][0]["results"]
     assert results["gpu_hours"] == 0.25 and results["mean_gpu_util"] == 41.5 and results["simulated_gpus"] is True
+    assert "Simulated GPUs" in login(alice).get(url(a, b)).content.decode()
 
 
 def test_long_series_are_downsampled_on_the_server_and_the_step_kept_last_wins():
@@ -121,6 +123,9 @@ def test_long_series_are_downsampled_on_the_server_and_the_step_kept_last_wins()
     assert len(trace["x"]) <= figures.MAX_POINTS and max(trace["y"]) == 6.0 and min(trace["y"]) == 0.0
     resumed = curves.by_step([(10, 3.0), (20, 2.5), (20, 2.4), (30, 2.0)])
     assert resumed.x == [10, 20, 30] and resumed.y == [3.0, 2.4, 2.0]
+    gpu = curves.RunCurves({"gpu-util": curves.Curve([0.0], [50.0]), "loss": curves.Curve([10], [2.0])}, start_ms=0)
+    drawn = figures.figures(["a"], [gpu], [True])
+    assert drawn["gpu-util"]["data"][0]["name"] == "a (simulated)" and drawn["loss"]["data"][0]["name"] == "a"
     assert figures.plotly_text("<b>Tiny</b> & co") == "&lt;b&gt;Tiny&lt;/b&gt; &amp; co"  # a name, never markup
     combined = curves.by_time([(1000, 10.0), (1000, 30.0), (11000, 5.0)], start_ms=1000, how="max")
     assert combined.x == [0.0, 10.0] and combined.y == [30.0, 5.0]
