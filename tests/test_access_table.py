@@ -16,6 +16,7 @@ any answer but 401, 403, 404, 405, a 500 or the login page, e.g. 302 back to the
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -150,7 +151,11 @@ TABLE: dict[tuple[str, str], str] = {
     ("api:lab_sessions", "POST"): API_MANAGE_DO,
     ("api:lab_session", "GET"): API_MANAGE,
     ("api:lab_session", "DELETE"): API_MANAGE_DO,
+    ("api:compare", "GET"): API_SEE_JOB,  # alice's job beside one that does not exist: none visible is 404
 }
+
+# Runs named in the query rather than the path: {URL name: the query, from the test's world}.
+QUERIES = {"api:compare": lambda world: f"?jobs={world['job'].pk},{uuid.uuid4()}"}
 
 # What a request carries where an empty one would be refused before access is asked (the files API checks the body
 # first): {URL name without the space: (query, body)}.
@@ -299,7 +304,7 @@ def _ask(client, api_client, method: str, url: str, user, name: str):
 def test_access_table(client, name, method, world):
     from rest_framework.test import APIClient
 
-    url = reverse(name, kwargs=_kwargs(name, world))
+    url = reverse(name, kwargs=_kwargs(name, world)) + QUERIES.get(name, lambda world: "")(world)
     api_client = APIClient()
     wrong = []
     for actor, expected in zip(ACTORS, TABLE[name, method].split(), strict=True):
