@@ -70,7 +70,7 @@ def keys_read_by_the_client() -> dict[str, set[str]]:
                 key = node.slice.value
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
                 key = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
-            if isinstance(key, str):
+            if isinstance(key, str) and not key.startswith("/"):  # Portal.get("/compare/"): an endpoint, not a key
                 found.setdefault(key, set()).add(path.name)
     return found
 

@@ -383,3 +383,17 @@ def test_course_jobs_dashboard_and_roster_for_the_instructor_and_a_refusal_for_a
     sign_in(alice)
     refused = gpulab("course", "roster", course.slug, "-o", "json")
     assert refused.exit_code == 3 and refused.stdout == "" and "No such course" in refused.stderr
+
+
+def test_compare_shows_what_differs_and_another_student_is_told_not_found(gpulab, sign_in, alice, bob, make_job):
+    first, second = make_job(alice, seconds=5), make_job(alice, seconds=9)
+    sign_in(alice)
+    answer = as_json(gpulab("compare", str(first.pk)[:8], str(second.pk)[:8], "-o", "json"))
+    assert [run["id"] for run in answer["runs"]] == [str(first.pk), str(second.pk)]
+    assert [p["name"] for p in answer["parameters"] if p["differs"]] == ["seconds"] and "figures" not in answer
+    shown = gpulab("compare", str(first.pk)[:8], str(second.pk)[:8])
+    assert shown.exit_code == 0 and "seconds=5" in shown.stdout and "seconds=9" in shown.stdout
+
+    sign_in(bob)
+    refused = gpulab("compare", str(first.pk), str(second.pk), "-o", "json")
+    assert refused.exit_code == 3 and refused.stdout == ""

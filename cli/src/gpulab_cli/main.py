@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from . import __version__, client, exits
-from .commands import auth, catalog, course, files, follow, jobs, shell
+from .commands import auth, catalog, compare, course, files, follow, jobs, shell
 
 
 class PortalCommands(click.Group):
@@ -70,6 +70,7 @@ for command in (
     files.files,
     shell.shell,
     course.course,
+    compare.compare,
 ):
     cli.add_command(command)
 
