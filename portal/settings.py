@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "axes",  # sign-in lockout (see "Sign-in throttling" below)
     "notifications",  # email, browser and course-webhook messages about jobs (notifications.notify)
     "signon",  # campus sign-in (OIDC, LDAP) and course rosters kept in step with campus groups
+    "sweeps",  # a template's parameters swept as one job array
 ]
 
 MIDDLEWARE = [

@@ -27,7 +27,7 @@ from core.templating.rendering import (
 )
 from core.templating.script_safety import PLACEHOLDER
 
-from . import batch_notebook, lab_files, terminal
+from . import arrays, batch_notebook, lab_files, terminal
 from .base import BackendError
 from .kind import ActionRefused, Kind, NotebookAddress, Preview, Rendered, RenderRefused, RenderRequest
 
@@ -96,11 +96,21 @@ class BatchKind(Kind):
         ctx = RenderContext.on(
             cluster, request.job_id, f"gpulab-{template.slug}", files_subdir=_files_subdir(cluster, request.user)
         )
+        schema = template.schema()
         try:
-            script = render_script(template.body, template.schema(), request.values, ctx)
+            script = render_script(template.body, schema, request.values, ctx, **self._array_parts(request, schema))
         except RenderError as exc:
             raise RenderRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
         return Rendered(script=script, gpus=requested_gpus(request.values))
+
+    def _array_parts(self, request: RenderRequest, schema) -> dict:
+        """For a sweep's array: its swept parameters and the lines with which each task reads its values."""
+        if not request.swept:
+            return {}
+        if not self.sweeps_as_arrays:
+            raise RenderRefused(f"Sweeps cannot run on {request.cluster.display_name} yet; launch the runs one by one.")
+        bools = [p.name for p in schema if p.name in request.swept and p.type == "bool"]
+        return {"swept": request.swept, "task_block": arrays.task_block(request.swept, bools)}
 
     def preview(self, body: str, parameters: Any, cluster: Any = None) -> Preview:
         result = Preview()
