@@ -18,6 +18,7 @@ from jobs.api import ClusterViewSet, JobViewSet, TemplateViewSet
 from sessions.api_urls import urlpatterns as files_urls
 from signon import credentials
 from signon.views import DIRECTORY_DOWN
+from sweeps.api import SweepViewSet
 
 from .api_limits import BoundedFormParser, BoundedJSONParser
 from .login_throttle import lockout_message
@@ -90,6 +91,7 @@ router = DefaultRouter()
 router.register("templates", TemplateViewSet, basename="template")
 router.register("clusters", ClusterViewSet, basename="cluster")
 router.register("jobs", JobViewSet, basename="job")
+router.register("sweeps", SweepViewSet, basename="sweep")
 
 urlpatterns = [
     path("token/", TokenView.as_view(), name="token"),

@@ -1,0 +1,44 @@
+"""How a sweep fares, read from its runs: done, running, waiting, and the best run by a result the user picks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.choices import TERMINAL_STATES, JobState
+from jobs.models import Job
+
+from .models import Sweep
+
+WAITING = {JobState.QUEUED, JobState.SUBMITTING, JobState.PENDING}
+
+
+@dataclass(frozen=True)
+class Progress:
+    total: int
+    done: int
+    running: int
+    waiting: int
+    completed: int
+
+    @property
+    def ended(self) -> bool:
+        return self.done == self.total
+
+
+def runs_of(sweep: Sweep) -> list[Job]:
+    """The sweep's runs in task order, each with its `task_index`."""
+    runs = list(sweep.runs.select_related("job__template", "job__cluster").order_by("index"))
+    for run in runs:
+        run.job.task_index = run.index
+    return [run.job for run in runs]
+
+
+def progress(jobs: list[Job]) -> Progress:
+    states = [job.state for job in jobs]
+    return Progress(
+        total=len(states),
+        done=sum(state in TERMINAL_STATES for state in states),
+        running=states.count(JobState.RUNNING),
+        waiting=sum(state in WAITING for state in states),
+        completed=states.count(JobState.COMPLETED),
+    )
