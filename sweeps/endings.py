@@ -7,6 +7,7 @@ import logging
 from collections import Counter
 
 from django.conf import settings
+from django.db import transaction
 from django.dispatch import receiver
 from django.utils import timezone
 
@@ -37,8 +38,14 @@ def tell_if_ended(sweep: Sweep) -> bool:
     states = list(Job.objects.filter(sweep_run__sweep=sweep).values_list("state", flat=True))
     if not states or any(state not in TERMINAL_STATES for state in states):
         return False
-    if not Sweep.objects.filter(pk=sweep.pk, ended_at__isnull=True).update(ended_at=timezone.now()):
-        return False  # told already
+    with transaction.atomic():  # told once: the mark and the message together, or neither
+        if not Sweep.objects.filter(pk=sweep.pk, ended_at__isnull=True).update(ended_at=timezone.now()):
+            return False  # told already
+        _tell(sweep, states)
+    return True
+
+
+def _tell(sweep: Sweep, states: list[str]) -> None:
     counts = Counter(Job(state=state).get_state_display().lower() for state in states)
     how = ", ".join(f"{n} {state}" for state, n in counts.most_common())
     notify(
@@ -52,4 +59,3 @@ def tell_if_ended(sweep: Sweep) -> bool:
             "url": settings.PORTAL_URL + sweep.get_absolute_url(),
         },
     )
-    return True

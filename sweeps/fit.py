@@ -64,7 +64,7 @@ def hours_per_run(template, gpus: int, minutes: int) -> tuple[float, int]:
         .order_by("-finished_at")
         .values_list("started_at", "finished_at")[:HISTORY_RUNS]
     )
-    hours = [(end - start).total_seconds() / 3600 for start, end in ran]
+    hours = [(end - start).total_seconds() / 3600 for start, end in ran if start and end]
     if hours:
         limit = minutes / 60 if minutes else math.inf
         return gpus * min(statistics.median(hours), limit), len(hours)

@@ -101,3 +101,18 @@ def test_the_api_schema_documents_sweeps_and_their_refusals(api_for, alice):
     assert {"201", "400", "403"} <= set(create["responses"])
     assert "how many runs fit" in create["description"]
     assert "404" in schema["paths"]["/api/v1/sweeps/{id}/"]["get"]["responses"]
+
+
+def test_one_message_when_the_last_run_ends_and_none_per_run(api_for, alice, cluster, sleep_template, sent):
+    from jobs.states import transition
+    from notifications.models import Notification
+
+    sweep_id = api_for(alice).post("/api/v1/sweeps/", SWEEP, format="json").json()["id"]
+    runs = list(Job.objects.filter(sweep_run__sweep_id=sweep_id))
+    for job in runs:
+        assert transition(job, JobState.SUBMIT_FAILED, error="x", message="x")
+        if job != runs[-1]:
+            assert not Notification.objects.filter(user=alice).exists()
+    keys = set(Notification.objects.filter(user=alice).values_list("key", flat=True))
+    assert keys == {f"sweep_ended:sweep:{sweep_id}"}
+    assert "4 runs, 4 submit failed" in Notification.objects.filter(user=alice).first().text
