@@ -14,6 +14,7 @@ from rest_framework.routers import DefaultRouter
 from rest_framework.throttling import AnonRateThrottle
 
 from courses.api import CourseLabSession, CourseLabSessions
+from experiments.api import CompareView
 from jobs.api import ClusterViewSet, JobViewSet, TemplateViewSet
 from sessions.api_urls import urlpatterns as files_urls
 from signon import credentials
@@ -100,6 +101,7 @@ urlpatterns = [
     path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),
     *router.urls,
     *files_urls,  # /api/v1/files/…
+    path("compare/", CompareView.as_view(), name="compare"),
     path("courses/<slug:slug>/lab-sessions/", CourseLabSessions.as_view(), name="lab_sessions"),
     path("courses/<slug:slug>/lab-sessions/<int:session_id>/", CourseLabSession.as_view(), name="lab_session"),
 ]

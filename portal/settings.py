@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "clusters",
     "jobs",
     "telemetry",
+    "experiments",  # comparisons of runs (and, later, sweeps)
     "sessions",  # the student's workspace: files, terminal, JupyterLab (label "workspace")
     "ops",
     "passwords",

@@ -28,6 +28,7 @@ urlpatterns = [
     path("favicon.ico", FaviconView.as_view()),
     path("", include("jobs.urls")),
     path("", include("telemetry.urls")),
+    path("", include("experiments.urls")),
     path("", include("sessions.urls")),
     # One `courses` namespace: the course pages of courses (roster, quotas, terms) and of jobs (its jobs).
     path("courses/", include(([*course_job_urls.urlpatterns, *course_urls.urlpatterns], course_urls.app_name))),

@@ -43,6 +43,7 @@ def detail(request, job_id):
     warning = IdleWarning.objects.filter(job=job).first() if job.state == JobState.RUNNING else None
     context["idle_warning"] = warning if warning is not None and warning.active else None
     context["may_act"] = access.may_act(request.user, job)
+    context["compare_with"] = _other_runs(request.user, job)
     server = kind.server(job)
     if server is not None:  # what the kind lets a student do with a running server, and its separate logs
         context["server"] = server
@@ -54,6 +55,26 @@ def detail(request, job_id):
             except BackendError as exc:
                 context["streams_error"] = str(exc)
     return render(request, "jobs/detail.html", context)
+
+
+COMPARE_CHOICES = 20  # the newest runs offered under "Compare with…"
+
+
+def _other_runs(user, job) -> list[tuple[Job, str]]:
+    """ "Compare with…": the viewer's other runs of this template (and, for a course's staff, the student's own), each
+    with what differs from this one ("precision=fp32, batch_size=64"), newest first."""
+    runs = (
+        access.visible_jobs(user)
+        .filter(template_id=job.template_id, owner_id__in={user.pk, job.owner_id}, started_at__isnull=False)
+        .exclude(pk=job.pk)
+        .only("id", "params", "created_at")
+        .order_by("-created_at")[:COMPARE_CHOICES]
+    )
+    differs = [
+        (run, ", ".join(f"{k}={v}" for k, v in run.params.items() if job.params.get(k) != v) or "the same values")
+        for run in runs
+    ]
+    return differs
 
 
 def _status_context(job) -> dict:

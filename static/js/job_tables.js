@@ -30,9 +30,26 @@ function describe(box) {
   return [cell("Job"), cell("Student"), cell("Template")].filter(Boolean).join(" · ");
 }
 
+// "Compare selected": two to MAX_COMPARED ticked runs, said in words before the page is asked.
+const MAX_COMPARED = 12; // experiments/selection.py MAX_RUNS
+
+function checkCompare(form, event) {
+  const ticked = document.querySelectorAll("#job-rows input[name=jobs]:checked").length;
+  const note = form.querySelector("[data-compare-note]");
+  note.dataset.said ||= note.textContent;
+  let problem = "";
+  if (ticked < 2) problem = "Tick two or more runs in the Compare column, then press “Compare selected”.";
+  if (ticked > MAX_COMPARED) problem = `You ticked ${ticked} runs; a comparison shows at most ${MAX_COMPARED}. Untick some.`;
+  note.classList.toggle("error", Boolean(problem));
+  note.textContent = problem || note.dataset.said;
+  if (problem) event.preventDefault();
+}
+
 document.addEventListener("submit", (event) => {
   const form = event.target;
-  if (form.matches("[data-confirm-cancel]")) {
+  if (form.matches("[data-compare]")) {
+    checkCompare(form, event);
+  } else if (form.matches("[data-confirm-cancel]")) {
     if (ask(form, form.dataset.confirmCancel, "Running work stops and is not resumed.", [])) event.preventDefault();
   } else if (form.matches("[data-confirm-bulk]")) {
     const ticked = [...document.querySelectorAll("#job-rows input[name=job]:checked")];

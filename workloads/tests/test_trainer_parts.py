@@ -131,3 +131,14 @@ def test_mfu_uses_the_peak_of_the_h100_variant_the_run_is_on():
     assert peak_for("NVIDIA H100 NVL") == 835e12
     assert peak_for("NVIDIA A100-SXM4-80GB") == 312e12 and peak_for("NVIDIA A10") == 125e12
     assert peak_for("Some Future GPU") is None
+
+
+def test_pinned_memory_is_the_templates_choice_and_only_with_cuda(tmp_path):
+    from prepare import pinned
+
+    assert parse_args([]).pin_memory == "auto" and parse_args(["--pin_memory", "false"]).pin_memory == "false"
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert pinned("auto", cuda) and pinned("true", cuda) and not pinned("false", cuda)
+    assert not pinned("true", cpu)  # a CPU run has no copy to overlap: the flag changes nothing there
+    run = small_run(tmp_path, "--pin_memory", "true")
+    assert run.loader.pin_memory is False

@@ -85,6 +85,11 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
+def pinned(choice: str, device: torch.device) -> bool:
+    """Whether batches go in page-locked memory: only with CUDA (there is nothing to overlap on a CPU), unless off."""
+    return device.type == "cuda" and choice != "false"
+
+
 def data(args: argparse.Namespace, env: Dist) -> tuple[DistributedSampler, DataLoader]:
     """The training text in windows, each rank reading its own share, shuffled anew every epoch."""
     train_text, _ = split(read_bytes(args.data))
@@ -97,7 +102,7 @@ def data(args: argparse.Namespace, env: Dist) -> tuple[DistributedSampler, DataL
         batch_size=args.batch_size,
         sampler=sampler,
         num_workers=args.num_workers,
-        pin_memory=env.device.type == "cuda",
+        pin_memory=pinned(args.pin_memory, env.device),
         persistent_workers=args.num_workers > 0,
         drop_last=True,
         worker_init_fn=ignore_sigterm,

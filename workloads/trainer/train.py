@@ -46,6 +46,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--weight_decay", type=float, default=0.1)
     p.add_argument("--grad_clip", type=float, default=1.0)
     p.add_argument("--num_workers", type=int, default=2)
+    p.add_argument(
+        "--pin_memory",
+        choices=["auto", "true", "false"],
+        default="auto",
+        help="page-locked host memory for batches, so copies to the GPU overlap compute (auto: on with CUDA)",
+    )
     p.add_argument("--precision", choices=["auto", "fp32", "fp16", "bf16"], default="auto")
     p.add_argument("--fp16", action="store_true", help="same as --precision fp16 (as in the seed lab)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
