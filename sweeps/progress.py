@@ -29,7 +29,7 @@ def runs_of(sweep: Sweep) -> list[Job]:
     """The sweep's runs in task order, each with its `task_index`."""
     runs = list(sweep.runs.select_related("job__template", "job__cluster").order_by("index"))
     for run in runs:
-        run.job.task_index = run.index
+        run.job.task_index = run.index  # type: ignore[attr-defined]  # read by the page and the API
     return [run.job for run in runs]
 
 

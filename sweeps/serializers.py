@@ -82,7 +82,7 @@ class SweepSerializer(serializers.ModelSerializer):
         return sweep._run_jobs
 
     def get_runs(self, sweep) -> list[dict]:
-        return SweepRunSerializer(self._jobs(sweep), many=True).data
+        return list(SweepRunSerializer(self._jobs(sweep), many=True).data)
 
     def get_progress(self, sweep) -> dict:
-        return SweepProgressSerializer(progress(self._jobs(sweep))).data
+        return dict(SweepProgressSerializer(progress(self._jobs(sweep))).data)

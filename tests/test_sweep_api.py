@@ -116,3 +116,55 @@ def test_one_message_when_the_last_run_ends_and_none_per_run(api_for, alice, clu
     keys = set(Notification.objects.filter(user=alice).values_list("key", flat=True))
     assert keys == {f"sweep_ended:sweep:{sweep_id}"}
     assert "4 runs, 4 submit failed" in Notification.objects.filter(user=alice).first().text
+
+
+def test_sweep_page_shows_progress_and_runs_to_its_owner_and_404_to_another_student(
+    api_for, login, alice, bob, cluster, sleep_template, sent
+):
+    sweep_id = api_for(alice).post("/api/v1/sweeps/", SWEEP, format="json").json()["id"]
+    page = login(alice).get(f"/sweeps/{sweep_id}/")
+    body = page.content.decode()
+    assert page.status_code == 200
+    assert "0 of 4 done" in body and "4 waiting" in body and 'id="cancel-sweep"' in body
+    assert body.count('data-task="') == 4
+    assert login(bob).get(f"/sweeps/{sweep_id}/").status_code == 404
+    assert login(bob).post(f"/sweeps/{sweep_id}/cancel/").status_code == 404
+    run = Job.objects.filter(sweep_run__sweep_id=sweep_id, sweep_run__index=2).get()
+    assert f'href="/sweeps/{sweep_id}/"' in login(alice).get(run.get_absolute_url()).content.decode()
+
+
+def test_the_launch_form_switches_to_a_sweep_and_checks_it_before_launching(
+    login, alice, cluster, sleep_template, course, sent
+):
+    single = login(alice).get(f"/courses/{course.slug}/launch/{sleep_template.slug}/").content.decode()
+    assert f'href="/courses/{course.slug}/sweep/{sleep_template.slug}/"' in single
+    url = f"/courses/{course.slug}/sweep/{sleep_template.slug}/"
+    form = {
+        "cluster": cluster.pk,
+        "param_partition": "debug",
+        "param_time_minutes": 6,
+        "param_gpus_per_node": 1,
+        "param_seconds": 1,
+        "param_exit_code": 0,
+        "param_message": "hi",
+        "sweep_seconds": "1, 2, 3",
+        "sweep_exit_code": "",
+        "mode": "grid",
+    }
+    checked = login(alice).post(url, {**form, "check": "1"})
+    body = checked.content.decode()
+    assert checked.status_code == 200 and "3 runs" in body and "0.3 GPU-hours" in body and "from the time limit" in body
+    assert not Sweep.objects.exists()
+    course.student_gpu_hours = 0.25
+    course.save()
+    refused = login(alice).post(url, form)
+    assert refused.status_code == 400 and "2 run(s) fit" in refused.content.decode()
+    course.student_gpu_hours = None
+    course.save()
+    launched = login(alice).post(url, form)
+    sweep = Sweep.objects.get()
+    assert (
+        launched.status_code == 302
+        and launched.url == sweep.get_absolute_url()
+        and sweep.swept == {"seconds": [1, 2, 3]}
+    )
