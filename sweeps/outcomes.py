@@ -38,7 +38,7 @@ def outcomes(viewer, jobs: list[Job]) -> list[RunOutcome]:
     if not jobs:
         return []
     shown = visible_runs(viewer, [job.pk for job in jobs]).jobs
-    index = {job.pk: job.task_index for job in jobs}
+    index = {job.pk: job.task_index for job in jobs}  # type: ignore[attr-defined]  # set by progress.runs_of
     curves = stored_curves(shown)
     return [RunOutcome(job, index[job.pk], results_for(job, curves[str(job.pk)])) for job in shown]
 
@@ -49,7 +49,8 @@ def best(runs: list[RunOutcome], metric: str) -> RunOutcome | None:
     scored = [r for r in runs if r.value(metric) is not None and r.job.state == "completed"]
     if not scored:
         return None
-    return min(scored, key=lambda r: r.value(metric) if lower_better else -r.value(metric))  # type: ignore[operator]
+    sign = 1.0 if lower_better else -1.0
+    return min(scored, key=lambda r: sign * float(r.value(metric) or 0.0))
 
 
 def parallel_coordinates(swept: dict[str, list[Any]], labels: dict[str, str], runs: list[RunOutcome], metric: str):
