@@ -23,8 +23,10 @@ def resume_submissions(**_kwargs) -> None:
     from django.db import connection
 
     from jobs.submission import resume_waiting
+    from sweeps.submission import resume_stale
 
     try:
         resume_waiting()
+        resume_stale()  # a sweep's array: its own submission (sweeps/submission.py)
     finally:
         connection.close()  # the main process does no other database work

@@ -11,6 +11,7 @@ of the array's indexes.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -21,11 +22,13 @@ from clusters.backends import BackendError, arrays
 from clusters.backends.base import SubmitRequest
 from clusters.kinds import get_backend
 from core.choices import JobState
+from core.enqueue import send
 from courses.lab_sessions import reservation_for
 from jobs import access
 from jobs.states import transition
 from jobs.submission import Outcome, retry_delay
 
+from .cancellation import SUBMIT_SWEEP
 from .models import Sweep, SweepState
 
 logger = logging.getLogger(__name__)
@@ -139,3 +142,23 @@ def _fail(sweep: Sweep, live: list, why: str) -> Outcome:
     for _, job in live:
         transition(job, JobState.SUBMIT_FAILED, error=why, message=why)
     return Outcome.FAILED
+
+
+def resume_stale() -> int:
+    """A sweep whose submit message died with its worker: queued or submitting for longer than SUBMIT_STALE_AFTER is
+    sent again (harmless: the sweep's UUID finds an earlier array), and one whose attempts are used up fails, saying
+    what to do. Run at a worker's start and by the beat."""
+    stale_before = timezone.now() - timedelta(seconds=settings.GPULAB_SUBMIT_STALE_AFTER)
+    stale = Sweep.objects.filter(
+        state__in=[SweepState.QUEUED, SweepState.SUBMITTING], updated_at__lt=stale_before
+    ).order_by("created_at")[:200]
+    for sweep in stale:
+        if sweep.state == SweepState.SUBMITTING and sweep.submit_attempts > settings.GPULAB_SUBMIT_RETRIES + 1:
+            with transaction.atomic():
+                locked = Sweep.objects.select_for_update(skip_locked=True).filter(pk=sweep.pk).first()
+                if locked is not None:
+                    why = "The portal could not submit this sweep after several attempts. Launch it again."
+                    _fail(locked, _live_runs(locked), why)
+        else:
+            send(SUBMIT_SWEEP, (str(sweep.pk),))
+    return len(stale)

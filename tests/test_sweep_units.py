@@ -163,3 +163,14 @@ def test_a_task_without_its_line_stops_with_a_message(tmp_path):
         check=False,
     )
     assert done.returncode == 2 and "Task 3 has no line" in done.stderr
+
+
+def test_a_running_array_task_s_gpus_are_keyed_by_array_and_task():
+    from clusters.backends.slurm.backend import parse_gpu_allocations
+
+    shown = (
+        "JobId=1243 ArrayJobId=1240 ArrayTaskId=3 JobName=x\n   JobState=RUNNING Reason=None\n"
+        "     Nodes=node1 CPU_IDs=0-1 Mem=0 GRES=gpu:demo:1(IDX:2)\n"
+        "JobId=77 JobName=y\n   JobState=RUNNING Reason=None\n     Nodes=node1 CPU_IDs=2 Mem=0 GRES=gpu:demo:1(IDX:0)\n"
+    )
+    assert [(a.scheduler_id, a.indexes) for a in parse_gpu_allocations(shown)] == [("1240_3", (2,)), ("77", (0,))]

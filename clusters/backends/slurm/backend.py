@@ -82,10 +82,12 @@ def parse_gpu_allocations(text: str) -> list[GpuAllocation]:
         job = re.match(r"JobId=(\d+)", block)
         if not job or not re.search(r"\bJobState=RUNNING\b", block):
             continue
+        task = re.search(r"\bArrayJobId=(\d+) ArrayTaskId=(\d+)\b", block)  # a sweep's task: keyed as the portal keys it
+        scheduler_id = f"{task.group(1)}_{task.group(2)}" if task else job.group(1)
         for nodes, cpus, gres in _NODE_DETAIL.findall(block):
             indexes = tuple(i for found in _GRES_IDX.findall(gres) for i in expand_ids(found))
             for node in expand_hostlist(nodes):
-                allocations.append(GpuAllocation(job.group(1), node, indexes, cpus))
+                allocations.append(GpuAllocation(scheduler_id, node, indexes, cpus))
     return allocations
 
 
@@ -141,6 +143,8 @@ def _keyed_by_task(fields: list[str]) -> list[list[str]]:
     """A sacct row (JobIDRaw first, JobID last) as rows keyed like the portal's ids: a plain job by its raw id, an
     array's task by "<array>_<task>" (its step "<array>_<task>.batch"), waiting tasks listed on one row each on
     their own."""
+    if len(fields) == 6:  # without the JobID column: plain jobs only
+        return [fields]
     if len(fields) != 7:
         return []
     listed, rest = fields[6], fields[1:6]
