@@ -21,6 +21,7 @@ from django.utils import timezone
 from clusters.backends import BackendError, arrays
 from clusters.backends.base import SubmitRequest
 from clusters.kinds import get_backend
+from core import failpoints
 from core.choices import JobState
 from core.enqueue import send
 from courses.lab_sessions import reservation_for
@@ -97,6 +98,7 @@ def _submit_locked(sweep: Sweep) -> Outcome:
         backend = get_backend(sweep.cluster, sweep.account)
         earlier = backend.find_submitted(request) if sweep.submit_attempts > 1 else None
         array_id = earlier or backend.submit(request)
+        failpoints.pause("sweep.after_sbatch")  # tests: a worker killed between the sbatch and recording its id
     except BackendError as exc:
         if exc.transient and sweep.submit_attempts <= settings.GPULAB_SUBMIT_RETRIES:
             return Outcome.RETRY

@@ -98,3 +98,31 @@ def test_cancelling_a_sweep_cancels_every_task(worker, api_for, alice, cluster, 
         what="every run cancelled",
     )
     assert {state for _, state, _ in tasks_of(sweep.scheduler_id)} <= {"CANCELLED", "COMPLETING"}
+
+
+@pytest.mark.timeout(300)
+def test_a_worker_killed_after_the_array_s_sbatch_submits_it_exactly_once(
+    worker, api_for, alice, cluster, echo_template
+):
+    worker.stop()
+    worker.start(FAILPOINTS="sweep.after_sbatch=60")  # hold the worker between the sbatch and recording the array
+    sweep = launch_sweep(api_for, alice, echo_template, [1, 2])
+    comment = f"gpulab:{sweep.pk}"
+    wait_for(
+        lambda: comment in slurm("squeue", "--states=all", "-r", "--noheader", "--format=%k"),
+        what="the array's sbatch to have run",
+    )
+    assert Sweep.objects.get(pk=sweep.pk).state == "submitting"
+    worker.kill()
+    worker.start()  # the stale-sweep pass sends it again, and the retry finds the earlier array
+    wait_for(
+        lambda: set(Job.objects.filter(sweep_run__sweep=sweep).values_list("state", flat=True)) == {"completed"},
+        timeout=120,
+        what="both runs to complete",
+    )
+    listed = slurm("squeue", "--states=all", "-r", "--noheader", "--format=%F|%k").split()
+    assert len({line for line in listed if line.endswith(f"|{comment}")}) == 1  # one array, two tasks
+    sweep.refresh_from_db()
+    run = Job.objects.filter(sweep_run__sweep=sweep).first()
+    assert "Found the earlier submission" in run.events.get(to_state="pending").message
+    assert sweep.scheduler_id in run.scheduler_id

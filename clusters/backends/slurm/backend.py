@@ -82,7 +82,8 @@ def parse_gpu_allocations(text: str) -> list[GpuAllocation]:
         job = re.match(r"JobId=(\d+)", block)
         if not job or not re.search(r"\bJobState=RUNNING\b", block):
             continue
-        task = re.search(r"\bArrayJobId=(\d+) ArrayTaskId=(\d+)\b", block)  # a sweep's task: keyed as the portal keys it
+        # A sweep's task is keyed as the portal keys it: by its array and its index.
+        task = re.search(r"\bArrayJobId=(\d+) ArrayTaskId=(\d+)\b", block)
         scheduler_id = f"{task.group(1)}_{task.group(2)}" if task else job.group(1)
         for nodes, cpus, gres in _NODE_DETAIL.findall(block):
             indexes = tuple(i for found in _GRES_IDX.findall(gres) for i in expand_ids(found))
