@@ -174,3 +174,26 @@ def test_a_running_array_task_s_gpus_are_keyed_by_array_and_task():
         "JobId=77 JobName=y\n   JobState=RUNNING Reason=None\n     Nodes=node1 CPU_IDs=2 Mem=0 GRES=gpu:demo:1(IDX:0)\n"
     )
     assert [(a.scheduler_id, a.indexes) for a in parse_gpu_allocations(shown)] == [("1240_3", (2,)), ("77", (0,))]
+
+
+def test_slurmrestd_lists_array_tasks_by_array_and_task_and_finds_the_array_by_its_comment():
+    from clusters.backends.slurm_rest.parsing import NO_VAL, find_by_comment, statuses
+
+    answer = {
+        "jobs": [
+            {"job_id": 1241, "array_job_id": 1240, "array_task_id": 0, "job_state": "RUNNING", "comment": "gpulab:s"},
+            {
+                "job_id": 1240,
+                "array_job_id": 1240,
+                "array_task_id": NO_VAL,
+                "array_task_string": "1-2%1",
+                "job_state": "PENDING",
+                "comment": "gpulab:s",
+            },
+            {"job_id": 77, "array_job_id": 0, "job_state": "RUNNING"},
+        ]
+    }
+    found = statuses(answer)
+    assert sorted(found) == ["1240_0", "1240_1", "1240_2", "77"]
+    assert found["1240_2"].state == "pending" and found["1240_2"].scheduler_id == "1240_2"
+    assert find_by_comment(answer, "s", "alice") == "1240"

@@ -7,6 +7,7 @@ squeue (without -r) list them on one line, "1240_[2-3%2]"; `task_ids` expands su
 
 from __future__ import annotations
 
+import posixpath
 import re
 import uuid
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ TASK_ID = re.compile(r"^(?P<array>\d+)_(?P<task>\d+)$")
 # What sbatch --array takes from the portal: indexes and ranges, optionally "%K" (at most K tasks at once).
 ARRAY_SPEC = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*(%\d+)?$")
 VALUES_NAME = "task-values.tsv"  # beside the array's script, in the sweep's directory (its tasks' working directory)
+TASK_LOG = "task-%a.log"  # what a task prints before its script sends its output to its run's log
 RUN_LOG = "output.log"  # each run's log in its own directory, where the job page reads it
 _WAITING = re.compile(r"^(?P<array>\d+)_\[(?P<ranges>[0-9,\-]+)(%\d+)?\]$")
 
@@ -72,6 +74,14 @@ def values_file(rows: Sequence[tuple[uuid.UUID, Sequence[str]]]) -> str:
                 raise ValueError(f"{value!r} cannot be written as one field of a sweep's values file.")
         lines.append("\t".join([str(uuid.UUID(str(run_id))), *values]))
     return "\n".join(lines) + "\n"
+
+
+def write_values(sftp, job_dir: str, text: str) -> None:
+    """The values file in the array's directory, 0600 before a byte is written, over an SFTP channel of the job's
+    identity (its tasks read it)."""
+    with sftp.open(posixpath.join(job_dir, VALUES_NAME), "w") as fh:
+        fh.chmod(0o600)
+        fh.write(text)
 
 
 def task_block(swept: Sequence[str], bools: Sequence[str] = ()) -> tuple[str, ...]:

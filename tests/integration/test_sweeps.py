@@ -4,6 +4,7 @@ K at once, cancelled with one request, one message at its end."""
 import time
 
 import pytest
+from django.urls import reverse
 
 from core.choices import TERMINAL_STATES
 from jobs.models import Job, JobTemplate
@@ -12,7 +13,10 @@ from sweeps.models import Sweep
 from tests.conftest import SLEEP_TEMPLATE_BODY, SLEEP_TEMPLATE_PARAMS
 from tests.integration.jobs_api import read_whole_log
 
+from . import test_slurm_rest_jobs
 from .conftest import slurm, wait_for
+
+rest_env, rest_cluster = test_slurm_rest_jobs.rest_env, test_slurm_rest_jobs.rest_cluster  # slurmrestd's fixtures
 
 
 @pytest.fixture
@@ -52,7 +56,12 @@ def tasks_of(array_id: str) -> list[tuple[str, str, str]]:
 
 
 def submitted(sweep: Sweep) -> Sweep:
-    return wait_for(lambda: Sweep.objects.filter(pk=sweep.pk, state="submitted").first(), what="the array's sbatch")
+    done = wait_for(
+        lambda: Sweep.objects.filter(pk=sweep.pk, state__in=["submitted", "submit_failed"]).first(),
+        what="the array's sbatch",
+    )
+    assert done.state == "submitted", done.error
+    return done
 
 
 def test_a_sweep_of_four_is_one_array_two_at_a_time_each_run_with_its_own_values(
@@ -126,3 +135,28 @@ def test_a_worker_killed_after_the_array_s_sbatch_submits_it_exactly_once(
     run = Job.objects.filter(sweep_run__sweep=sweep).first()
     assert "Found the earlier submission" in run.events.get(to_state="pending").message
     assert sweep.scheduler_id in run.scheduler_id
+
+
+def test_a_sweep_through_slurmrestd_is_one_array_each_run_with_its_own_values(
+    worker, api_for, login, alice, rest_cluster, echo_template, rest_env
+):
+    # As the student's own cluster user, reached over SSH: each run's values and log are files in its run directory.
+    login(alice).post(
+        reverse("profile"),
+        {
+            "cluster": rest_cluster.pk,
+            "username": rest_env["GPULAB_PERSONAL_USER"],
+            "auth_method": "password",
+            "secret": rest_env["GPULAB_PERSONAL_PASSWORD"],
+        },
+    )
+    sweep = submitted(launch_sweep(api_for, alice, echo_template, [1, 2], max_concurrent=1))
+    wait_for(
+        lambda: set(Job.objects.filter(sweep_run__sweep=sweep).values_list("state", flat=True)) == {"completed"},
+        timeout=90,
+        what="both runs to complete",
+    )
+    assert {comment for _, _, comment in tasks_of(sweep.scheduler_id)} == {f"gpulab:{sweep.pk}"}
+    for index, run in enumerate(Job.objects.filter(sweep_run__sweep=sweep).order_by("sweep_run__index")):
+        assert run.scheduler_id == f"{sweep.scheduler_id}_{index}"
+        assert f"seconds={index + 1} code=0" in read_whole_log(api_for, alice, run)

@@ -46,7 +46,6 @@ COMMENT_PREFIX = "gpulab:"
 SCRIPT_NAME = "job.sh"
 LOG_NAME = "output.log"
 SCHEDULER_ID = re.compile(r"^\d+(_\d+)?$")  # a job, or one task of an array (clusters/backends/arrays.py)
-TASK_LOG_NAME = "task-%a.log"  # what an array's task prints before its script sends its output to its run's log
 # What a job's own account runs; with run_as "sudo" these go through the sudo rule as the student.
 STUDENT_COMMANDS = {"sbatch", "scancel", "squeue"}
 
@@ -165,12 +164,6 @@ def _parse_exit_code(value: str) -> int | None:
     return shell_exit_code(code_num, signal_num)
 
 
-def _write_private(sftp, path: str, text: str) -> None:
-    with sftp.open(path, "w") as fh:
-        fh.chmod(0o600)
-        fh.write(text)
-
-
 class SlurmBackend(ClusterBackend):
     kind = "slurm"
     run_as_modes = ("service", "sudo", "own-account")
@@ -242,7 +235,7 @@ class SlurmBackend(ClusterBackend):
         if request.array:
             self._write_task_values(job_dir, request.task_values)
             argv.append(f"--array={arrays.checked_spec(request.array)}")
-            log = TASK_LOG_NAME
+            log = arrays.TASK_LOG
         result = self._run([*argv, f"--output={posixpath.join(job_dir, log)}", *script], stdin=stdin)
         scheduler_id = result.stdout.strip().split(";")[0] if result.ok else ""
         if not SCHEDULER_ID.match(scheduler_id):
@@ -270,10 +263,10 @@ class SlurmBackend(ClusterBackend):
         try:
             if self.student:
                 with self.student.sftp() as sftp:
-                    _write_private(sftp, posixpath.join(job_dir, arrays.VALUES_NAME), text)
+                    arrays.write_values(sftp, job_dir, text)
                 return
             with ssh.sftp(self.cluster, self.account) as sftp:
-                _write_private(sftp, posixpath.join(job_dir, arrays.VALUES_NAME), text)
+                arrays.write_values(sftp, job_dir, text)
         except OSError as exc:
             raise BackendError(f"Could not write the sweep's values on the cluster: {exc}") from None
 
