@@ -168,3 +168,25 @@ def test_the_launch_form_switches_to_a_sweep_and_checks_it_before_launching(
         and launched.url == sweep.get_absolute_url()
         and sweep.swept == {"seconds": [1, 2, 3]}
     )
+
+
+def test_the_estimate_comes_from_earlier_runs_of_the_template_when_there_are_some(
+    alice, course, sleep_template, make_job
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sweeps.fit import fit
+
+    end = timezone.now()
+    for minutes in (10, 20, 60):
+        job = make_job(alice, gpus_per_node=1)
+        Job.objects.filter(pk=job.pk).update(
+            state=JobState.COMPLETED, started_at=end - timedelta(minutes=minutes), finished_at=end
+        )
+    estimate = fit(alice, course, sleep_template, runs=4, gpus=2, minutes=30)
+    assert estimate.from_runs == 3 and estimate.hours_per_run == pytest.approx(2 * 20 / 60)
+    assert "median of 3 earlier run(s)" in estimate.summary()
+    capped = fit(alice, course, sleep_template, runs=4, gpus=1, minutes=15)  # never above the run's time limit
+    assert capped.hours_per_run == pytest.approx(15 / 60)
