@@ -16,6 +16,7 @@ from jobs.api import ANY_SEGMENT, JobViewSet
 from . import access
 from .cancellation import CancelRefused, request_cancel
 from .launch import LaunchInvalid, SweepInvalid, launch_sweep
+from .progress import with_runs
 from .serializers import SweepCreateSerializer, SweepSerializer
 
 
@@ -24,7 +25,8 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
     lookup_value_regex = ANY_SEGMENT
 
     def get_queryset(self):
-        return access.visible_sweeps(self.request.user).select_related("template", "cluster", "course", "owner")
+        sweeps = access.visible_sweeps(self.request.user).select_related("template", "cluster", "course", "owner")
+        return with_runs(sweeps)
 
     def get_object(self):
         return access.get_sweep(self.request.user, self.kwargs["pk"])

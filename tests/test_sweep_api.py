@@ -190,3 +190,21 @@ def test_the_estimate_comes_from_earlier_runs_of_the_template_when_there_are_som
     assert "median of 3 earlier run(s)" in estimate.summary()
     capped = fit(alice, course, sleep_template, runs=4, gpus=1, minutes=15)  # never above the run's time limit
     assert capped.hours_per_run == pytest.approx(15 / 60)
+
+
+def test_the_sweep_list_costs_the_same_queries_for_one_sweep_as_for_three(
+    api_for, alice, cluster, sleep_template, sent
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as seen:
+            assert api_for(alice).get("/api/v1/sweeps/").status_code == 200
+        return len(seen)
+
+    api_for(alice).post("/api/v1/sweeps/", SWEEP, format="json")
+    one = queries()
+    for _ in range(2):
+        api_for(alice).post("/api/v1/sweeps/", SWEEP, format="json")
+    assert queries() == one
