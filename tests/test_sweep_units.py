@@ -197,3 +197,9 @@ def test_slurmrestd_lists_array_tasks_by_array_and_task_and_finds_the_array_by_i
     assert sorted(found) == ["1240_0", "1240_1", "1240_2", "77"]
     assert found["1240_2"].state == "pending" and found["1240_2"].scheduler_id == "1240_2"
     assert find_by_comment(answer, "s", "alice") == "1240"
+
+
+def test_a_running_task_s_own_job_number_is_what_its_terminal_attaches_to():
+    shown = "JobId=1876 ArrayJobId=1875 ArrayTaskId=1 ArrayTaskThrottle=2 JobName=wrap JobState=RUNNING Reason=None"
+    assert arrays.raw_job_id(shown) == "1876"
+    assert arrays.raw_job_id(shown.replace("RUNNING", "PENDING")) is None

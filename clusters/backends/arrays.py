@@ -43,6 +43,13 @@ def task_ids(listed: str) -> list[str]:
     return found
 
 
+def raw_job_id(scontrol_show_job: str) -> str | None:
+    """A task's own job number from `scontrol show job --oneliner <array>_<task>` (what srun --jobid takes), only
+    while it runs."""
+    match = re.match(r"JobId=(\d+) ", scontrol_show_job)
+    return match.group(1) if match and re.search(r"\bJobState=RUNNING\b", scontrol_show_job) else None
+
+
 def checked_spec(spec: str) -> str:
     """The --array value, or ValueError: it reaches sbatch as one argument and must be only indexes."""
     if not ARRAY_SPEC.match(spec):

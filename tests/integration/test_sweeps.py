@@ -1,6 +1,7 @@
 """A sweep on the local SLURM cluster: one sbatch --array, each task its own values, runs followed as jobs, at most
 K at once, cancelled with one request, one message at its end."""
 
+import re
 import time
 
 import pytest
@@ -160,3 +161,22 @@ def test_a_sweep_through_slurmrestd_is_one_array_each_run_with_its_own_values(
     for index, run in enumerate(Job.objects.filter(sweep_run__sweep=sweep).order_by("sweep_run__index")):
         assert run.scheduler_id == f"{sweep.scheduler_id}_{index}"
         assert f"seconds={index + 1} code=0" in read_whole_log(api_for, alice, run)
+
+
+@pytest.mark.timeout(240)
+def test_a_running_run_s_terminal_opens_in_its_own_directory_with_its_own_values(
+    worker, web, api_for, alice, cluster, echo_template
+):
+    from .test_terminal import open_socket, plain, read_until
+
+    sweep = submitted(launch_sweep(api_for, alice, echo_template, [120, 121]))
+    run = wait_for(
+        lambda: Job.objects.filter(sweep_run__sweep=sweep, sweep_run__index=1, state="running").first(),
+        what="run 1 to start",
+    )
+    with open_socket(web, alice, run) as socket:
+        socket.send(b'echo "in-dir=$PWD job-var=$GPULAB_JOB_ID seconds=$GPULAB_P_seconds"\n')
+        output, closed = read_until(socket, lambda out: re.search(r"in-dir=\S+ job-var=\S+ seconds=\S+\r\n", out))
+    answer = re.search(r"in-dir=(\S+) job-var=(\S+) seconds=(\S+)\r\n", plain(output))
+    assert answer, (output, closed)
+    assert answer[1].endswith(f"/jobs/{run.pk}") and answer[2] == str(run.pk) and answer[3] == "121", output
