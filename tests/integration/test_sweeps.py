@@ -101,6 +101,10 @@ def test_a_sweep_of_four_is_one_array_two_at_a_time_each_run_with_its_own_values
 def test_cancelling_a_sweep_cancels_every_task(worker, api_for, alice, cluster, echo_template):
     sweep = submitted(launch_sweep(api_for, alice, echo_template, [60, 61, 62], max_concurrent=2))
     wait_for(lambda: Job.objects.filter(sweep_run__sweep=sweep, state="running").exists(), what="a run to start")
+    waiting = Job.objects.get(sweep_run__sweep=sweep, sweep_run__index=2)  # one run cancelled on its own first
+    assert api_for(alice).post(f"/api/v1/jobs/{waiting.pk}/cancel/").status_code == 202
+    wait_for(lambda: Job.objects.filter(pk=waiting.pk, state="cancelled").exists(), what="run 2 to be cancelled")
+    assert Job.objects.filter(sweep_run__sweep=sweep, state__in=["running", "pending"]).count() == 2
     response = api_for(alice).post(f"/api/v1/sweeps/{sweep.pk}/cancel/")
     assert response.status_code == 202
     wait_for(
@@ -161,6 +165,16 @@ def test_a_sweep_through_slurmrestd_is_one_array_each_run_with_its_own_values(
     for index, run in enumerate(Job.objects.filter(sweep_run__sweep=sweep).order_by("sweep_run__index")):
         assert run.scheduler_id == f"{sweep.scheduler_id}_{index}"
         assert f"seconds={index + 1} code=0" in read_whole_log(api_for, alice, run)
+    # A run's own Cancel, and the sweep's, through slurmrestd.
+    again = submitted(launch_sweep(api_for, alice, echo_template, [60, 61], max_concurrent=1))
+    first = wait_for(lambda: Job.objects.filter(sweep_run__sweep=again, state="running").first(), what="a run to start")
+    assert api_for(alice).post(f"/api/v1/jobs/{first.pk}/cancel/").status_code == 202
+    wait_for(lambda: Job.objects.filter(pk=first.pk, state="cancelled").exists(), what="the run to be cancelled")
+    assert api_for(alice).post(f"/api/v1/sweeps/{again.pk}/cancel/").status_code == 202
+    wait_for(
+        lambda: set(Job.objects.filter(sweep_run__sweep=again).values_list("state", flat=True)) == {"cancelled"},
+        what="every run cancelled",
+    )
 
 
 @pytest.mark.timeout(240)
