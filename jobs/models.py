@@ -204,6 +204,9 @@ class Job(models.Model):
     # An interactive session's secret (JupyterLab's token): made by the portal before the submit and handed to the
     # job outside anything Files serves (jobs/session_tokens.py); encrypted with the portal's credential keys.
     session_token_encrypted = models.TextField(editable=False, default="")
+    # One task of a job array submitted for many runs at once (a sweep, sweeps/): the array's submission is the
+    # sweep's, so this app's submit task leaves the job alone, and its end is told once for the whole sweep.
+    in_array = models.BooleanField(default=False, editable=False)
 
     objects = JobQuerySet.as_manager()
 

@@ -66,7 +66,7 @@ def busy_delay(retries: int) -> float:
 
 def submit(job_id) -> Outcome:
     job = Job.objects.filter(pk=job_id).first()
-    if job is None:
+    if job is None or job.in_array:  # a task of an array: its sweep submits it (sweeps/submission.py)
         return Outcome.NOTHING
     if job.state == JobState.QUEUED:
         transition(job, JobState.SUBMITTING, message=f"Submitting to {job.cluster.display_name}.")
@@ -226,7 +226,7 @@ def waiting_for_submission() -> list:
     """Jobs not yet on a scheduler. After a worker died, some of their messages died with it; submitting each
     again is safe (see above): a job another worker holds answers BUSY until that worker is done or gone."""
     return list(
-        Job.objects.filter(Q(state=JobState.QUEUED) | Q(state=JobState.SUBMITTING))
+        Job.objects.filter(Q(state=JobState.QUEUED) | Q(state=JobState.SUBMITTING), in_array=False)
         .order_by("created_at")
         .values_list("pk", flat=True)[:1000]
     )
@@ -247,7 +247,7 @@ def stale_submissions() -> list[Job]:
     stale_before = timezone.now() - timedelta(seconds=settings.GPULAB_SUBMIT_STALE_AFTER)
     return list(
         Job.objects.filter(
-            Q(state=JobState.QUEUED) | Q(state=JobState.SUBMITTING), updated_at__lt=stale_before
+            Q(state=JobState.QUEUED) | Q(state=JobState.SUBMITTING), updated_at__lt=stale_before, in_array=False
         ).order_by("created_at")[:200]
     )
 

@@ -25,6 +25,8 @@ _FAILED = {JobState.FAILED, JobState.TIMED_OUT, JobState.LOST, JobState.SUBMIT_F
 
 @receiver(job_moved, dispatch_uid="notifications.job_moved")
 def on_job_moved(sender, job, from_state, to_state, actor=None, **kwargs) -> None:
+    if job.in_array:  # a sweep's run: the sweep tells its end once (sweeps/endings.py)
+        return
     try:
         event = _event_for(job, to_state, actor)
         if event is not None:

@@ -20,6 +20,7 @@ from sessions.api_urls import urlpatterns as files_urls
 from signon import credentials
 from signon.cli_api import CliLoginPoll, CliLoginStart
 from signon.views import DIRECTORY_DOWN
+from sweeps.api import SweepViewSet
 from telemetry.api import CourseDashboard
 
 from .api_limits import BoundedFormParser, BoundedJSONParser
@@ -93,6 +94,7 @@ router = DefaultRouter()
 router.register("templates", TemplateViewSet, basename="template")
 router.register("clusters", ClusterViewSet, basename="cluster")
 router.register("jobs", JobViewSet, basename="job")
+router.register("sweeps", SweepViewSet, basename="sweep")
 
 urlpatterns = [
     path("token/", TokenView.as_view(), name="token"),

@@ -15,7 +15,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["workers"])
+app.autodiscover_tasks(["workers", "sweeps"])
 
 
 @worker_ready.connect
@@ -23,8 +23,10 @@ def resume_submissions(**_kwargs) -> None:
     from django.db import connection
 
     from jobs.submission import resume_waiting
+    from sweeps.submission import resume_stale
 
     try:
         resume_waiting()
+        resume_stale()  # a sweep's array: its own submission (sweeps/submission.py)
     finally:
         connection.close()  # the main process does no other database work

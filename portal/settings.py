@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "axes",  # sign-in lockout (see "Sign-in throttling" below)
     "notifications",  # email, browser and course-webhook messages about jobs (notifications.notify)
     "signon",  # campus sign-in (OIDC, LDAP) and course rosters kept in step with campus groups
+    "sweeps",  # a template's parameters swept as one job array
 ]
 
 MIDDLEWARE = [
@@ -333,6 +334,7 @@ CELERY_BEAT_SCHEDULE = {
     "evaluate-budgets": {"task": "workers.tasks.evaluate_budgets", "schedule": GPULAB_GOVERNANCE_INTERVAL},
     "sweep-lab-sessions": {"task": "workers.tasks.sweep_lab_sessions", "schedule": GPULAB_LAB_SESSION_SWEEP_INTERVAL},
     "end-idle-sessions": {"task": "workers.tasks.end_idle_sessions", "schedule": GPULAB_GOVERNANCE_INTERVAL},
+    "resume-stale-sweeps": {"task": "sweeps.tasks.resume_stale_sweeps", "schedule": GPULAB_POLL_INTERVAL},
 }
 
 # --- Hostile input and sign-in (README "Configuration", docs/operations.md "Sign-in throttling") -------------

@@ -32,6 +32,7 @@ urlpatterns = [
     path("", include("telemetry.urls")),
     path("", include("experiments.urls")),
     path("", include("sessions.urls")),
+    path("", include("sweeps.urls")),
     # One `courses` namespace: the course pages of courses (roster, quotas, terms) and of jobs (its jobs).
     path("courses/", include(([*course_job_urls.urlpatterns, *course_urls.urlpatterns], course_urls.app_name))),
     path("notifications/", include("notifications.urls")),

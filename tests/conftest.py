@@ -33,8 +33,8 @@ SLEEP_TEMPLATE_PARAMS = [
     {"name": "partition", "type": "choice", "label": "Partition", "default": "debug"},
     {"name": "time_minutes", "type": "int", "label": "Time", "default": 5, "min": 1, "max": 10},
     {"name": "gpus_per_node", "type": "int", "label": "GPUs", "default": 0, "min": 0, "max": 4},
-    {"name": "seconds", "type": "int", "label": "Seconds", "default": 1, "min": 0, "max": 600},
-    {"name": "exit_code", "type": "int", "label": "Exit code", "default": 0, "min": 0, "max": 255},
+    {"name": "seconds", "type": "int", "label": "Seconds", "default": 1, "min": 0, "max": 600, "sweep": True},
+    {"name": "exit_code", "type": "int", "label": "Exit code", "default": 0, "min": 0, "max": 255, "sweep": True},
     {"name": "message", "type": "string", "label": "Message", "default": "hello", "max_length": 200},
 ]
 

@@ -128,3 +128,47 @@ def test_a_number_typed_wrong_is_told_an_example_its_own_field_accepts(item, sai
     assert str(refused.value).endswith(said), str(refused.value)
     example = str(refused.value).rsplit("e.g. ", 1)[1].rstrip(".")
     assert param.clean(example) is not None
+
+
+def test_sweep_true_offers_every_value_the_parameter_accepts():
+    (lr,) = schema({"name": "lr", "type": "float", "default": 0.001, "min": 0, "max": 1, "sweep": True})
+    assert lr.sweep and lr.sweep_values == ()
+    assert lr.clean_sweep_value("0.5") == 0.5
+    with pytest.raises(ValueError, match="at most 1"):
+        lr.clean_sweep_value("2")
+    assert lr.as_dict()["sweep"] is True
+
+
+def test_sweep_list_narrows_the_values_and_each_is_checked():
+    (batch,) = schema({"name": "batch", "type": "int", "default": 32, "min": 1, "max": 512, "sweep": [16, 32, "64"]})
+    assert batch.sweep_values == (16, 32, 64)
+    assert batch.clean_sweep_value("64") == 64
+    with pytest.raises(ValueError, match="Sweep only over: 16, 32, 64"):
+        batch.clean_sweep_value("128")
+    assert batch.as_dict()["sweep"] == [16, 32, 64]
+
+
+def test_unmarked_parameter_cannot_be_swept():
+    (epochs,) = schema({"name": "epochs", "type": "int", "default": 1})
+    assert not epochs.sweep
+    with pytest.raises(ValueError, match="cannot be swept"):
+        epochs.clean_sweep_value(2)
+    assert "sweep" not in epochs.as_dict()
+
+
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ({"name": "tag", "type": "string", "default": "a", "sweep": True}, "string parameter cannot be swept"),
+        ({"name": "n", "type": "int", "default": 1, "max": 4, "sweep": [1, 5]}, "sweep value 5 is invalid"),
+        ({"name": "n", "type": "int", "default": 1, "sweep": [1, 1]}, "listed twice"),
+        ({"name": "n", "type": "int", "default": 1, "sweep": [1]}, "list of 2 to 20 values"),
+        ({"name": "n", "type": "int", "default": 1, "sweep": "yes"}, "sweep must be true, false or a list"),
+        ({"name": "n", "type": "int", "default": 1, "sweep": [[1], [2]]}, "single value"),
+        ({"name": "p", "type": "choice", "default": "a", "choices": ["a", "b"], "sweep": ["a", "c"]}, "Choose one of"),
+    ],
+)
+def test_malformed_sweep_marker_is_refused_with_a_message(item, message):
+    with pytest.raises(SchemaError, match=message) as caught:
+        schema(item)
+    assert caught.value.field == "sweep"

@@ -71,6 +71,10 @@ class SubmitRequest:
     # An interactive session's secret, made by the portal (jobs/session_tokens.py): the kind hands it to the job
     # outside its script and its run directory, and never logs it.
     session_token: str = field(default="", repr=False)
+    # A job array (a sweep, SLURM kinds): sbatch's --array ("0-3%2"), and the tasks' values file the kind writes
+    # beside the script (one line per task, read by the script as data: clusters/backends/arrays.py).
+    array: str = ""
+    task_values: str = ""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ placeholder passes those checks and the script passes `bash -n`.
 from __future__ import annotations
 
 import re
+import shlex
 import uuid
 from typing import Any
 
@@ -24,10 +25,11 @@ from core.templating.rendering import (
     portal_exports,
     render_script,
     unix_lines,
+    value_exports,
 )
 from core.templating.script_safety import PLACEHOLDER
 
-from . import batch_notebook, lab_files, terminal
+from . import arrays, as_student, batch_notebook, lab_files, ssh, terminal
 from .base import BackendError
 from .kind import ActionRefused, Kind, NotebookAddress, Preview, Rendered, RenderRefused, RenderRequest
 
@@ -46,6 +48,17 @@ def _files_subdir(cluster, user) -> str:
 SLURM_JOB_NUMBER = re.compile(r"^\d+$")
 
 
+def _task_job_number(cluster, account, task_id: str) -> str:
+    """A running array task's own job number, from `scontrol show job <array>_<task>` over the login node."""
+    student = as_student.for_account(cluster, account)  # the service login reads the queue for a student's user
+    login = student.login if student else account
+    shown = ssh.run(cluster, login, ["scontrol", "show", "job", "--oneliner", task_id])
+    number = arrays.raw_job_id(shown.stdout) if shown.ok else None
+    if number is None:
+        raise ActionRefused("This run is not running on the cluster now; open the terminal while it runs.")
+    return number
+
+
 class BatchKind(Kind):
     templates = "slurm"
     telemetry_source = "nodes-over-ssh"  # both SLURM kinds: the backend interface and SSH to the nodes
@@ -61,7 +74,8 @@ class BatchKind(Kind):
 
     def open_terminal(self, job, *, cols: int, rows: int, target: str = "") -> terminal.Terminal:
         """`srun --overlap --pty bash -l` in the job's allocation over the login node, as the job's identity."""
-        if not SLURM_JOB_NUMBER.match(job.scheduler_id or ""):
+        scheduler_id = job.scheduler_id or ""
+        if not (SLURM_JOB_NUMBER.match(scheduler_id) or arrays.TASK_ID.match(scheduler_id)):
             raise ActionRefused("This job has no SLURM job number yet; open the terminal once it runs.")
         if not job.cluster.host:
             raise ActionRefused(
@@ -71,8 +85,14 @@ class BatchKind(Kind):
         account = job.account or job.cluster.service_account()
         # In the run directory, with the job's GPULAB_* variables: the shell the job's own commands had.
         run_dir = f'"$GPULAB_LAB_DIR"/jobs/{job.pk}'
-        first = terminal.job_shell_line(portal_exports(job.script or ""), run_dir)
-        return terminal.srun_in_job(job.cluster, account, job.scheduler_id, cols=cols, rows=rows, first_line=first)
+        exports = portal_exports(job.script or "")
+        if arrays.TASK_ID.match(scheduler_id):  # a sweep's run: its id and values, which its task read from a file
+            exports = [line for line in exports if "=" in line] + [f"export GPULAB_JOB_ID={shlex.quote(str(job.pk))}"]
+            exports += value_exports(job.template.schema(), job.params)
+        first = terminal.job_shell_line(exports, run_dir)
+        if arrays.TASK_ID.match(scheduler_id):  # srun takes a task's own job number, never "<array>_<task>"
+            scheduler_id = _task_job_number(job.cluster, account, scheduler_id)
+        return terminal.srun_in_job(job.cluster, account, scheduler_id, cols=cols, rows=rows, first_line=first)
 
     def unreadable_files(self, cluster, account, user, paths: dict[str, str]) -> dict[str, str]:
         """Each path opened for reading over SFTP as the job's identity (its own login, or the student's user through
@@ -96,11 +116,21 @@ class BatchKind(Kind):
         ctx = RenderContext.on(
             cluster, request.job_id, f"gpulab-{template.slug}", files_subdir=_files_subdir(cluster, request.user)
         )
+        schema = template.schema()
         try:
-            script = render_script(template.body, template.schema(), request.values, ctx)
+            script = render_script(template.body, schema, request.values, ctx, **self._array_parts(request, schema))
         except RenderError as exc:
             raise RenderRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
         return Rendered(script=script, gpus=requested_gpus(request.values))
+
+    def _array_parts(self, request: RenderRequest, schema) -> dict:
+        """For a sweep's array: its swept parameters and the lines with which each task reads its values."""
+        if not request.swept:
+            return {}
+        if not self.sweeps_as_arrays:
+            raise RenderRefused(f"Sweeps cannot run on {request.cluster.display_name} yet; launch the runs one by one.")
+        bools = [p.name for p in schema if p.name in request.swept and p.type == "bool"]
+        return {"swept": request.swept, "task_block": arrays.task_block(request.swept, bools)}
 
     def preview(self, body: str, parameters: Any, cluster: Any = None) -> Preview:
         result = Preview()

@@ -46,6 +46,8 @@ class RenderRequest:
     course: Any
     user: Any
     cluster: Any
+    # A sweep's array: these parameters' values differ per task (values holds the first run's); job_id is the sweep's.
+    swept: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,9 @@ class Kind:
         return ""
 
     # -- launch ---------------------------------------------------------------------------------------------------
+    # Whether a sweep runs here as one scheduler array (render with `swept`, submit with SubmitRequest.array).
+    sweeps_as_arrays: bool = False
+
     def render(self, request: RenderRequest) -> Rendered:
         """The template and values as what will be submitted; RenderRefused names what is wrong."""
         raise RenderRefused(f"Templates cannot be launched on {self.name} clusters yet.")

@@ -6,6 +6,10 @@ Types: int and float (min/max), choice (choices), bool, string (pattern with pat
 A pattern's error says pattern_help, what it allows in words; never the regular expression itself.
 Every parameter needs a default that passes its own checks, so a template can always be previewed.
 
+`sweep` marks a parameter a student may sweep (sweeps/): `true` offers every value the parameter accepts (an int or
+float within its min and max, every choice, both bools); a list offers only those values, each checked like a value
+the student typed. Strings cannot be swept (offer the values as a choice).
+
 A string value always matches SAFE_STRING (letters, digits and . _ - / : , + = @ %, not starting with - or +):
 no character bash gives a meaning to, so a value stays inert even where a template misuses it. An instructor's
 own pattern only narrows that: a value must match both (checked when the value is validated), so no pattern
@@ -17,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .resources import RESOURCES
@@ -30,6 +34,8 @@ CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 INT_TEXT = re.compile(r"[+-]?[0-9]{1,100}")
 FLOAT_TEXT = re.compile(r"[+-]?([0-9]{1,100}(\.[0-9]{0,100})?|\.[0-9]{1,100})([eE][+-]?[0-9]{1,3})?")
 MAX_STRING_LENGTH = 256
+MAX_SWEEP_VALUES = 20  # values one swept parameter may offer or take
+SWEEPABLE_TYPES = ("int", "float", "choice", "bool")
 DEFAULT_STRING_LENGTH = 64
 SAFE_STRING = re.compile(r"(?![-+])[A-Za-z0-9_.,:/+=@%-]*")
 SAFE_STRING_HELP = (
@@ -70,6 +76,8 @@ class Param:
     pattern_help: str = ""  # "A path inside your Files space, such as data/notes.txt": the pattern's error
     max_length: int = DEFAULT_STRING_LENGTH
     in_files: bool = False  # a path in the launching user's Files space: checked at launch where the kind can
+    sweep: bool = False  # a student may sweep it (sweeps/)
+    sweep_values: tuple[Any, ...] = ()  # the only values a sweep may take; empty: any value clean() accepts
 
     @property
     def cluster_choices(self) -> str | None:
@@ -162,11 +170,29 @@ class Param:
             data["choices"] = list(self.choices)
         if self.type == "string":
             data.update(pattern=self.pattern, max_length=self.max_length)
+        if self.sweep:
+            data["sweep"] = list(self.sweep_values) or True
         return data
+
+    def clean_sweep_value(self, raw: Any, choices: tuple[str, ...] | None = None) -> Any:
+        """A value for a sweep of this parameter: clean(), and one of the author's sweep values where they listed
+        some; ValueError says what to pick."""
+        if not self.sweep:
+            raise ValueError("This parameter cannot be swept.")
+        value = self.clean(raw, choices)
+        if self.sweep_values and value not in self.sweep_values:
+            raise ValueError(f"Sweep only over: {', '.join(_fmt_value(v) for v in self.sweep_values)}.")
+        return value
 
 
 def _fmt(number: float) -> str:
     return str(int(number)) if float(number).is_integer() else str(number)
+
+
+def _fmt_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return _fmt(value) if isinstance(value, int | float) else str(value)
 
 
 def parse_schema(data: Any) -> list[Param]:
@@ -176,7 +202,7 @@ def parse_schema(data: Any) -> list[Param]:
     params: list[Param] = []
     seen: set[str] = set()
     known_keys = {"name", "type", "label", "default", "help", "min", "max", "choices", "max_length"}
-    known_keys |= {"pattern", "pattern_help", "in_files"}
+    known_keys |= {"pattern", "pattern_help", "in_files", "sweep"}
     for index, item in enumerate(data, start=1):
         where = f"Parameter {index}"
         if not isinstance(item, dict):
@@ -211,8 +237,38 @@ def parse_schema(data: Any) -> list[Param]:
                 raise SchemaError(
                     f"{where}: the default {param.default!r} is invalid: {exc}", field="default", where=where
                 ) from None
+        if "sweep" in item:
+            param = _with_sweep(param, item["sweep"], where)
         params.append(param)
     return params
+
+
+def _with_sweep(param: Param, marker: Any, where: str) -> Param:
+    """The parameter with its sweep marker checked: true, false, or a list of the values a sweep may take."""
+
+    def refuse(message: str) -> SchemaError:
+        return SchemaError(f"{where}: {message}", field="sweep", where=where)
+
+    if marker is False:
+        return param
+    if param.type not in SWEEPABLE_TYPES:
+        raise refuse(f"a {param.type} parameter cannot be swept; offer its values as a choice.")
+    if marker is True:
+        return replace(param, sweep=True)
+    if not isinstance(marker, list) or not 2 <= len(marker) <= MAX_SWEEP_VALUES:
+        raise refuse(f"sweep must be true, false or a list of 2 to {MAX_SWEEP_VALUES} values.")
+    values: list[Any] = []
+    for raw in marker:
+        if isinstance(raw, list | dict):
+            raise refuse("each sweep value must be a single value.")
+        try:
+            value = param.clean(raw)
+        except ValueError as exc:
+            raise refuse(f"the sweep value {raw!r} is invalid: {exc}") from None
+        if value in values:
+            raise refuse(f"the sweep value {raw!r} is listed twice.")
+        values.append(value)
+    return replace(param, sweep=True, sweep_values=tuple(values))
 
 
 def _build(item: dict, name: str, kind: str, where: str) -> Param:

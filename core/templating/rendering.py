@@ -12,6 +12,11 @@ the rest (arithmetic, [[ ]], eval, bash -c, redirections, here-documents, quotes
 is also exported as GPULAB_P_<name>, for templates that need it inside text ("$GPULAB_P_name"). The portal
 writes the #SBATCH header itself from the resource parameters (the table in resources.py), whose values
 are validated tokens.
+
+A sweep's array renders once for all its runs: a swept parameter's placeholder becomes "$GPULAB_P_name" (one
+inert word, as the quoted value would be, in the same places the checks allow) and its flag
+${GPULAB_ON_name:+--flag}; each task sets those variables from its line of the values file, read as data by
+the `task_block` the kind writes (clusters/backends/arrays.py).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from .resources import resource_directives
 from .script_safety import ENV_PREFIX, PLACEHOLDER
 
 DEFAULT_LAB_DIR = "~/gpulab"
+SWEPT_FLAG_PREFIX = "GPULAB_ON_"  # set (to 1) for a swept bool that is true in this task
 
 
 class RenderError(ValueError):
@@ -105,6 +111,11 @@ def check_placeholder_contexts(body: str, schema: list[Param] | None = None) -> 
         raise RenderError(" ".join(found))
 
 
+def value_text(param: Param, value: Any) -> str:
+    """A value as the script (and a sweep's values file) spells it."""
+    return _value_text(param, value)
+
+
 def _value_text(param: Param, value: Any) -> str:
     if param.type == "bool":
         return "true" if value else "false"
@@ -121,7 +132,10 @@ def _lab_dir_word(lab_dir: str) -> str:
     return shlex.quote(lab_dir)
 
 
-def render_body(body: str, schema: list[Param], values: Mapping[str, Any], ctx: RenderContext) -> str:
+def render_body(
+    body: str, schema: list[Param], values: Mapping[str, Any], ctx: RenderContext, swept: frozenset[str] = frozenset()
+) -> str:
+    """`swept`: a sweep's parameters, whose values each array task reads at its start (module docstring)."""
     body = unix_lines(body)
     check_placeholder_contexts(body, schema)
     params = {p.name: p for p in schema}
@@ -131,14 +145,18 @@ def render_body(body: str, schema: list[Param], values: Mapping[str, Any], ctx: 
         if name == "lab_dir" and not flag:
             return _lab_dir_word(ctx.lab_dir)
         if name == "job_id" and not flag:
-            return shlex.quote(ctx.job_id)
+            return '"$GPULAB_JOB_ID"' if swept else shlex.quote(ctx.job_id)
         if name not in params:
             raise RenderError(not_a_parameter(name))
         param = params[name]
         if flag:
             if param.type != "bool":
                 raise RenderError(f"{{{{ {name}|flag:… }}}} needs a bool parameter; {name} is {param.type}.")
+            if name in swept:  # the flag's text is the PLACEHOLDER pattern's: letters, digits and _ = . + -
+                return f"${{{SWEPT_FLAG_PREFIX}{name}:+{flag}}}"
             return flag if values[name] else ""
+        if name in swept:
+            return f'"${ENV_PREFIX}{name}"'
         return shlex.quote(_value_text(param, values[name]))
 
     rendered = PLACEHOLDER.sub(substitute, body)
@@ -185,9 +203,22 @@ def portal_exports(script: str) -> list[str]:
     return [line for line in header if line.startswith("export GPULAB_")]
 
 
-def render_script(body: str, schema: list[Param], values: Mapping[str, Any], ctx: RenderContext) -> str:
-    """The whole script: shebang, the portal's #SBATCH header, environment, cluster preamble, the body."""
-    rendered_body = render_body(body, schema, values, ctx)
+def render_script(
+    body: str,
+    schema: list[Param],
+    values: Mapping[str, Any],
+    ctx: RenderContext,
+    *,
+    swept: tuple[str, ...] = (),
+    task_block: tuple[str, ...] = (),
+) -> str:
+    """The whole script: shebang, the portal's #SBATCH header, environment, cluster preamble, the body.
+
+    A sweep's array (`swept`): `task_block` (the kind's) sets GPULAB_JOB_ID and the swept values per task instead."""
+    names = frozenset(swept)
+    if names and not task_block:
+        raise RenderError("A sweep's script needs the lines that read each task's values.")
+    rendered_body = render_body(body, schema, values, ctx, names)
     if rendered_body.startswith("#!"):
         rendered_body = rendered_body.split("\n", 1)[1] if "\n" in rendered_body else ""
     parts = [
@@ -196,11 +227,11 @@ def render_script(body: str, schema: list[Param], values: Mapping[str, Any], ctx
         "",
         f"{LAUNCHED_LINE}, job {ctx.job_id}.",
         "umask 077  # what the job makes (checkpoints, outputs, folders) is its owner's alone",
-        f"export GPULAB_JOB_ID={shlex.quote(ctx.job_id)}",
+        *(task_block or [f"export GPULAB_JOB_ID={shlex.quote(ctx.job_id)}"]),
         f"export GPULAB_LAB_DIR={_lab_dir_word(ctx.lab_dir)}",
         # The student's own files (the portal's Files page): where a template finds data they uploaded.
         'export GPULAB_FILES_DIR="$GPULAB_LAB_DIR"' + (f"/{shlex.quote(ctx.files_subdir)}" if ctx.files_subdir else ""),
-        *value_exports(schema, values),
+        *value_exports([p for p in schema if p.name not in names], values),
     ]
     if ctx.preamble.strip():
         parts += ["", "# Cluster setup (set by the admin)", ctx.preamble.strip()]

@@ -2,6 +2,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 
+from core.templating.resources import RESOURCES
 from courses import quotas, terms
 from jobs import access
 from jobs.budgets import standing_of
@@ -60,6 +61,8 @@ def launch_form(request, course_slug: str, template_slug: str):
         "identity_gaps": identity_gaps(request.user, clusters),
         "teaches": teaches,
         "term_refusal": terms.launch_refusal(course, teaches=teaches),
+        # The form's switch to a sweep of the parameters the author marked (the sweep form offers those it can run).
+        "sweepable": any(p.sweep and p.name not in RESOURCES for p in form.schema),
     }
     return render(request, "jobs/launch.html", context, status=400 if form.errors else 200)
 

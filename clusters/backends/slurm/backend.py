@@ -18,7 +18,7 @@ from django.utils import timezone
 from clusters.choices import accounting_in_words
 from core.choices import JobState
 
-from .. import as_student, batch_notebook, reservations, runner_check, ssh, sudo_rule
+from .. import arrays, as_student, batch_notebook, reservations, runner_check, ssh, sudo_rule
 from ..accounting import SACCT_FIELDS, AccountedUsage, parse_sacct
 from ..base import (
     BackendError,
@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 COMMENT_PREFIX = "gpulab:"
 SCRIPT_NAME = "job.sh"
 LOG_NAME = "output.log"
-SCHEDULER_ID = re.compile(r"^\d+$")
+SCHEDULER_ID = re.compile(r"^\d+(_\d+)?$")  # a job, or one task of an array (clusters/backends/arrays.py)
 # What a job's own account runs; with run_as "sudo" these go through the sudo rule as the student.
 STUDENT_COMMANDS = {"sbatch", "scancel", "squeue"}
 
@@ -81,10 +81,13 @@ def parse_gpu_allocations(text: str) -> list[GpuAllocation]:
         job = re.match(r"JobId=(\d+)", block)
         if not job or not re.search(r"\bJobState=RUNNING\b", block):
             continue
+        # A sweep's task is keyed as the portal keys it: by its array and its index.
+        task = re.search(r"\bArrayJobId=(\d+) ArrayTaskId=(\d+)\b", block)
+        scheduler_id = f"{task.group(1)}_{task.group(2)}" if task else job.group(1)
         for nodes, cpus, gres in _NODE_DETAIL.findall(block):
             indexes = tuple(i for found in _GRES_IDX.findall(gres) for i in expand_ids(found))
             for node in expand_hostlist(nodes):
-                allocations.append(GpuAllocation(job.group(1), node, indexes, cpus))
+                allocations.append(GpuAllocation(scheduler_id, node, indexes, cpus))
     return allocations
 
 
@@ -129,6 +132,26 @@ def parse_partitions(text: str) -> dict[str, PartitionLimits]:
         entry["max_nodes_per_job"] = int(largest) if largest.isdigit() else None
         entry["max_minutes"] = parse_minutes(limit)
     return {name: PartitionLimits(**entry) for name, entry in found.items()}
+
+
+def _asked(ids: list[str]) -> str:
+    """The --jobs list: plain jobs by id, each array once by its own id (its tasks are then listed one by one)."""
+    return ",".join(dict.fromkeys(arrays.array_job_of(i) for i in ids))
+
+
+def _keyed_by_task(fields: list[str]) -> list[list[str]]:
+    """A sacct row (JobIDRaw first, JobID last) as rows keyed like the portal's ids: a plain job by its raw id, an
+    array's task by "<array>_<task>" (its step "<array>_<task>.batch"), waiting tasks listed on one row each on
+    their own."""
+    if len(fields) == 6:  # without the JobID column: plain jobs only
+        return [fields]
+    if len(fields) != 7:
+        return []
+    listed, rest = fields[6], fields[1:6]
+    if "_" not in listed:
+        return [[fields[0], *rest]]
+    step = "." + listed.partition(".")[2] if "." in listed else ""
+    return [[task + step, *rest] for task in arrays.task_ids(listed.partition(".")[0])]
 
 
 def _parse_exit_code(value: str) -> int | None:
@@ -208,7 +231,12 @@ class SlurmBackend(ClusterBackend):
         argv = ["sbatch", "--parsable", f"--comment={COMMENT_PREFIX}{request.job_id}", f"--chdir={job_dir}"]
         if request.reservation:
             argv.append(f"--reservation={reservations.checked_name(request.reservation)}")
-        result = self._run([*argv, f"--output={posixpath.join(job_dir, LOG_NAME)}", *script], stdin=stdin)
+        log = LOG_NAME
+        if request.array:
+            self._write_task_values(job_dir, request.task_values)
+            argv.append(f"--array={arrays.checked_spec(request.array)}")
+            log = arrays.TASK_LOG
+        result = self._run([*argv, f"--output={posixpath.join(job_dir, log)}", *script], stdin=stdin)
         scheduler_id = result.stdout.strip().split(";")[0] if result.ok else ""
         if not SCHEDULER_ID.match(scheduler_id):
             raise SubmitRejected(f"sbatch refused the job: {result.message()}")
@@ -230,6 +258,18 @@ class SlurmBackend(ClusterBackend):
             sftp.chmod(script_path, 0o700)
         return job_dir
 
+    def _write_task_values(self, job_dir: str, text: str) -> None:
+        """An array's values file beside its script, 0600, as the job's identity (its tasks read it)."""
+        try:
+            if self.student:
+                with self.student.sftp() as sftp:
+                    arrays.write_values(sftp, job_dir, text)
+                return
+            with ssh.sftp(self.cluster, self.account) as sftp:
+                arrays.write_values(sftp, job_dir, text)
+        except OSError as exc:
+            raise BackendError(f"Could not write the sweep's values on the cluster: {exc}") from None
+
     def _hand_over_token(self, request: SubmitRequest) -> None:
         """The session's token for the job to read (and delete) at its start: a 0600 file in its private runtime
         directory, written as the job's identity, outside the run directory and the script (batch_notebook.py)."""
@@ -250,18 +290,20 @@ class SlurmBackend(ClusterBackend):
 
     def find_submitted(self, request: SubmitRequest) -> str | None:
         comment = f"{COMMENT_PREFIX}{request.job_id}"
+        # An array's tasks all carry its comment: its own job id is what a retry finds (the id before "_").
         if self.cluster.has_accounting:
-            argv = ["sacct", "-X", "-n", "-P", "--format=JobIDRaw,Comment", f"--user={self.account.username}"]
+            argv = ["sacct", "-X", "-n", "-P", "--format=JobID,Comment", f"--user={self.account.username}"]
             argv.append("--starttime=now-7days")
         else:
-            argv = ["squeue", "--states=all", "--noheader", "--format=%i|%k", f"--user={self.account.username}"]
+            argv = ["squeue", "--states=all", "--noheader", "--format=%F|%k", f"--user={self.account.username}"]
         result = self._run(argv)
         if not result.ok:
             raise BackendError(f"Could not list earlier submissions: {result.message()}")
         for line in result.stdout.splitlines():
-            scheduler_id, _, found = line.partition("|")
-            if found.strip() == comment and SCHEDULER_ID.match(scheduler_id.strip()):
-                return scheduler_id.strip()
+            listed, _, found = line.partition("|")
+            scheduler_id = listed.strip().partition("_")[0]
+            if found.strip() == comment and scheduler_id.isdigit():
+                return scheduler_id
         return None
 
     # -- telemetry ----------------------------------------------------------------------------------------------
@@ -305,8 +347,9 @@ class SlurmBackend(ClusterBackend):
             if self._controller_answers(ids):
                 return Polled(accounted)
             return Polled(accounted, from_controller=False, note=CONTROLLER_SILENT)
+        # -r: one line per array task ("1240_3"), the array asked for once by its own id.
         result = self._run(
-            ["squeue", "--states=all", "--noheader", f"--jobs={','.join(ids)}", "--format=%i|%T|%r|%S|%e"]
+            ["squeue", "--states=all", "--noheader", "-r", f"--jobs={_asked(ids)}", "--format=%i|%T|%r|%S|%e"]
         )
         if not result.ok:
             if UNKNOWN_JOB.search(result.stderr):  # squeue fails outright when a lone id is unknown
@@ -339,7 +382,7 @@ class SlurmBackend(ClusterBackend):
         then holds what the controller last reported (a job that ended meanwhile still "RUNNING"); one squeue of the
         same jobs asks the controller itself (a job it no longer holds is an answer too)."""
         try:
-            result = self._run(["squeue", "--noheader", "--format=%i", f"--jobs={','.join(ids)}"])
+            result = self._run(["squeue", "--noheader", "--format=%i", f"--jobs={_asked(ids)}"])
         except BackendError:  # the controller is down (SchedulerUnavailable), or the login went away meanwhile
             return False
         return result.ok or bool(UNKNOWN_JOB.search(result.stderr))
@@ -378,11 +421,11 @@ class SlurmBackend(ClusterBackend):
         # the step's end a moment after the job's, with 0:0 still: such a job, if it ran, asks scontrol while
         # slurmctld still holds it, and has no exit code (not a wrong 0) where scontrol cannot tell.
         result = self._run(
-            ["sacct", "-n", "-P", f"--jobs={','.join(ids)}", "--format=JobIDRaw,State,ExitCode,Start,End,Reason"]
+            ["sacct", "-n", "-P", f"--jobs={_asked(ids)}", "--format=JobIDRaw,State,ExitCode,Start,End,Reason,JobID"]
         )
         if not result.ok:
             raise BackendError(f"sacct failed: {result.message()}")
-        rows = [line.split("|") for line in result.stdout.splitlines()]
+        rows = [row for line in result.stdout.splitlines() for row in _keyed_by_task(line.split("|"))]
         batch_codes = {f[0].removesuffix(".batch"): f[2] for f in rows if len(f) == 6 and f[0].endswith(".batch")}
         statuses = {}
         for fields in rows:
@@ -410,7 +453,7 @@ class SlurmBackend(ClusterBackend):
         return statuses
 
     def usage(self, scheduler_ids: list[str]) -> dict[str, AccountedUsage]:
-        ids = [i for i in scheduler_ids if SCHEDULER_ID.match(i)]
+        ids = [i for i in scheduler_ids if SCHEDULER_ID.match(i) and not arrays.TASK_ID.match(i)]  # tasks: not yet
         if not ids or not self.cluster.has_accounting:
             return {}
         result = self._run(["sacct", "-n", "-P", "--noconvert", f"--jobs={','.join(ids)}", f"--format={SACCT_FIELDS}"])

@@ -10,6 +10,7 @@ class SlurmKind(BatchKind):
     backend_class = SlurmBackend
     admin_fieldsets = SlurmBackend.admin_fieldsets
     holds_lab_sessions = True
+    sweeps_as_arrays = True  # one sbatch --array per sweep
 
     def missing_fields(self, cluster) -> dict[str, str]:
         return {} if cluster.host else {"host": "A SLURM cluster needs its login host."}

@@ -19,6 +19,7 @@ SQUEUE_START = [
     "--start",
     "--states=PENDING,RUNNING",
     "--noheader",
+    "-r",  # an array's waiting tasks one by one, "<array>_<task>" as the portal keys a sweep's runs
     # id, state, partition, priority, start (estimate), end, GRES per node, limit, nodes, reason, submitted, node list,
     # planned nodes
     "--format=%i|%T|%P|%Q|%S|%e|%b|%l|%D|%r|%V|%N|%Y",

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from clusters.choices import RunAs, accounting_in_words
 
-from .. import as_student, batch_notebook, runner_check, ssh, tokens
+from .. import arrays, as_student, batch_notebook, runner_check, ssh, tokens
 from ..accounting import AccountedUsage
 from ..base import (
     BackendError,
@@ -140,6 +140,8 @@ class SlurmRestBackend(ClusterBackend):
         self._prove_own_account()
         version = self.version()
         work_dir, output, home = self._job_files(request.job_id)
+        if request.array:  # a sweep: its tasks' values beside the script, each task's output by its index
+            output = posixpath.join(work_dir, self._write_task_values(work_dir, request.task_values))
         job = {
             **directives.job_properties(request.script),
             "comment": f"{parsing.COMMENT_PREFIX}{request.job_id}",
@@ -148,6 +150,8 @@ class SlurmRestBackend(ClusterBackend):
             # sbatch would pass the login environment; slurmrestd passes only what it is given.
             "environment": {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "USER": self.account.username},
         }
+        if request.array:
+            job["array"] = arrays.checked_spec(request.array)
         if request.session_token:  # the job's environment: never in its script or its run directory
             job["environment"].update(batch_notebook.session_environment(self.cluster, request.session_token))
         body = {"script": request.script, "job": job}
@@ -166,6 +170,24 @@ class SlurmRestBackend(ClusterBackend):
             )
         words = "; ".join(text for _, text in errors) or f"HTTP {status} without a job id"
         raise RestRejected(f"slurmrestd refused the job: {words}")
+
+    def _write_task_values(self, work_dir: str, text: str) -> str:
+        """A sweep's values file in its directory, over SSH as the job's identity; the tasks' output pattern."""
+        if not self.has_ssh:
+            raise RestRejected(
+                f"Sweeps on “{self.cluster.display_name}” need its login node in the portal: each run's values and log "
+                "are files in its run directory. An admin can add the login node on the cluster's page."
+            )
+        try:
+            if self.student:
+                with self.student.sftp() as sftp:
+                    arrays.write_values(sftp, work_dir, text)
+            else:
+                with ssh.sftp(self.cluster, self.account) as sftp:
+                    arrays.write_values(sftp, work_dir, text)
+        except OSError as exc:
+            raise BackendError(f"Could not write the sweep's values on the cluster: {exc}") from None
+        return arrays.TASK_LOG
 
     def _job_files(self, job_id: uuid.UUID) -> tuple[str, str, str]:
         """(working directory, output file, home): the job directory made over SSH, else the account's home."""
@@ -196,7 +218,7 @@ class SlurmRestBackend(ClusterBackend):
 
     # -- poll: one GET …/jobs for every active job ----------------------------------------------------------------
     def poll(self, scheduler_ids: list[str]) -> dict[str, SchedulerStatus]:
-        wanted = {i for i in scheduler_ids if i.isdigit()}
+        wanted = {i for i in scheduler_ids if i.isdigit() or arrays.TASK_ID.match(i)}
         if not wanted:
             return {}
         version, reader = self.version(), self._reader()
@@ -236,7 +258,7 @@ class SlurmRestBackend(ClusterBackend):
 
     # -- cancel and logs --------------------------------------------------------------------------------------------
     def cancel(self, scheduler_id: str) -> None:  # the next poll reports how it ended
-        if not scheduler_id.isdigit():
+        if not (scheduler_id.isdigit() or arrays.TASK_ID.match(scheduler_id)):
             raise BackendError(f"{scheduler_id!r} is not a SLURM job id.")
         try:
             self._actor().call("DELETE", self.version().path(f"job/{scheduler_id}"))

@@ -12,6 +12,7 @@ class SlurmRestKind(BatchKind):
     label = "SLURM (slurmrestd REST API)"
     backend_class = SlurmRestBackend
     admin_fieldsets = SlurmRestBackend.admin_fieldsets
+    sweeps_as_arrays = True  # the job object's "array", with each run's files over the login node
 
     def missing_fields(self, cluster) -> dict[str, str]:
         return {} if cluster.api_url else {"api_url": "A SLURM REST cluster needs slurmrestd's URL."}

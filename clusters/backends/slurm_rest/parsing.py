@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from core.choices import JobState
 
+from .. import arrays
 from ..accounting import AccountedUsage
 from ..base import SchedulerStatus
 from ..queue import QueuedJob, QueueView
@@ -51,13 +53,26 @@ def status_of(job: dict) -> SchedulerStatus:
 
 
 def statuses(answer: dict) -> dict[str, SchedulerStatus]:
-    """Every job of a GET …/jobs answer, by scheduler id."""
+    """Every job of a GET …/jobs answer, by scheduler id: an array's task as "<array>_<task>" (its own job id is
+    not its key: clusters/backends/arrays.py), an array's tasks still waiting together once each."""
     found = {}
     for job in answer.get("jobs") or []:
         if isinstance(job, dict) and isinstance(job.get("job_id"), int):
             status = status_of(job)
-            found[status.scheduler_id] = status
+            for key in task_keys(job):
+                found[key] = replace(status, scheduler_id=key)
     return found
+
+
+def task_keys(job: dict) -> list[str]:
+    """The ids one listed job stands for: itself, one array task, or the waiting tasks of an array."""
+    array, task = _number(job.get("array_job_id")), _number(job.get("array_task_id"))
+    if not array:
+        return [str(job["job_id"])]
+    if task is not None and task not in (NO_VAL, INFINITE):
+        return [f"{array}_{task}"]
+    waiting = str(job.get("array_task_string") or "").partition("%")[0]
+    return arrays.task_ids(f"{array}_[{waiting}]") if waiting else [str(job["job_id"])]
 
 
 INFINITE = 0xFFFFFFFF  # SLURM's "no limit"
@@ -119,7 +134,7 @@ def find_by_comment(answer: dict, job_id, user: str) -> str | None:
     comment = f"{COMMENT_PREFIX}{job_id}"
     for job in answer.get("jobs") or []:
         if isinstance(job, dict) and job.get("comment") == comment and job.get("user_name") in (user, None):
-            return str(job["job_id"])
+            return str(_number(job.get("array_job_id")) or job["job_id"])  # an array's tasks all carry its comment
     return None
 
 
