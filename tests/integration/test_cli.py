@@ -397,3 +397,18 @@ def test_compare_shows_what_differs_and_another_student_is_told_not_found(gpulab
     sign_in(bob)
     refused = gpulab("compare", str(first.pk), str(second.pk), "-o", "json")
     assert refused.exit_code == 3 and refused.stdout == ""
+
+
+def test_a_sweep_from_the_command_line_runs_each_value_and_a_parameter_not_sweepable_is_refused(
+    worker, gpulab, sign_in, alice, cluster, sleep_template
+):
+    sign_in(alice)
+    made = as_json(gpulab("sweep", "sleep-echo", "-s", "seconds=1,2", "-p", "message=from-a-sweep", "-o", "json"))
+    assert [run["params"]["seconds"] for run in made["runs"]] == [1, 2] and made["mode"] == "grid"
+    for run in made["runs"]:
+        waited = as_json(gpulab("wait", run["id"][:8], "--interval", "0.5", "-o", "json"))
+        assert waited["state"] == "completed"
+        assert "from-a-sweep" in as_json(gpulab("logs", run["id"][:8], "-o", "json"))["data"]
+
+    refused = gpulab("sweep", "sleep-echo", "-s", "message=a,b", "-o", "json")
+    assert refused.exit_code == 3 and refused.stdout == "" and "message" in refused.stderr

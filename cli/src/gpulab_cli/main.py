@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from . import __version__, client, exits
-from .commands import auth, catalog, compare, course, files, follow, jobs, shell
+from .commands import auth, catalog, compare, course, files, follow, jobs, shell, sweep
 
 
 class PortalCommands(click.Group):
@@ -71,6 +71,7 @@ for command in (
     shell.shell,
     course.course,
     compare.compare,
+    sweep.sweep,
 ):
     cli.add_command(command)
 
