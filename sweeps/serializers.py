@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import Sweep, SweepMode
@@ -81,8 +82,10 @@ class SweepSerializer(serializers.ModelSerializer):
             sweep._run_jobs = runs_of(sweep)
         return sweep._run_jobs
 
+    @extend_schema_field(SweepRunSerializer(many=True))
     def get_runs(self, sweep) -> list[dict]:
         return list(SweepRunSerializer(self._jobs(sweep), many=True).data)
 
+    @extend_schema_field(SweepProgressSerializer)
     def get_progress(self, sweep) -> dict:
         return dict(SweepProgressSerializer(progress(self._jobs(sweep))).data)
