@@ -132,3 +132,64 @@ def test_an_upload_goes_on_only_from_the_file_it_was_started_from_unchanged(conf
     assert stat.S_IMODE((config_home / "uploads.json").stat().st_mode) == 0o600
     uploads.finished(*place)
     assert not uploads.same_source(*place, data) and not uploads.same_source(*place, other)
+
+
+def test_a_redirected_terminal_is_told_and_its_token_never_sent_on(config_home):
+    """The portal's address answers the terminal's handshake with a redirect: `gpulab shell` says where it points and
+    opens nothing there, so the token goes nowhere else (websocket-client would follow it with the token)."""
+    import http.server
+    import json
+    import threading
+
+    job_id = "0b1c2d3e-0000-4000-8000-000000000001"
+    elsewhere: list[str] = []
+
+    class Other(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            elsewhere.append(self.headers.get("Authorization", ""))
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Other)
+
+    class Portal(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path.startswith("/api/v1/jobs/"):
+                body = json.dumps({"id": job_id}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            self.send_response(302)
+            self.send_header("Location", f"ws://127.0.0.1:{other.server_port}/steal")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    portal = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Portal)
+    for server in (portal, other):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{portal.server_port}"
+        profiles.save(profiles.Profile(name="default", url=url, username="alice", token="SECRET"), make_default=True)
+        result = CliRunner().invoke(cli, ["shell", job_id], prog_name="gpulab")
+    finally:
+        portal.shutdown()
+        other.shutdown()
+    assert result.exit_code == 1 and "answered the terminal with a redirect, which is not followed" in result.stderr
+    assert elsewhere == []
+
+
+def test_a_job_s_output_cannot_write_the_clipboard_of_the_terminal_showing_it():
+    from gpulab_cli.commands.shell import CLIPBOARD_WRITE
+
+    for ending in (b"\x07", b"\x1b\\"):
+        assert CLIPBOARD_WRITE.sub(b"", b"before\x1b]52;c;Y3VybCBldmls" + ending + b"after") == b"beforeafter"
+    assert CLIPBOARD_WRITE.sub(b"", b"\x1b]0;title\x07\x1b[1mbold") == b"\x1b]0;title\x07\x1b[1mbold"

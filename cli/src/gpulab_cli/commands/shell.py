@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -29,6 +30,11 @@ from .. import context, exits
 from ..job_ids import complete_job, resolve
 from ..output import note
 
+# The job's output goes to this terminal as ssh passes it, but for a clipboard write (OSC 52): an instructor's shell
+# in a student's job must not have its clipboard set by what the student's program prints.
+CLIPBOARD_WRITE = re.compile(rb"\x1b\]52;[^\x07\x1b]*(?:\x07|\x1b\\)")
+# On the way out: the main screen, no mouse reporting, no bracketed paste.
+RESET_MODES = "\x1b[?1049l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l"
 CLOSE_REASONS = {
     4404: "No job you can see has that id: not found.",
     4403: "You may not open a terminal in this job.",
@@ -54,11 +60,24 @@ def shell(job: str, target: str) -> None:
     scheme = "wss" if parts.scheme == "https" else "ws"
     url = f"{scheme}://{parts.netloc}{parts.path}/ws/jobs/{found['id']}/terminal/?{urlencode(query)}"
     try:
-        # Not a browser: it names the portal's own origin, and the token (never a cookie) says who it is.
+        # Not a browser: it names the portal's own origin, and the token (never a cookie) says who it is. No
+        # redirect is followed: it would carry the token to wherever it points, as the other commands refuse to.
         socket = websocket.create_connection(
-            url, header=[f"Authorization: Token {profile.token}"], origin=f"{parts.scheme}://{parts.netloc}", timeout=30
+            url,
+            header=[f"Authorization: Token {profile.token}"],
+            origin=f"{parts.scheme}://{parts.netloc}",
+            timeout=30,
+            redirect_limit=0,
         )
-    except (OSError, websocket.WebSocketException) as exc:
+    except websocket.WebSocketException as exc:
+        if "redirect" in str(exc).lower():  # websocket-client's words when redirect_limit=0 met one
+            message = (
+                f"{profile.url} answered the terminal with a redirect, which is not followed: sign in again with the "
+                "address the portal moved to."
+            )
+            raise exits.Failure(message) from None
+        raise exits.Failure(f"Cannot open the job's terminal at {profile.url}: {exc}") from None
+    except OSError as exc:
         raise exits.Failure(f"Cannot open the job's terminal at {profile.url}: {exc}") from None
     socket.settimeout(None)
     why = relay(socket)
@@ -72,9 +91,13 @@ def relay(socket: websocket.WebSocket) -> str:
     reader = threading.Thread(target=_print_output, args=(socket, ended), daemon=True)
     reader.start()
     interactive = sys.stdin.isatty()
-    with _raw_input(interactive), _resizing(socket, interactive):
-        _type_input(socket, reader)
+    resized = threading.Event()
+    with _raw_input(interactive), _resizing(resized, interactive):
+        _type_input(socket, reader, resized)
     reader.join(timeout=5)
+    if interactive and sys.stdout.isatty():
+        sys.stdout.write(RESET_MODES)  # what the job's programs may have left on: the alternate screen, the mouse
+        sys.stdout.flush()
     if ended.closed:
         note(ended.closed)
     return ended.refused
@@ -94,7 +117,7 @@ def _print_output(socket: websocket.WebSocket, ended: Ended) -> None:
         except (websocket.WebSocketConnectionClosedException, OSError):
             return
         if opcode == websocket.ABNF.OPCODE_BINARY:
-            out.write(data)
+            out.write(CLIPBOARD_WRITE.sub(b"", data))
             out.flush()
         elif opcode == websocket.ABNF.OPCODE_TEXT:
             message = json.loads(data or b"{}")
@@ -109,10 +132,16 @@ def _print_output(socket: websocket.WebSocket, ended: Ended) -> None:
             return
 
 
-def _type_input(socket: websocket.WebSocket, reader: threading.Thread) -> None:
-    """stdin to the shell as it comes; at its end (a pipe), waits for the shell to end on its own."""
+def _type_input(socket: websocket.WebSocket, reader: threading.Thread, resized: threading.Event) -> None:
+    """stdin to the shell as it comes, and the window's size when it changed; at the end of a pipe, waits for the
+    shell to end on its own. Only this thread sends, so a resize never waits on a send it interrupted."""
     fd = sys.stdin.fileno()
     while reader.is_alive():
+        if resized.is_set():
+            resized.clear()
+            cols, rows = shutil.get_terminal_size()
+            with contextlib.suppress(websocket.WebSocketException, OSError):
+                socket.send(json.dumps({"resize": [cols, rows]}))
         # A short wait, not a blocking read: when the shell ends, the command ends without another key pressed.
         if not select.select([fd], [], [], 0.2)[0]:
             continue
@@ -136,26 +165,30 @@ def _raw_input(interactive: bool) -> Iterator[None]:
         return
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
+
+    def restored_then_ended(signum: int, _frame: object) -> None:
+        # Killed or its window closed: the user's terminal is given back as it was, then the signal does its work.
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    previous = {signum: signal.signal(signum, restored_then_ended) for signum in (signal.SIGTERM, signal.SIGHUP)}
     tty.setraw(fd)
     try:
         yield
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 @contextlib.contextmanager
-def _resizing(socket: websocket.WebSocket, interactive: bool) -> Iterator[None]:
-    """On a terminal, each resize of this window is sent as the page's Terminal sends it."""
+def _resizing(resized: threading.Event, interactive: bool) -> Iterator[None]:
+    """On a terminal, each resize of this window is noted; the typing loop sends it as the page's Terminal does."""
     if not interactive:
         yield
         return
-
-    def resized(*_: object) -> None:
-        cols, rows = shutil.get_terminal_size()
-        with contextlib.suppress(websocket.WebSocketException, OSError):
-            socket.send(json.dumps({"resize": [cols, rows]}))
-
-    previous = signal.signal(signal.SIGWINCH, resized)
+    previous = signal.signal(signal.SIGWINCH, lambda *_: resized.set())
     try:
         yield
     finally:
