@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import unicodedata
+
+from django.core.cache import cache
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -19,6 +23,13 @@ class CliLoginThrottle(AnonRateThrottle):
 
 class StartSerializer(serializers.Serializer):
     client = serializers.CharField(max_length=100, help_text='What the client is, shown to the user: "gpulab on pc-7".')
+
+    def validate_client(self, value: str) -> str:
+        # Shown on the confirmation page: no line breaks, control or invisible characters (bidirectional overrides)
+        # that could make it read as something else.
+        if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in value):
+            raise serializers.ValidationError("Use printable characters only.")
+        return value
 
 
 class PollSerializer(serializers.Serializer):
@@ -54,7 +65,7 @@ class CliLoginStart(APIView):
     def post(self, request):
         data = StartSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        started = cli_login.start(data.validated_data["client"])
+        started = cli_login.start(data.validated_data["client"], request.META.get("REMOTE_ADDR"))
         return Response(
             {
                 "device_code": started.device_code,
@@ -82,12 +93,20 @@ class CliLoginPoll(APIView):
                 "CliLoginToken", {"token": serializers.CharField(), "username": serializers.CharField()}
             ),
             202: OpenApiResponse(description="Not confirmed yet: ask again after `interval` seconds."),
+            429: OpenApiResponse(description="Asked again sooner than `interval` seconds: slow down."),
             410: OpenApiResponse(description="Refused in the browser, expired or already used; `detail` says which."),
         },
     )
     def post(self, request):
         data = PollSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        # Per sign-in, not per address (a class behind one NAT polls at once): faster than asked is told to slow down.
+        pace = "gpulab:cli-login:poll:" + hashlib.sha256(data.validated_data["device_code"].encode()).hexdigest()
+        if not cache.add(pace, 1, cli_login.POLL_SECONDS - 0.5):
+            return Response(
+                {"detail": f"Too fast: ask every {cli_login.POLL_SECONDS} seconds."},
+                status=status.HTTP_429_TOO_MANY_REQUESTS,
+            )
         try:
             token, username = cli_login.collect(data.validated_data["device_code"])
         except cli_login.Pending:

@@ -55,7 +55,7 @@ def typed(text: str) -> str:
     return "".join(ch for ch in text.upper() if ch.isalnum())
 
 
-def start(client: str) -> Started:
+def start(client: str, address: str | None) -> Started:
     CliLogin.objects.filter(expires_at__lt=timezone.now()).delete()
     device_code = secrets.token_urlsafe(32)
     while True:
@@ -66,6 +66,7 @@ def start(client: str) -> Started:
         device_hash=_hash(device_code),
         user_code=user_code,
         client=client[:100],
+        address=address,
         expires_at=timezone.now() + LIFETIME,
     )
     return Started(device_code, user_code, int(LIFETIME.total_seconds()))
@@ -79,8 +80,9 @@ def waiting(user_code: str) -> CliLogin | None:
 
 
 def confirm(login: CliLogin, user) -> bool:
-    """The signed-in user confirms; False when someone else's confirmation or refusal came first."""
-    return bool(CliLogin.objects.filter(pk=login.pk, user__isnull=True, refused=False).update(user=user))
+    """The signed-in user confirms; False when someone else's confirmation or refusal came first, or it expired."""
+    waiting_still = {"user__isnull": True, "refused": False, "expires_at__gt": timezone.now()}
+    return bool(CliLogin.objects.filter(pk=login.pk, **waiting_still).update(user=user))
 
 
 def refuse(login: CliLogin) -> None:
@@ -96,10 +98,10 @@ def collect(device_code: str) -> tuple[str, str]:
         if login.refused:
             login.delete()
             raise Ended("The sign-in was refused in the browser.")
+        if login.expires_at <= timezone.now():  # confirmed or not: a sign-in serves within its ten minutes only
+            login.delete()
+            raise Ended("The code expired before it was used: run `gpulab login` again.")
         if login.user is None:
-            if login.expires_at <= timezone.now():
-                login.delete()
-                raise Ended("The code expired before it was confirmed: run `gpulab login` again.")
             raise Pending
         user = login.user
         login.delete()

@@ -107,6 +107,7 @@ class CliLogin(models.Model):
     device_hash = models.CharField(max_length=64, unique=True)
     user_code = models.CharField(max_length=8, unique=True)
     client = models.CharField(max_length=100)  # what the client says it is: "gpulab on laptop-7", shown to the user
+    address = models.GenericIPAddressField(null=True, blank=True)  # where it was started from, shown to the user
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE)

@@ -1,6 +1,7 @@
 """Signing `gpulab` in through the browser (signon/cli_login.py): the API's start and poll, and the page where the
 signed-in user types the code and confirms. The client itself against a live portal: tests/integration/test_cli.py."""
 
+import hashlib
 from datetime import timedelta
 
 import pytest
@@ -25,7 +26,12 @@ def start(client="gpulab on pc-7") -> dict:
     return answer.json()
 
 
-def poll(device_code: str):
+def poll(device_code: str, *, waited: bool = True):
+    """The client's poll; `waited`: as after the interval it is asked to keep (the pace the portal holds it to)."""
+    if waited:
+        from django.core.cache import cache
+
+        cache.delete("gpulab:cli-login:poll:" + hashlib.sha256(device_code.encode()).hexdigest())
     return APIClient().post("/api/v1/token/code/poll/", {"device_code": device_code}, format="json")
 
 
@@ -41,6 +47,7 @@ def test_a_code_typed_and_confirmed_hands_the_user_s_token_to_the_client_once(lo
     typed = page.post("/cli/login/", {"code": started["user_code"].lower().replace("-", " ")})
     assert typed.status_code == 200
     assert b"gpulab on pc-7" in typed.content and b'id="cli-confirm"' in typed.content
+    assert b"ago from 127.0.0.1." in typed.content and b"cli-elsewhere" not in typed.content
     assert poll(started["device_code"]).status_code == 202  # typing the code is not confirming it
     done = page.post("/cli/login/", {"code": started["user_code"], "action": "confirm"})
     assert b"Client signed in" in done.content
@@ -99,3 +106,32 @@ def test_start_and_poll_refuse_bad_bodies_in_words(db):
     assert APIClient().post("/api/v1/token/code/", {"client": "x" * 101}, format="json").status_code == 400
     unknown = poll("not-a-code")
     assert unknown.status_code == 410 and "unknown or was already used" in unknown.json()["detail"]
+
+
+def test_a_confirmed_code_not_collected_within_its_ten_minutes_gives_no_token(login, alice):
+    started = start()
+    login(alice).post("/cli/login/", {"code": started["user_code"], "action": "confirm"})
+    CliLogin.objects.update(expires_at=timezone.now() - timedelta(days=3))
+    late = poll(started["device_code"])
+    assert late.status_code == 410 and "expired" in late.json()["detail"]
+    assert not Token.objects.filter(user=alice).exists()
+
+
+def test_a_client_name_with_line_breaks_or_invisible_characters_is_refused(db):
+    for hostile in ("gpulab\nCampus IT: press Sign it in", "gpulab on pc\u202eni ngis", "a\x1b[2Jb"):
+        answer = APIClient().post("/api/v1/token/code/", {"client": hostile}, format="json")
+        assert answer.status_code == 400 and answer.json() == {"client": ["Use printable characters only."]}
+
+
+def test_a_client_polling_faster_than_asked_is_told_to_slow_down(db):
+    started = start()
+    assert poll(started["device_code"]).status_code == 202
+    hurried = poll(started["device_code"], waited=False)
+    assert hurried.status_code == 429 and hurried.json()["detail"] == "Too fast: ask every 2 seconds."
+
+
+def test_the_page_says_when_the_sign_in_was_started_from_another_address(client, alice):
+    started = APIClient(REMOTE_ADDR="10.1.2.3").post("/api/v1/token/code/", {"client": "gpulab on n1"}, format="json")
+    client.force_login(alice)
+    page = client.post("/cli/login/", {"code": started.json()["user_code"]})
+    assert b"from 10.1.2.3." in page.content and b'id="cli-elsewhere"' in page.content

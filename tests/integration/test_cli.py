@@ -109,11 +109,12 @@ def confirm_in_browser(web, user, code: str, action: str) -> requests.Response:
     return browser.post(page, data={**form, "action": action}, timeout=30)
 
 
-@pytest.mark.parametrize("action", ["confirm", "refuse"])
+@pytest.mark.parametrize("action", ["confirm", "refuse", "confirmed-by-another"])
 def test_login_through_the_browser_signs_in_with_the_code_the_user_types_or_ends_when_refused(
-    web, config_home, alice, action
+    web, config_home, alice, bob, action
 ):
-    process = gpulab_process(config_home, "login", web.url, "--browser")
+    """With -u, a code someone else confirmed first (read off the student's screen) keeps nothing."""
+    process = gpulab_process(config_home, "login", web.url, "--browser", "-u", "alice")
     shown = ""
     while "type this code:" not in shown:
         line = process.stderr.readline()
@@ -121,7 +122,8 @@ def test_login_through_the_browser_signs_in_with_the_code_the_user_types_or_ends
         shown += line
     code = shown.split("type this code:")[1].split()[0]
     assert f"Open {web.url}/cli/login/ in the browser" in shown
-    answer = confirm_in_browser(web, alice, code, action)
+    who, choice = (bob, "confirm") if action == "confirmed-by-another" else (alice, action)
+    answer = confirm_in_browser(web, who, code, choice)
     assert answer.status_code == 200
     out, err = process.communicate(timeout=60)
     saved = config_home / "gpulab" / "profiles.json"
@@ -129,9 +131,12 @@ def test_login_through_the_browser_signs_in_with_the_code_the_user_types_or_ends
         assert process.returncode == 0, err
         assert f"Signed in to {web.url} as alice" in err and out == ""
         assert Token.objects.get(user=alice).key in saved.read_text()
-    else:
+    elif action == "refuse":
         assert process.returncode == 3 and "The sign-in was refused in the browser." in err
         assert not saved.exists() and not Token.objects.filter(user=alice).exists()
+    else:
+        assert process.returncode == 3 and "The code was confirmed by bob, not alice: nothing was kept." in err
+        assert not saved.exists()
 
 
 def test_a_wrong_password_exits_3_with_the_portal_s_words_and_keeps_nothing(gpulab, web, alice, config_home):

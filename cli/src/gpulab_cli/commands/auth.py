@@ -22,7 +22,8 @@ Examples:
   gpulab login https://gpulab.example.edu
   gpulab --profile lab2 login https://lab2.example.edu -u alice
   printf '%s\\n' "$PASSWORD" | gpulab login https://gpulab.example.edu -u alice --password-stdin
-  gpulab login https://gpulab.example.edu --browser   (campus single sign-on: confirm a code in your browser)"""
+  gpulab login https://gpulab.example.edu --browser   (campus single sign-on: confirm a code in your browser)
+  gpulab login https://gpulab.example.edu --browser -u alice   (keep it only if alice confirmed it)"""
 )
 @click.argument("url")
 @click.option("-u", "--username", help="Your portal username (asked for when left out).")
@@ -40,10 +41,16 @@ def login(url: str, username: str | None, password_stdin: bool, browser: bool) -
     by --profile, or as the default profile."""
     url = portal_url(url)
     if browser:
-        if username is not None or password_stdin:
-            raise click.UsageError("--browser takes no username or password: you confirm in your browser.")
-        token, username = browser_login(url)
-        keep(url, username, token)
+        if password_stdin:
+            raise click.UsageError("--browser takes no password: you confirm in your browser.")
+        token, confirmed_by = browser_login(url)
+        if username is not None and confirmed_by != username:
+            # Someone else typed the code first (read off this screen): their token is not kept here.
+            raise exits.Refused(
+                f"The code was confirmed by {confirmed_by}, not {username}: nothing was kept. Run the login again "
+                "and confirm it yourself."
+            )
+        keep(url, confirmed_by, token)
         return
     if username is None:
         username = click.prompt("Username", err=True)
@@ -73,7 +80,13 @@ def browser_login(url: str) -> tuple[str, str]:
     while time.monotonic() < deadline:
         time.sleep(max(1, int(started.get("interval", 2))))
         # Refused (410) when it was refused in the browser, expired or used: the portal's words say which.
-        answer = portal.poll_code_login(str(started["device_code"]))
+        try:
+            answer = portal.poll_code_login(str(started["device_code"]))
+        except client.Refused as exc:
+            if exc.status != 429:
+                raise
+            time.sleep(int(started.get("interval", 2)))  # asked too soon: the portal says slow down
+            continue
         if answer is not None:
             return str(answer["token"]), str(answer["username"])
     raise exits.Refused("The code expired before it was confirmed: run `gpulab login --browser` again.")
