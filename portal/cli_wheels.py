@@ -29,14 +29,26 @@ class Wheel:
     sha256: str
 
 
-def wheels() -> list[Wheel]:
+# SHA-256 of each wheel by (path, size, mtime): the files change only when scripts/cli_wheels.sh runs again, and an
+# anonymous request must not make the server read and hash every wheel.
+_digests: dict[tuple[str, int, int], str] = {}
+
+
+def _files() -> list[Path]:
     folder = Path(settings.CLI_WHEELS_DIR)
     if not folder.is_dir():
         return []
+    return [p for p in sorted(folder.iterdir()) if WHEEL.match(p.name) and p.is_file() and not p.is_symlink()]
+
+
+def wheels() -> list[Wheel]:
     found = []
-    for path in sorted(folder.iterdir()):
-        if WHEEL.match(path.name) and path.is_file() and not path.is_symlink():
-            found.append(Wheel(path.name, path.stat().st_size, hashlib.sha256(path.read_bytes()).hexdigest()))
+    for path in _files():
+        stat = path.stat()
+        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        if key not in _digests:
+            _digests[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+        found.append(Wheel(path.name, stat.st_size, _digests[key]))
     return found
 
 
@@ -61,7 +73,7 @@ def wheel_index(request):
 
 @require_safe
 def wheel_file(request, name: str):
-    if not WHEEL.match(name) or name not in {w.name for w in wheels()}:
+    if not WHEEL.match(name) or name not in {path.name for path in _files()}:
         raise Http404("No such wheel.")
     path = Path(settings.CLI_WHEELS_DIR) / name
     return FileResponse(path.open("rb"), as_attachment=True, content_type="application/octet-stream")

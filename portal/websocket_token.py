@@ -31,5 +31,6 @@ class TokenAuthMiddleware:
         header = dict(scope.get("headers", ())).get(b"authorization", b"")
         if header[: len(SCHEME)].lower() == SCHEME:
             key = header[len(SCHEME) :].decode("latin-1").strip()
-            scope = {**scope, "user": await database_sync_to_async(_user_for)(key)}
+            # The key goes along so that a long-lived socket can tell when it is revoked (sessions/terminal.py).
+            scope = {**scope, "user": await database_sync_to_async(_user_for)(key), "api_token": key}
         return await self.application(scope, receive, send)

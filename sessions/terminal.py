@@ -58,6 +58,17 @@ def _still_running(job) -> bool:
     return job.state == JobState.RUNNING
 
 
+def _signed_in_still(user_id: int, token_key: object) -> bool:
+    """The user is still active and, for a terminal opened with an API token (gpulab shell), the token still exists:
+    replacing it or `gpulab logout` ends the shell it opened, as the profile page says it stops working at once."""
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    if not get_user_model().objects.filter(pk=user_id, is_active=True).exists():
+        return False
+    return token_key is None or Token.objects.filter(key=token_key, user_id=user_id).exists()
+
+
 def _record_staff_terminal(job, user) -> str:
     note = f"{user.get_full_name() or user.username} (instructor) opened a terminal in this job."
     states.record(job, EventKind.NOTE, note, actor=user)
@@ -89,6 +100,8 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             return
         # One group per job's terminals: an instructor's arrival is told to the student's open terminal.
         self.group, self.as_staff = f"terminal.job.{self.job.pk.hex}", as_staff
+        assert user is not None  # the auth middleware always sets it; _authorize refused anyone signed out
+        self.opener_id: int = user.pk  # who opened it: their sign-in is checked on the terminal's own clock
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         if not await database_sync_to_async(_still_running)(self.job):
@@ -187,6 +200,10 @@ class TerminalConsumer(AsyncWebsocketConsumer):
                 return
             if not await database_sync_to_async(_still_running)(self.job):
                 await self.finish("The job has ended, so its terminal is closed. Its files stay in the run directory.")
+                return
+            token_key = self.scope.get("api_token")
+            if not await database_sync_to_async(_signed_in_still)(self.opener_id, token_key):
+                await self.finish("Your sign-in ended (the API token was replaced or revoked, or the account closed).")
                 return
 
     async def receive(self, text_data=None, bytes_data=None):

@@ -349,8 +349,9 @@ def test_shell_runs_what_is_piped_in_inside_the_running_job_and_ends_with_the_sh
 def test_a_terminal_socket_opened_with_a_token_is_that_token_s_user_and_no_one_else_s(
     worker, web, alice, bob, cluster, sleep_template, api_for, job_state
 ):
-    """What `gpulab shell` opens, at the socket: alice's token opens her job's terminal, bob's or an unknown token is
-    refused as a missing job would be, also when the handshake carries alice's session cookie beside bob's token."""
+    """What `gpulab shell` opens, at the socket: alice's token opens her job's terminal, and the terminal closes when
+    the token is revoked; bob's or an unknown token is refused as a missing job would be, also when the handshake
+    carries alice's session cookie beside bob's token."""
     job = job_state(launch(api_for, alice, gpus_per_node=1, seconds=240, time_minutes=5), "running")
     url = web.url.replace("http://", "ws://") + f"/ws/jobs/{job.pk}/terminal/?cols=80&rows=24"
 
@@ -364,6 +365,12 @@ def test_a_terminal_socket_opened_with_a_token_is_that_token_s_user_and_no_one_e
         while "token-42" not in output:
             frame = socket.recv(timeout=30)
             output += frame.decode(errors="replace") if isinstance(frame, bytes) else ""
+        Token.objects.filter(user=alice).delete()  # gpulab logout, or "Replace token" on the profile page
+        closed = ""
+        while not closed:
+            frame = socket.recv(timeout=30)
+            closed = json.loads(frame).get("closed", "") if isinstance(frame, str) else ""
+        assert closed.startswith("Your sign-in ended")
     bob_token = Token.objects.get_or_create(user=bob)[0].key
     for token, cookie in ((bob_token, ""), ("0" * 40, ""), (bob_token, f"sessionid={session_cookie(alice)}")):
         with pytest.raises(InvalidStatus) as refused:
