@@ -57,6 +57,14 @@ class CourseAdmin(admin.ModelAdmin):
                 "description": "The namespace quota is the per-student limits times the students it holds.",
             },
         ),
+        (
+            "Kubernetes with Kueue",
+            {
+                "fields": ["kueue_local_queue", "kueue_preemption", "kueue_borrowing_limit", "kueue_lending_limit"],
+                "description": "On a cluster where Test connection found Kueue, every job of the course goes in "
+                "the course's queue.",
+            },
+        ),
     ]
 
 

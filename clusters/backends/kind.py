@@ -183,8 +183,9 @@ class Kind:
         """Whether a template body runs only on clusters with the MPI Operator."""
         return False
 
-    def namespace_plan(self, course: Any, user: Any) -> NamespacePlan | None:
-        """What the backend must prepare before this user's job is submitted (a namespace with its quota)."""
+    def namespace_plan(self, course: Any, user: Any, cluster: Any = None) -> NamespacePlan | None:
+        """What the backend must prepare before this user's job is submitted on `cluster` (a namespace with its quota,
+        and its queue where the cluster has one)."""
         return None
 
     # -- a running job --------------------------------------------------------------------------------------------

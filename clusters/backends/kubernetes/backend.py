@@ -11,6 +11,7 @@ The scheduler id is "<namespace>/<job UUID>".
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import re
@@ -38,15 +39,18 @@ from ..base import (
     NotSupported,
     PodUsage,
     QueuedJob,
+    QueuePlan,
     QueueView,
     SchedulerStatus,
     SubmitRejected,
     SubmitRequest,
     complete_utf8,
 )
+from . import kueue, kueue_queue, kueue_status
 from . import status as kube_status
 from .api import KINDS, NAMESPACE, POD, Conflict, KubeAPI, NotFound, kind_of
 from .manifests import (
+    LABEL_COURSE,
     LABEL_JOB,
     LABEL_ROLE,
     LABEL_WORKLOAD,
@@ -140,11 +144,21 @@ class KubernetesBackend(ClusterBackend):
             "Kubernetes: GPUs and add-ons",
             {"fields": ["gpu_sharing_factor", "prometheus_url", "has_mpi_operator", "has_metrics_api"]},
         ),
+        (
+            "Kubernetes: Kueue",
+            {
+                "fields": ["kube_addons", "kueue_cohort", "kueue_flavor"],
+                "description": "Where Test connection finds Kueue, every course's jobs go in the course's queue "
+                "(set per course).",
+            },
+        ),
     )
 
     def __init__(self, cluster, account):
         super().__init__(cluster, account)
         self._pending: list[SchedulerStatus] = []  # what this cycle's poll found waiting, for queue()
+        self._waiting: list[kueue_queue.Waiting] = []  # of those, the ones waiting in Kueue
+        self._usage: dict[str, kueue_status.QueueUsage] = {}  # this cycle's ClusterQueues
 
     @cached_property
     def api(self) -> KubeAPI:
@@ -238,7 +252,36 @@ class KubernetesBackend(ClusterBackend):
             {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": LIMITS_NAME, **meta}},
             {"limits": [{"type": "Container", **plan.limits}]},
         )
+        if plan.queue is not None:
+            self.ensure_queue(plan.queue, plan.name, plan.labels.get(LABEL_COURSE, ""))
         cache.set(key, True, NAMESPACE_CACHE_SECONDS)
+
+    def ensure_queue(self, queue: QueuePlan, namespace: str, course_label: str) -> None:
+        """The course's Kueue queue for this namespace: the ClusterQueue and LocalQueue the portal keeps, made or
+        brought to the plan (get, then create or merge-patch); or the admin's LocalQueue, which must exist."""
+        if queue.cluster_queue is None:
+            try:
+                self.api.get(kueue.LOCAL_QUEUE.item(namespace, queue.local_queue))
+            except NotFound:
+                raise SubmitRejected(
+                    f"The course's Kueue queue (LocalQueue “{queue.local_queue}”) does not exist in namespace "
+                    f"{namespace} on {self.cluster.display_name}. Ask an admin to create it, or to clear the course's "
+                    "“existing Kueue LocalQueue” so that the portal manages the course's queue."
+                ) from None
+            return
+        self._apply(kueue.CLUSTER_QUEUE, "", queue.cluster_queue)
+        self._apply(kueue.LOCAL_QUEUE, namespace, kueue.local_queue(queue, namespace, course_label))
+
+    def _apply(self, kind, namespace: str, obj: dict) -> None:
+        path = kind.item(namespace, name_of(obj))
+        try:
+            existing = self.api.get(path)
+        except NotFound:
+            with contextlib.suppress(Conflict):  # another worker made it just now
+                self.api.create(kind.collection(namespace), obj)
+            return
+        if existing.get("spec") != obj["spec"]:
+            self.api.patch(path, {"spec": obj["spec"], "metadata": {"labels": obj["metadata"]["labels"]}})
 
     def _upsert(self, obj: dict, spec: dict) -> None:
         kind, namespace = kind_of(obj), obj["metadata"]["namespace"]
@@ -255,23 +298,74 @@ class KubernetesBackend(ClusterBackend):
                 namespace, job = split_id(scheduler_id)
                 by_namespace[namespace][job] = scheduler_id
         statuses: dict[str, SchedulerStatus] = {}
+        self._waiting, self._usage = [], {}
+        queued = kueue.uses_kueue(self.cluster)
+        if queued:
+            self._usage = kueue_queue.cluster_queues(self.api, kueue.CLUSTER_QUEUE)
         for namespace, jobs in by_namespace.items():
             pods_by_job = self._job_pods(namespace)
+            workloads = self._queue_workloads(namespace, jobs) if queued else {}
             for job, scheduler_id in jobs.items():
-                pods = pods_by_job.get(job, [])
-                workload = labels(pods[0]).get(LABEL_WORKLOAD, "") if pods else ""
-                status = kube_status.from_pods(scheduler_id, workload, pods) if workload else None
-                if status is None:
-                    found = self._workload(namespace, job, workload)
-                    status = kube_status.from_workload(scheduler_id, found, pods) if found else None
+                status = self._status(namespace, job, scheduler_id, pods_by_job.get(job, []), workloads.get(job))
                 if status is not None:
                     statuses[scheduler_id] = status
         self._pending = [status for status in statuses.values() if status.state == JobState.PENDING]
         return statuses
 
+    def _status(
+        self, namespace: str, job: str, scheduler_id: str, pods: list[dict], queued: dict | None
+    ) -> SchedulerStatus | None:
+        workload = labels(pods[0]).get(LABEL_WORKLOAD, "") if pods else ""
+        status = kube_status.from_pods(scheduler_id, workload, pods) if workload else None
+        if status is None and queued is not None and not kueue_status.holds(queued, "Finished"):
+            status = kueue_status.waiting(scheduler_id, queued)  # no pods yet: in Kueue's hands
+        if status is None:
+            found = self._workload(namespace, job, workload)
+            status = kube_status.from_workload(scheduler_id, found, pods) if found else None
+        if status is None or queued is None:
+            return status
+        return self._in_queue(status, namespace, queued)
+
+    def _in_queue(self, status: SchedulerStatus, namespace: str, queued: dict) -> SchedulerStatus:
+        """The status with what Kueue did with the job, and, running on borrowed GPUs, what that means."""
+        reason = status.reason
+        usage = self._usage.get(kueue_status.cluster_queue_of(queued))
+        if status.state == JobState.RUNNING and usage is not None and usage.borrowed:
+            reason = f"{reason}; {usage.borrowing_words()}" if reason else usage.borrowing_words()
+        if status.state == JobState.PENDING:
+            self._waiting.append(
+                kueue_queue.Waiting(
+                    status.scheduler_id,
+                    namespace,
+                    (queued.get("spec") or {}).get("queueName", ""),
+                    name_of(queued),
+                    kueue_status.cluster_queue_of(queued),
+                    status.reason,
+                )
+            )
+        return dataclasses.replace(status, reason=reason[:255], milestones=kueue_status.milestones(queued))
+
+    def _queue_workloads(self, namespace: str, jobs: dict[str, str]) -> dict[str, dict]:
+        """Kueue's Workloads in a namespace, by the portal job whose Job owns each: one list per namespace per cycle.
+        Kueue names the owner; the portal's Job is named after the job (kueue.put_in_queue)."""
+        try:
+            workloads = self.api.list(kueue.WORKLOAD.collection(namespace))
+        except NotFound:
+            return {}
+        by_name = {f"gpulab-{job[:8]}": job for job in jobs}
+        found: dict[str, dict] = {}
+        for workload in sorted(workloads, key=lambda w: (w.get("metadata") or {}).get("creationTimestamp") or ""):
+            for owner in (workload.get("metadata") or {}).get("ownerReferences") or []:
+                if owner.get("kind") in {"Job", "MPIJob"} and owner.get("name") in by_name:
+                    found[by_name[owner["name"]]] = workload
+        return found
+
     def queue(self) -> QueueView:
         """What this cycle's poll read of the pending pods' conditions: Kubernetes keeps no queue order and makes no
-        start estimate, so that is all there is to say (no call of its own)."""
+        start estimate, so that is all there is to say (no call of its own). With Kueue: the place of each waiting
+        job in its queue, one visibility call per LocalQueue holding one (kueue_queue.py)."""
+        if self._waiting:
+            return kueue_queue.view(self.api, self._waiting, self._usage)
         jobs = tuple(QueuedJob(status.scheduler_id, JobState.PENDING, reason=status.reason) for status in self._pending)
         return QueueView(
             jobs=jobs,
@@ -457,8 +551,25 @@ class KubernetesBackend(ClusterBackend):
     def test_connection(self) -> ConnectionReport:
         version = self.api.get("/version").get("gitVersion", "unknown")
         lines = [f"Kubernetes {version} at {self.api.client.configuration.host}."]
+        missing = self._missing(NEEDED_ACCESS)
+        addons = {fact: self._serves(kind) for fact, kind, _, _ in kueue.ADDONS}
+        if addons["kueue"]:
+            missing += self._missing(kueue.NEEDED_ACCESS)
+        lines += missing or ["The portal's identity may do everything it needs."]
+        facts = {"server_version": version, "has_mpi_operator": self._serves(MPIJOB), "has_metrics_api": False}
+        facts["has_metrics_api"] = self._serves(KINDS[("metrics.k8s.io/v1beta1", "PodMetrics")])
+        facts["kube_addons"] = addons
+        lines.append("MPI Operator (MPIJob): " + ("installed" if facts["has_mpi_operator"] else "not installed"))
+        lines.append("Metrics API (kubectl top): " + ("available" if facts["has_metrics_api"] else "not available"))
+        for fact, _, label, use in kueue.ADDONS:
+            found = "installed" + (f": {use}" if use else "") if addons[fact] else "not installed"
+            lines.append(f"{label}: {found}")
+        return ConnectionReport(ok=not missing, lines=lines, facts=facts)
+
+    def _missing(self, needed: list[tuple[str, str, str, str, str]]) -> list[str]:
+        """SelfSubjectAccessReview for each need: a sentence for each the portal's identity may not do."""
         missing = []
-        for verb, group, resource, sub, purpose in NEEDED_ACCESS:
+        for verb, group, resource, sub, purpose in needed:
             review = {
                 "apiVersion": "authorization.k8s.io/v1",
                 "kind": "SelfSubjectAccessReview",
@@ -472,12 +583,7 @@ class KubernetesBackend(ClusterBackend):
                 missing.append(
                     f"Missing permission: {verb} {what}{'.' + group if group else ''} — needed to {purpose}."
                 )
-        lines += missing or ["The portal's identity may do everything it needs."]
-        facts = {"server_version": version, "has_mpi_operator": self._serves(MPIJOB), "has_metrics_api": False}
-        facts["has_metrics_api"] = self._serves(KINDS[("metrics.k8s.io/v1beta1", "PodMetrics")])
-        lines.append("MPI Operator (MPIJob): " + ("installed" if facts["has_mpi_operator"] else "not installed"))
-        lines.append("Metrics API (kubectl top): " + ("available" if facts["has_metrics_api"] else "not available"))
-        return ConnectionReport(ok=not missing, lines=lines, facts=facts)
+        return missing
 
     def _serves(self, kind) -> bool:
         try:

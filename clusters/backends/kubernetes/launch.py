@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..kind import RenderRefused
+from . import kueue
 from .manifests import (
     ManifestContext,
     ManifestError,
@@ -78,7 +79,14 @@ def ingress_for(objects: list[dict], ctx: ManifestContext, host_domain: str) -> 
 
 
 def render(
-    template, course, user, values: Mapping[str, Any], job_id: uuid.UUID, *, with_ingress: bool = True
+    template,
+    course,
+    user,
+    values: Mapping[str, Any],
+    job_id: uuid.UUID,
+    *,
+    with_ingress: bool = True,
+    cluster: Any = None,
 ) -> Rendered:
     ctx = context_for(user, course, job_id)
     try:
@@ -87,6 +95,8 @@ def render(
             ingress = ingress_for(objects, ctx, course.ingress_host)
             if ingress is not None:
                 objects.append(ingress)
+        if cluster is not None and kueue.uses_kueue(cluster):  # every workload in the course's queue
+            kueue.put_in_queue(objects, kueue.local_queue_name(course), ctx.job_name)
     except ManifestError as exc:
         raise RenderRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
     for obj in objects:
