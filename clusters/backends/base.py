@@ -45,6 +45,7 @@ from clusters.limits import PartitionLimits as PartitionLimits
 
 from .nodes import NodeInfo as NodeInfo
 from .queue import QueuedJob as QueuedJob
+from .queue import QueueSummary as QueueSummary
 from .queue import QueueView as QueueView
 
 if TYPE_CHECKING:

@@ -47,3 +47,17 @@ class QueueView:
 
     def running(self) -> list[QueuedJob]:
         return [job for job in self.jobs if job.state == "running"]
+
+
+@dataclass(frozen=True)
+class QueueSummary:
+    """A course's own queue on a cluster that keeps one (Kueue: its ClusterQueue), for the course pages."""
+
+    name: str
+    nominal_gpus: int
+    used_gpus: int
+    borrowed_gpus: int
+    pending: int
+    admitted: int
+    cohort: str = ""
+    policy: str = ""  # its preemption policy in words

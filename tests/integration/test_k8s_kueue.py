@@ -188,7 +188,7 @@ def test_waiting_third_of_five_with_quota_policy_and_no_estimate_then_without_vi
 
 
 def test_preempted_requeued_and_admitted_again_on_borrowed_quota_all_on_the_timeline(
-    worker, login, api_for, alice, course, kueue_cluster, k8s_templates, kueue_kube, kueue, job_state
+    worker, login, api_for, alice, instructor, course, kueue_cluster, k8s_templates, kueue_kube, kueue, job_state
 ):
     job = job_state(launch(api_for, alice), "pending")
     found, job_path = batch_job(kueue_kube, job)
@@ -223,6 +223,18 @@ def test_preempted_requeued_and_admitted_again_on_borrowed_quota_all_on_the_time
     for step in steps:  # in this order on the timeline
         at = page.index(step, at) + len(step)
     assert "In the cluster's queue: preempted 1 time, requeued 1 time." in page
+
+    # The course's queue on its page and its class dashboard, for its teachers.
+    for where in (reverse("courses:jobs", args=[course.slug]), reverse("telemetry:dashboard", args=[course.slug])):
+        panel = html.unescape(login(instructor).get(where).content.decode())
+        assert (
+            "The course's queue on Kueue cluster" in panel
+            and 'gpulab-hpc <span class="small muted">in cohort lab' in panel
+        )
+        assert "<strong>10</strong> in use of a quota of 4; <strong>2</strong> borrowed from the cohort" in panel
+        assert "3 admitted, 0 pending" in panel
+        assert '<dd class="queue-preemptions">1</dd>' in panel
+    assert login(alice).get(reverse("courses:jobs", args=[course.slug])).status_code == 404  # teachers only
 
 
 def test_a_course_mapped_to_a_missing_local_queue_is_refused_with_the_reason(

@@ -27,6 +27,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from core.choices import JobState
+from core.course_choices import Role
 
 from ..base import (
     BackendError,
@@ -40,6 +41,7 @@ from ..base import (
     PodUsage,
     QueuedJob,
     QueuePlan,
+    QueueSummary,
     QueueView,
     SchedulerStatus,
     SubmitRejected,
@@ -61,6 +63,7 @@ from .manifests import (
     memory_bytes,
     session_secret,
 )
+from .namespaces import namespace_for
 
 logger = logging.getLogger(__name__)
 
@@ -400,6 +403,29 @@ class KubernetesBackend(ClusterBackend):
             if items:
                 return items[0]
         return None
+
+    def course_queue(self, course) -> QueueSummary:
+        """The course's ClusterQueue now: its own where the portal manages it, else the one the course's LocalQueue
+        feeds (read in the namespace of the course, or of its first student)."""
+        name = kueue.cluster_queue_name(course)
+        if course.kueue_local_queue:
+            student = course.enrollments.filter(role=Role.STUDENT).select_related("user").first()
+            if student is None:
+                raise BackendError("The course has no students yet, so no namespace of it holds its LocalQueue.")
+            namespace = namespace_for(course, student.user)
+            local = self.api.get(kueue.LOCAL_QUEUE.item(namespace, course.kueue_local_queue))
+            name = (local.get("spec") or {}).get("clusterQueue", "")
+        usage = kueue_status.QueueUsage.of(self.api.get(kueue.CLUSTER_QUEUE.item("", name)))
+        return QueueSummary(
+            name=usage.name,
+            nominal_gpus=usage.nominal,
+            used_gpus=usage.used,
+            borrowed_gpus=usage.borrowed,
+            pending=usage.pending,
+            admitted=usage.admitted,
+            cohort=usage.cohort,
+            policy=kueue.preemption_in_words(usage.preemption, usage.cohort),
+        )
 
     # -- cancel -----------------------------------------------------------------------------------------------
     def _owned(self, namespace: str, job: str) -> list[tuple[str, dict]]:

@@ -23,6 +23,7 @@ from ..kind import (
     Scaled,
     ServerPanel,
 )
+from ..queue import QueueSummary
 from . import endpoints, kueue, launch, namespaces, notebook, shell
 from .api import kubeconfig_contexts
 from .backend import KubernetesBackend
@@ -134,6 +135,11 @@ class KubernetesKind(Kind):
         plan = namespaces.plan_for(course, user)
         queue = kueue.plan_for(course, cluster) if cluster is not None else None
         return dataclasses.replace(plan, queue=queue) if queue else plan
+
+    def queue_summary(self, cluster, course) -> QueueSummary | None:
+        if not kueue.uses_kueue(cluster):
+            return None
+        return KubernetesBackend(cluster, cluster.service_account()).course_queue(course)
 
     def time_limit_minutes(self, job) -> int | None:
         """A Job's activeDeadlineSeconds, or the portal stopping a server: the template's limit either way."""
