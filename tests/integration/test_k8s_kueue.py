@@ -188,7 +188,18 @@ def test_waiting_third_of_five_with_quota_policy_and_no_estimate_then_without_vi
 
 
 def test_preempted_requeued_and_admitted_again_on_borrowed_quota_all_on_the_timeline(
-    worker, login, api_for, alice, instructor, course, kueue_cluster, k8s_templates, kueue_kube, kueue, job_state
+    worker,
+    login,
+    api_for,
+    alice,
+    instructor,
+    admin_user,
+    course,
+    kueue_cluster,
+    k8s_templates,
+    kueue_kube,
+    kueue,
+    job_state,
 ):
     job = job_state(launch(api_for, alice), "pending")
     found, job_path = batch_job(kueue_kube, job)
@@ -235,6 +246,14 @@ def test_preempted_requeued_and_admitted_again_on_borrowed_quota_all_on_the_time
         assert "3 admitted, 0 pending" in panel
         assert '<dd class="queue-preemptions">1</dd>' in panel
     assert login(alice).get(reverse("courses:jobs", args=[course.slug])).status_code == 404  # teachers only
+    # And live on the course's admin page.
+    admin_page = html.unescape(
+        login(admin_user).get(reverse("admin:courses_course_change", args=[course.pk])).content.decode()
+    )
+    assert (
+        "Kueue cluster: ClusterQueue gpulab-hpc uses 10 of its 4 GPUs, 2 borrowed from cohort lab; 3 admitted"
+        in admin_page
+    )
 
 
 def test_a_course_mapped_to_a_missing_local_queue_is_refused_with_the_reason(

@@ -181,17 +181,18 @@ def checked(obj: dict) -> dict:
 def put_in_queue(objects: list[dict], queue: str, job_name: str) -> None:
     """Label the job's workload with its queue; a Job is created suspended, for Kueue to start it when admitted.
 
-    Kueue names the Workload after the object that owns it: the portal finds a job's Workload by that name (one list
-    per namespace per cycle), so the Job must be named {{ job_name }}."""
+    Kueue's Workload names the object that owns it: the portal finds a job's Workload by that name (one list per
+    namespace per cycle), so a Job or MPIJob must be named {{ job_name }}."""
     for obj in objects:
         if obj["kind"] not in {"Job", "Deployment", "MPIJob"}:
             continue
         obj["metadata"].setdefault("labels", {})[QUEUE_LABEL] = queue
+        if obj["kind"] in {"Job", "MPIJob"} and obj["metadata"]["name"] != job_name:
+            raise ManifestError(
+                f"On a cluster with Kueue the {obj['kind']} must be named {{{{ job_name }}}}, not "
+                f"{obj['metadata']['name']}."
+            )
         if obj["kind"] == "Job":
-            if obj["metadata"]["name"] != job_name:
-                raise ManifestError(
-                    f"On a cluster with Kueue the Job must be named {{{{ job_name }}}}, not {obj['metadata']['name']}."
-                )
             obj["spec"]["suspend"] = True
         elif obj["kind"] == "MPIJob":
             obj["spec"].setdefault("runPolicy", {})["suspend"] = True
