@@ -14,6 +14,13 @@ KUEUE = "/apis/kueue.x-k8s.io/v1beta1"
 FLAVOR = "default-flavor"
 
 
+def nested(keys: tuple[str, ...], value) -> dict:
+    """{"a": {"b": value}} for ("a", "b"): a merge patch of one field."""
+    for key in reversed(keys):
+        value = {key: value}
+    return value
+
+
 class Kueue:
     def __init__(self, kube: Emulator):
         self.kube = kube
@@ -24,10 +31,20 @@ class Kueue:
         self.clock += datetime.timedelta(seconds=1)
         return self.clock.strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    def workload_for(self, job: dict) -> str:
-        """The Workload Kueue makes for a suspended Job: named after it, owned by it, its pod template as podSet."""
+    def workload_for(self, job: dict, kind: str = "Job") -> str:
+        """The Workload Kueue makes for a suspended Job (or an operator's job): named after it, owned by it, a podSet
+        per pod template (a PyTorchJob's: one per replica type)."""
         meta = job["metadata"]
-        name = f"job-{meta['name']}-{meta['uid'][:5]}"
+        name = f"{kind.lower()}-{meta['name']}-{meta['uid'][:5]}"
+        if kind == "PyTorchJob":
+            pod_sets = [
+                {"name": replica.lower(), "count": spec.get("replicas", 1), "template": spec["template"]}
+                for replica, spec in job["spec"]["pytorchReplicaSpecs"].items()
+            ]
+        else:
+            pod_sets = [
+                {"name": "main", "count": job["spec"].get("parallelism", 1), "template": job["spec"]["template"]}
+            ]
         workload = {
             "apiVersion": "kueue.x-k8s.io/v1beta1",
             "kind": "Workload",
@@ -37,8 +54,8 @@ class Kueue:
                 "labels": {"kueue.x-k8s.io/job-uid": meta["uid"]},
                 "ownerReferences": [
                     {
-                        "apiVersion": "batch/v1",
-                        "kind": "Job",
+                        "apiVersion": job["apiVersion"],
+                        "kind": kind,
                         "name": meta["name"],
                         "uid": meta["uid"],
                         "controller": True,
@@ -48,9 +65,7 @@ class Kueue:
             },
             "spec": {
                 "queueName": meta["labels"]["kueue.x-k8s.io/queue-name"],
-                "podSets": [
-                    {"name": "main", "count": job["spec"].get("parallelism", 1), "template": job["spec"]["template"]}
-                ],
+                "podSets": pod_sets,
             },
         }
         created = self.kube.call("POST", f"{KUEUE}/namespaces/{meta['namespace']}/workloads", workload)
@@ -80,11 +95,20 @@ class Kueue:
         )
         self._write(path, {"QuotaReserved": ("False", "Pending", message)})
 
-    def admit(self, path: str, job_path: str, cluster_queue: str, gpus: int = 1) -> None:
+    def admit(
+        self, path: str, job_path: str, cluster_queue: str, gpus: int = 1, suspend_field: tuple[str, ...] = ("suspend",)
+    ) -> None:
+        pod_sets = self.kube.get(path)["spec"]["podSets"]
         admission = {
             "clusterQueue": cluster_queue,
             "podSetAssignments": [
-                {"name": "main", "flavors": {"nvidia.com/gpu": FLAVOR}, "resourceUsage": {"nvidia.com/gpu": gpus}}
+                {
+                    "name": pod_set["name"],
+                    "flavors": {"nvidia.com/gpu": FLAVOR},
+                    "resourceUsage": {"nvidia.com/gpu": gpus // len(pod_sets)},
+                    "count": pod_set["count"],
+                }
+                for pod_set in pod_sets
             ],
         }
         changes = {
@@ -95,7 +119,7 @@ class Kueue:
             if kind in self.conditions[path]:
                 changes[kind] = ("False", "QuotaReserved", "Previously: evicted")
         self._write(path, changes, admission=admission)
-        self.kube.call("PATCH", job_path, {"spec": {"suspend": False}}, "application/merge-patch+json")
+        self.kube.call("PATCH", job_path, {"spec": nested(suspend_field, False)}, "application/merge-patch+json")
 
     def pods_ready(self, path: str) -> None:
         self._write(path, {"PodsReady": ("True", "PodsReady", "All pods reached readiness")})

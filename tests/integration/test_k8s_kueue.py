@@ -37,7 +37,7 @@ def kueue_cluster(transactional_db, course, kueue_kube):
         name="k8s",
         title="Kueue cluster",
         kind="kubernetes",
-        kube_addons={"kueue": True, "kueue_visibility": True},
+        kube_addons={"kueue": True, "kueue_visibility": True, "training_operator": True},
         kueue_cohort="lab",
     )
     account = ClusterAccount(cluster=cluster, username="gpulab-portal", auth_method=AuthMethod.KUBECONFIG)
@@ -264,3 +264,100 @@ def test_a_course_mapped_to_a_missing_local_queue_is_refused_with_the_reason(
     job = job_state(launch(api_for, alice), "submit_failed")
     assert "The course's Kueue queue (LocalQueue “team-a”) does not exist in namespace gpulab-hpc" in job.error
     assert kueue_kube.items(f"/apis/batch/v1/namespaces/{NS}/jobs", f"gpulab.io/job={job.pk}") == []
+
+
+DDP = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: "{{ job_name }}"}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: gpulab/tinylm-trainer:0.1.0-cpu
+              args: ["--max_steps", "{{ max_steps }}", "--run_dir", "/tmp/run"]
+              resources: {limits: {cpu: "1", memory: 2Gi, nvidia.com/gpu: 1}}
+    Worker:
+      replicas: {{ workers }}
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: gpulab/tinylm-trainer:0.1.0-cpu
+              args: ["--max_steps", "{{ max_steps }}", "--run_dir", "/tmp/run"]
+              resources: {limits: {cpu: "1", memory: 2Gi, nvidia.com/gpu: 1}}
+"""
+
+
+def test_a_pytorchjob_waits_in_the_queue_and_fails_with_its_failed_worker_in_words(
+    worker, api_for, alice, course, kueue_cluster, kueue_kube, kueue, job_state
+):
+    from jobs.models import JobTemplate
+
+    parameters = [
+        {"name": "workers", "type": "int", "label": "Workers", "default": 1, "min": 1, "max": 3},
+        {"name": "max_steps", "type": "int", "label": "Steps", "default": 50, "min": 1, "max": 1000},
+    ]
+    template = JobTemplate.objects.create(
+        slug="ddp-pytorchjob",
+        name="DDP",
+        backend="kubernetes",
+        body=DDP,
+        parameters=parameters,
+        max_gpus=4,
+        status=JobTemplate.Status.PUBLISHED,
+    )
+    template.courses.add(course)
+    response = api_for(alice).post(
+        "/api/v1/jobs/", {"template": template.slug, "cluster": "k8s", "params": {"workers": 1}}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    job = job_state(Job.objects.get(pk=response.json()["id"]), "pending")
+    assert job.gpus == 2
+    (found,) = kueue_kube.items(f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs", f"gpulab.io/job={job.pk}")
+    assert found["spec"]["runPolicy"] == {"suspend": True, "activeDeadlineSeconds": 120 * 60}
+    assert found["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == QUEUE
+    path = f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/{found['metadata']['name']}"
+
+    # Kueue admits it (its Workload owned by the PyTorchJob); the operator starts a Master and a Worker.
+    workload = kueue.workload_for(found, kind="PyTorchJob")
+    kueue.admit(workload, path, QUEUE, gpus=2, suspend_field=("runPolicy", "suspend"))
+    assert kueue_kube.get(path)["spec"]["runPolicy"]["suspend"] is False
+    for replica in ("Master", "Worker"):
+        pod = {
+            "metadata": {"namespace": NS},
+            "spec": {"template": found["spec"]["pytorchReplicaSpecs"][replica]["template"]},
+        }
+        kueue_kube.start_pod(pod, f"ddp-{replica.lower()}-0", phase="Running")
+    job_state(job, "running")
+
+    # The worker fails; the operator fails the job and stops the master (cleanPodPolicy Running).
+    crashed = [{"name": "pytorch", "state": {"terminated": {"exitCode": 1}}}]
+    kueue_kube.set_pod(NS, "ddp-worker-0", phase="Failed", containerStatuses=crashed)
+    kueue_kube.set_pod(
+        NS,
+        "ddp-master-0",
+        phase="Failed",
+        containerStatuses=[{"name": "pytorch", "state": {"terminated": {"exitCode": 137}}}],
+    )
+    failed = f"PyTorchJob {NS}/{found['metadata']['name']} is failed because 1 Worker replica(s) failed."
+    kueue_kube.set_status(
+        path,
+        {
+            "conditions": [
+                {"type": "Created", "status": "True", "reason": "PyTorchJobCreated"},
+                {"type": "Running", "status": "False", "reason": "PyTorchJobRunning"},
+                {"type": "Failed", "status": "True", "reason": "PyTorchJobFailed", "message": failed},
+            ],
+            "replicaStatuses": {"Master": {"active": 0}, "Worker": {"failed": 1}},
+        },
+    )
+    job = job_state(job, "failed")
+    assert job.scheduler_reason == f"{failed} (Worker: 1 failed)" and job.exit_code == 137  # the first pod's (Master)
+    assert job.events.filter(to_state="failed", message__contains="(Worker: 1 failed)").exists()

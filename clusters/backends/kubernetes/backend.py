@@ -70,6 +70,7 @@ logger = logging.getLogger(__name__)
 SCHEDULER_ID = re.compile(r"^(?P<namespace>[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)/(?P<job>[0-9a-f-]{36})$")
 WORKLOADS = {"Deployment": KINDS[("apps/v1", "Deployment")], "Job": KINDS[("batch/v1", "Job")]}
 MPIJOB = KINDS[("kubeflow.org/v2beta1", "MPIJob")]
+PYTORCHJOB = KINDS[("kubeflow.org/v1", "PyTorchJob")]
 HPA = KINDS[("autoscaling/v2", "HorizontalPodAutoscaler")]
 SERVICE = KINDS[("v1", "Service")]
 # Deleted in this order on cancel: what makes pods first, pods last.
@@ -77,6 +78,7 @@ OWNED = [
     KINDS[("apps/v1", "Deployment")],
     KINDS[("batch/v1", "Job")],
     MPIJOB,
+    PYTORCHJOB,
     HPA,
     KINDS[("networking.k8s.io/v1", "Ingress")],
     SERVICE,
@@ -320,8 +322,10 @@ class KubernetesBackend(ClusterBackend):
     ) -> SchedulerStatus | None:
         workload = labels(pods[0]).get(LABEL_WORKLOAD, "") if pods else ""
         status = kube_status.from_pods(scheduler_id, workload, pods) if workload else None
-        if status is None and queued is not None and not kueue_status.holds(queued, "Finished"):
-            status = kueue_status.waiting(scheduler_id, queued)  # no pods yet: in Kueue's hands
+        # No pods yet, or only ended ones of a run Kueue stopped (evicted, no longer admitted): in Kueue's hands.
+        in_queue = not pods or not kueue_status.holds(queued or {}, "Admitted")
+        if status is None and queued is not None and in_queue and not kueue_status.holds(queued, "Finished"):
+            status = kueue_status.waiting(scheduler_id, queued)
         if status is None:
             found = self._workload(namespace, job, workload)
             status = kube_status.from_workload(scheduler_id, found, pods) if found else None
@@ -359,7 +363,7 @@ class KubernetesBackend(ClusterBackend):
         found: dict[str, dict] = {}
         for workload in sorted(workloads, key=lambda w: (w.get("metadata") or {}).get("creationTimestamp") or ""):
             for owner in (workload.get("metadata") or {}).get("ownerReferences") or []:
-                if owner.get("kind") in {"Job", "MPIJob"} and owner.get("name") in by_name:
+                if owner.get("kind") in {"Job", "MPIJob", "PyTorchJob"} and owner.get("name") in by_name:
                     found[by_name[owner["name"]]] = workload
         return found
 
@@ -390,10 +394,15 @@ class KubernetesBackend(ClusterBackend):
                 grouped[pod_labels.get(LABEL_JOB, "")].append(pod)
         return grouped
 
+    def _has(self, addon: str) -> bool:
+        return bool((self.cluster.kube_addons or {}).get(addon))
+
     def _workload(self, namespace: str, job: str, hint: str = "") -> dict | None:
         kinds = [WORKLOADS[hint]] if hint in WORKLOADS else [*WORKLOADS.values()]
         if hint == "MPIJob" or (not hint and self.cluster.has_mpi_operator):
             kinds.append(MPIJOB)
+        if hint == "PyTorchJob" or (not hint and self._has("training_operator")):
+            kinds.append(PYTORCHJOB)
         for kind in kinds:
             try:
                 items = self.api.list(kind.collection(namespace), f"{LABEL_JOB}={job}")
@@ -431,7 +440,9 @@ class KubernetesBackend(ClusterBackend):
     def _owned(self, namespace: str, job: str) -> list[tuple[str, dict]]:
         found = []
         for kind in OWNED:
-            if kind is MPIJOB and not self.cluster.has_mpi_operator:
+            if (kind is MPIJOB and not self.cluster.has_mpi_operator) or (
+                kind is PYTORCHJOB and not self._has("training_operator")
+            ):
                 continue
             try:
                 items = self.api.list(kind.collection(namespace), f"{LABEL_JOB}={job}")
