@@ -152,6 +152,11 @@ def test_a_job_waits_in_its_course_queue_is_admitted_runs_and_finishes(
         assert step in timeline
     assert 'id="queue-counts"' not in timeline  # never preempted nor requeued
 
+    # The admin takes the cluster out of its cohort: the next launch brings the course's queue along.
+    Cluster.objects.filter(pk=kueue_cluster.pk).update(kueue_cohort="")
+    job_state(launch(api_for, alice), "pending")
+    assert "cohort" not in kueue_kube.get(f"{KUEUE}/clusterqueues/{QUEUE}")["spec"]
+
 
 def test_waiting_third_of_five_with_quota_policy_and_no_estimate_then_without_visibility(
     worker, login, api_for, alice, course, kueue_cluster, k8s_templates, kueue_kube, kueue, job_state

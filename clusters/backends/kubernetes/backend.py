@@ -234,8 +234,8 @@ class KubernetesBackend(ClusterBackend):
 
     def ensure_namespace(self, plan: NamespacePlan, *, force: bool = False) -> None:
         """Create the namespace and set its quota and limits; remembered for a while so launches stay cheap."""
-        digest = hashlib.sha256(repr((plan.labels, plan.quota, plan.limits)).encode()).hexdigest()[:16]
-        key = f"gpulab:k8s-ns:{self.cluster.pk}:{plan.name}:{digest}"  # a changed quota is applied at once
+        digest = hashlib.sha256(repr((plan.labels, plan.quota, plan.limits, plan.queue)).encode()).hexdigest()[:16]
+        key = f"gpulab:k8s-ns:{self.cluster.pk}:{plan.name}:{digest}"  # a changed quota or queue is applied at once
         if not force and cache.get(key):
             return
         try:
@@ -286,7 +286,11 @@ class KubernetesBackend(ClusterBackend):
                 self.api.create(kind.collection(namespace), obj)
             return
         if existing.get("spec") != obj["spec"]:
-            self.api.patch(path, {"spec": obj["spec"], "metadata": {"labels": obj["metadata"]["labels"]}})
+            dropped = {
+                k: None for k in kueue.OPTIONAL_SPEC if k in (existing.get("spec") or {}) and k not in obj["spec"]
+            }
+            spec = {**dropped, **obj["spec"]}  # a merge patch removes a key only when told (a cohort given up)
+            self.api.patch(path, {"spec": spec, "metadata": {"labels": obj["metadata"]["labels"]}})
 
     def _upsert(self, obj: dict, spec: dict) -> None:
         kind, namespace = kind_of(obj), obj["metadata"]["namespace"]

@@ -23,6 +23,7 @@ KUEUE = "kueue.x-k8s.io/v1beta1"
 VISIBILITY = "visibility.kueue.x-k8s.io/v1beta1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GPU = "nvidia.com/gpu"
+OPTIONAL_SPEC = ("cohort",)  # what the portal leaves out of a queue's spec when the setting is empty
 
 CLUSTER_QUEUE = Kind(KUEUE, "ClusterQueue", "clusterqueues", namespaced=False)
 LOCAL_QUEUE = Kind(KUEUE, "LocalQueue", "localqueues")
