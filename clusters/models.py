@@ -141,7 +141,9 @@ class Cluster(models.Model):
         "Kueue GPU flavor",
         max_length=253,
         default="default-flavor",
-        help_text="Kubernetes with Kueue: the ResourceFlavor that course ClusterQueues give their GPU quota in.",
+        blank=True,
+        help_text="Kubernetes with Kueue: the ResourceFlavor that course ClusterQueues give their GPU quota in. "
+        "Empty: default-flavor.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

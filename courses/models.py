@@ -61,7 +61,8 @@ class Course(models.Model):
         max_length=16,
         choices=KueuePreemption.choices,
         default=KueuePreemption.MLBATCH,
-        help_text="For the ClusterQueue the portal manages.",
+        blank=True,
+        help_text="For the ClusterQueue the portal manages. Empty: MLBatch's (the first).",
     )
     kueue_borrowing_limit = models.PositiveIntegerField(
         "GPUs it may borrow", null=True, blank=True, help_text="From the cohort, above its quota. Empty: no limit."

@@ -137,7 +137,7 @@ def cluster_queue(course, cluster, students: int) -> dict:
                 "flavors": [{"name": cluster.kueue_flavor or "default-flavor", "resources": resources}],
             }
         ],
-        "preemption": PREEMPTION[KueuePreemption(course.kueue_preemption)],
+        "preemption": PREEMPTION[KueuePreemption(course.kueue_preemption or KueuePreemption.MLBATCH)],
     }
     if cluster.kueue_cohort:
         spec["cohort"] = cluster.kueue_cohort
