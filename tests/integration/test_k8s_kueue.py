@@ -138,10 +138,12 @@ def test_a_job_waits_in_its_course_queue_is_admitted_runs_and_finishes(
         phase="Succeeded",
         containerStatuses=[{"name": "trainer", "state": {"terminated": {"exitCode": 0}}}],
     )
-    kueue_kube.set_status(job_path, {"conditions": [{"type": "Complete", "status": "True"}]})
+    # Kueue marks the Workload finished as the pods end; the portal keeps that step, then follows the Job to its end
+    # (a step Kueue takes after the portal saw the job end is not followed: the job is no longer polled).
     kueue.finish(workload)
-    job = job_state(job, "completed")
     wait_for(lambda: QueueStep.objects.filter(job=job, condition="Finished").exists(), what="finished in Kueue")
+    kueue_kube.set_status(job_path, {"conditions": [{"type": "Complete", "status": "True"}]})
+    job = job_state(job, "completed")
     timeline = page_of(login, alice, job)
     for step in (
         "Kueue reserved quota for it (Quota reserved in ClusterQueue gpulab-hpc)",

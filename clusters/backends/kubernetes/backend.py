@@ -235,7 +235,8 @@ class KubernetesBackend(ClusterBackend):
     def ensure_namespace(self, plan: NamespacePlan, *, force: bool = False) -> None:
         """Create the namespace and set its quota and limits; remembered for a while so launches stay cheap."""
         digest = hashlib.sha256(repr((plan.labels, plan.quota, plan.limits, plan.queue)).encode()).hexdigest()[:16]
-        key = f"gpulab:k8s-ns:{self.cluster.pk}:{plan.name}:{digest}"  # a changed quota or queue is applied at once
+        # A changed quota or queue is applied at once; a cluster row made again (same id, new row) starts afresh.
+        key = f"gpulab:k8s-ns:{self.cluster.pk}:{self.cluster.created_at.timestamp()}:{plan.name}:{digest}"
         if not force and cache.get(key):
             return
         try:
