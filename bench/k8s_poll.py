@@ -4,7 +4,13 @@ Starts kmock's emulated API server over TLS on 127.0.0.1 (tests/k8s_emulator.py)
 one running pod per job as the kubelet would, records the portal's jobs, then runs poll cycles through the
 real backend and counts the API calls each cycle makes. Target: calls per cycle = namespaces.
 
-    .venv/bin/python bench/k8s_poll.py [--jobs 500] [--namespaces 5] [--cycles 10]
+With --kueue the same run then measures a cluster with Kueue: --kueue-jobs workloads in --queues LocalQueues (one
+namespace and one ClusterQueue each), half admitted and running, half waiting in the order Kueue's visibility API
+reports. Target: per cycle one pod list and one Workload list per namespace, one ClusterQueue list, and one
+visibility call per LocalQueue with waiting work; none per job.
+
+    .venv/bin/python bench/k8s_poll.py [--jobs 500] [--namespaces 5] [--cycles 10] [--kueue [--kueue-jobs 500
+    --queues 10]]
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -27,95 +33,188 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=500)
     parser.add_argument("--namespaces", type=int, default=5)
     parser.add_argument("--cycles", type=int, default=10)
+    parser.add_argument("--kueue", action="store_true", help="measure a cluster with Kueue too, in the same run")
+    parser.add_argument("--kueue-jobs", type=int, default=500)
+    parser.add_argument("--queues", type=int, default=10)
     args = parser.parse_args()
 
     teardown = setup_database()
+    from tests.integration.k8s import Emulator
+
+    course, student, _, template = make_lab()
+    emulator = Emulator(Path(tempfile.mkdtemp(prefix="gpulab-k8s-bench-")), mpi=False, kueue=args.kueue)
+    lab = (course, student, template)
+    try:
+        figures = {"plain": measure(emulator, lab, args.jobs, args.namespaces, args.cycles, kueue=False)}
+        if args.kueue:
+            figures["kueue"] = measure(emulator, lab, args.kueue_jobs, args.queues, args.cycles, kueue=True)
+        print(json.dumps(figures, indent=2))
+        out = ROOT / "bench" / "results"
+        out.mkdir(exist_ok=True)
+        (out / ("k8s_poll_kueue.json" if args.kueue else "k8s_poll.json")).write_text(json.dumps(figures, indent=2))
+    finally:
+        emulator.stop()
+        teardown()
+
+
+def measure(emulator, lab, count: int, spaces: int, cycles: int, *, kueue: bool) -> dict:
+    from clusters.kinds import get_backend
     from clusters.models import AuthMethod, Cluster, ClusterAccount
     from core.choices import JobState
     from jobs import polling
     from jobs.models import Job
-    from tests.integration.k8s import Emulator
 
-    course, student, _, template = make_lab()
-    emulator = Emulator(Path(tempfile.mkdtemp(prefix="gpulab-k8s-bench-")), mpi=False)
-    try:
-        cluster = Cluster.objects.create(name="bench-k8s", kind="kubernetes")
-        account = ClusterAccount(cluster=cluster, username="portal", auth_method=AuthMethod.KUBECONFIG)
-        account.set_secret(emulator.kubeconfig("bench-token"))
-        account.save()
-        namespaces = [f"gpulab-bench-{i}" for i in range(args.namespaces)]
-        for name in namespaces:
-            emulator.call(
-                "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    course, student, template = lab
+    prefix = "kueue" if kueue else "bench"
+    cluster = Cluster.objects.create(name=f"{prefix}-k8s", kind="kubernetes", kube_addons={"kueue": kueue})
+    account = ClusterAccount(cluster=cluster, username="portal", auth_method=AuthMethod.KUBECONFIG)
+    account.set_secret(emulator.kubeconfig("bench-token"))
+    account.save()
+    namespaces = [f"gpulab-{prefix}-{i}" for i in range(spaces)]
+    for name in namespaces:
+        emulator.call(
+            "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        )
+    print(f"creating {count} {'workloads' if kueue else 'running pods'} in {spaces} namespaces …", flush=True)
+    started, jobs, waiting = time.monotonic(), [], defaultdict(list)
+    for i in range(count):
+        job_id, namespace = uuid.uuid4(), namespaces[i % spaces]
+        admitted = not kueue or i % 2 == 0
+        if kueue:
+            waiting_item = make_workload(emulator, namespace, job_id, admitted)
+            if waiting_item:
+                waiting[namespace].append(waiting_item)
+        if admitted:
+            make_pod(emulator, namespace, job_id, f"pod-{i}", "Job" if kueue else "Deployment")
+        state = JobState.RUNNING if admitted else JobState.PENDING
+        jobs.append(
+            Job(
+                id=job_id,
+                owner=student,
+                course=course,
+                template=template,
+                cluster=cluster,
+                account=account,
+                script="",
+                state=state,
+                scheduler_id=f"{namespace}/{job_id}",
             )
-        print(f"creating {args.jobs} running pods in {args.namespaces} namespaces …", flush=True)
-        started, jobs = time.monotonic(), []
-        for i in range(args.jobs):
-            job_id, namespace = uuid.uuid4(), namespaces[i % args.namespaces]
-            labels = {
-                "app.kubernetes.io/managed-by": "gpulab-portal",
-                "gpulab.io/job": str(job_id),
-                "gpulab.io/workload": "Deployment",
-            }
-            workload = {
-                "metadata": {"namespace": namespace},
-                "spec": {
-                    "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "s", "image": "i"}]}}
-                },
-            }
-            emulator.start_pod(workload, f"pod-{i}", phase="Running", ready=True)
-            jobs.append(
-                Job(
-                    id=job_id,
-                    owner=student,
-                    course=course,
-                    template=template,
-                    cluster=cluster,
-                    account=account,
-                    script="",
-                    state=JobState.RUNNING,
-                    scheduler_id=f"{namespace}/{job_id}",
-                )
-            )
-        Job.objects.bulk_create(jobs)
-        print(f"  done in {time.monotonic() - started:.1f} s", flush=True)
+        )
+    for namespace, items in waiting.items():  # each namespace's LocalQueue feeds a ClusterQueue of the same name
+        make_cluster_queue(emulator, namespace, pending=len(items))
+        emulator.pend(namespace, items)
+    Job.objects.bulk_create(jobs)
+    print(f"  done in {time.monotonic() - started:.1f} s", flush=True)
 
-        cycle_times, calls_per_cycle, kinds = [], [], Counter()
-        for _ in range(args.cycles):
-            emulator.clear_requests()
-            t = time.monotonic()
-            report = polling.poll_cluster(cluster.pk)
-            cycle_times.append(time.monotonic() - t)
-            calls = emulator.requests()
-            calls_per_cycle.append(len(calls))
-            kinds.update(call.split("?")[0].rsplit("/", 1)[-1] for call in calls)
-            assert report.polled == args.jobs and not report.error, report
-        assert Job.objects.filter(cluster=cluster, state=JobState.RUNNING).count() == args.jobs
-        # The API side alone (the emulator answering, the client parsing), without the database writes.
-        from clusters.kinds import get_backend
+    cycle_times, calls_per_cycle, kinds = [], [], Counter()
+    for _ in range(cycles):
+        emulator.clear_requests()
+        t = time.monotonic()
+        report = polling.poll_cluster(cluster.pk)
+        cycle_times.append(time.monotonic() - t)
+        calls = emulator.requests()
+        calls_per_cycle.append(len(calls))
+        kinds.update(
+            call.split("?")[0].rsplit("/", 1)[-1] if "pendingworkloads" not in call else "pendingworkloads"
+            for call in calls
+        )
+        assert report.polled == count and not report.error, report
+    running = (count + 1) // 2 if kueue else count
+    assert Job.objects.filter(cluster=cluster, state=JobState.RUNNING).count() == running
+    # The API side alone (the emulator answering, the client parsing), without the database writes.
+    ids, api_times = [job.scheduler_id for job in jobs], []
+    for _ in range(cycles):
+        t = time.monotonic()
+        backend = get_backend(cluster)
+        backend.poll(ids)
+        backend.queue()
+        api_times.append(time.monotonic() - t)
+    return {
+        "active_jobs": count,
+        "namespaces": spaces,
+        "cycles": cycles,
+        "api_calls_per_cycle": sorted(set(calls_per_cycle)),
+        "calls_by_resource": dict(kinds),
+        "cycle_p50_s": round(percentile(cycle_times, 50), 3),
+        "cycle_max_s": round(max(cycle_times), 3),
+        "api_part_p50_s": round(percentile(api_times, 50), 3),
+    }
 
-        ids, api_times = [job.scheduler_id for job in jobs], []
-        for _ in range(args.cycles):
-            t = time.monotonic()
-            get_backend(cluster).poll(ids)
-            api_times.append(time.monotonic() - t)
-        figures = {
-            "active_jobs": args.jobs,
-            "namespaces": args.namespaces,
-            "cycles": args.cycles,
-            "api_calls_per_cycle": sorted(set(calls_per_cycle)),
-            "calls_by_resource": dict(kinds),
-            "cycle_p50_s": round(percentile(cycle_times, 50), 3),
-            "cycle_max_s": round(max(cycle_times), 3),
-            "api_part_p50_s": round(percentile(api_times, 50), 3),
+
+def make_pod(emulator, namespace: str, job_id: uuid.UUID, name: str, workload: str) -> None:
+    labels = {
+        "app.kubernetes.io/managed-by": "gpulab-portal",
+        "gpulab.io/job": str(job_id),
+        "gpulab.io/workload": workload,
+    }
+    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "s", "image": "i"}]}}
+    emulator.start_pod(
+        {"metadata": {"namespace": namespace}, "spec": {"template": template}}, name, phase="Running", ready=True
+    )
+
+
+def make_workload(emulator, namespace: str, job_id: uuid.UUID, admitted: bool) -> dict | None:
+    """The Workload Kueue makes for the job's Job, admitted or waiting; the visibility API's entry when waiting."""
+    name = f"job-gpulab-{str(job_id)[:8]}-{str(job_id)[-5:]}"
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": f"gpulab-{str(job_id)[:8]}", "uid": str(job_id)}
+    pod_set = {"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "s", "image": "i"}]}}}
+    workload = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": namespace, "ownerReferences": [owner]},
+        "spec": {"queueName": namespace, "podSets": [pod_set]},
+    }
+    emulator.call("POST", f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{namespace}/workloads", workload)
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    reserved = ("True", "QuotaReserved", f"Quota reserved in ClusterQueue {namespace}")
+    if not admitted:
+        reserved = (
+            "False",
+            "Pending",
+            "couldn't assign flavors to pod set main: insufficient unused quota for "
+            "nvidia.com/gpu in flavor default-flavor, 1 more needed",
+        )
+    conditions = [
+        {
+            "type": "QuotaReserved",
+            "status": reserved[0],
+            "reason": reserved[1],
+            "message": reserved[2],
+            "lastTransitionTime": at,
         }
-        print(json.dumps(figures, indent=2))
-        out = ROOT / "bench" / "results"
-        out.mkdir(exist_ok=True)
-        (out / "k8s_poll.json").write_text(json.dumps(figures, indent=2))
-    finally:
-        emulator.stop()
-        teardown()
+    ]
+    if admitted:
+        conditions.append(
+            {
+                "type": "Admitted",
+                "status": "True",
+                "reason": "Admitted",
+                "message": "The workload is admitted",
+                "lastTransitionTime": at,
+            }
+        )
+    emulator.set_status(
+        f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{namespace}/workloads/{name}", {"conditions": conditions}
+    )
+    return None if admitted else {"namespace": namespace, "name": name, "localQueueName": namespace}
+
+
+def make_cluster_queue(emulator, name: str, pending: int) -> None:
+    quota = {
+        "coveredResources": ["nvidia.com/gpu"],
+        "flavors": [{"name": "default-flavor", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}],
+    }
+    queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {"resourceGroups": [quota]},
+    }
+    emulator.call("POST", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues", queue)
+    usage = [{"name": "default-flavor", "resources": [{"name": "nvidia.com/gpu", "total": 8, "borrowed": 0}]}]
+    emulator.set_status(
+        f"/apis/kueue.x-k8s.io/v1beta1/clusterqueues/{name}", {"flavorsUsage": usage, "pendingWorkloads": pending}
+    )
 
 
 if __name__ == "__main__":

@@ -68,6 +68,7 @@ class ClusterAdmin(admin.ModelAdmin):
         "server_version",
         "mpi_operator",
         "metrics_api",
+        "addons",
         "partition_limits_summary",
         "partition_limits_at",
     ]
@@ -76,6 +77,7 @@ class ClusterAdmin(admin.ModelAdmin):
         "has_accounting": "accounting",
         "has_mpi_operator": "mpi_operator",
         "has_metrics_api": "metrics_api",
+        "kube_addons": "addons",
         "partition_limits": "partition_limits_summary",
     }
     inlines = [ClusterAccountInline]
@@ -158,6 +160,12 @@ class ClusterAdmin(admin.ModelAdmin):
     @admin.display(description="metrics API")
     def metrics_api(self, obj):
         return "available: pod CPU and memory charts" if obj.has_metrics_api else "not available: no pod usage charts"
+
+    @admin.display(description="Kubernetes add-ons")
+    def addons(self, obj):
+        from .backends.kubernetes.kueue import addons_in_words
+
+        return addons_in_words(obj.kube_addons or {})
 
     @admin.display(description="partition limits")
     def partition_limits_summary(self, obj):

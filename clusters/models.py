@@ -121,6 +121,30 @@ class Cluster(models.Model):
     has_metrics_api = models.BooleanField(
         "metrics API", default=False, help_text="Kubernetes: metrics.k8s.io answers; detected by “Test connection”."
     )
+    # Kubernetes with Kueue (kubernetes/kueue.py): what Test connection found, and where course queues go.
+    kube_addons = models.JSONField(
+        "Kubernetes add-ons",
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="Kueue (and its visibility API), the Training Operator, KubeRay and AppWrapper, as “Test "
+        "connection” last found them.",
+    )
+    kueue_cohort = models.CharField(
+        "Kueue cohort",
+        max_length=253,
+        blank=True,
+        help_text="Kubernetes with Kueue: the cohort the portal's course ClusterQueues join, lending each other idle "
+        "GPUs. Empty: each course keeps to its own quota.",
+    )
+    kueue_flavor = models.CharField(
+        "Kueue GPU flavor",
+        max_length=253,
+        default="default-flavor",
+        blank=True,
+        help_text="Kubernetes with Kueue: the ResourceFlavor that course ClusterQueues give their GPU quota in. "
+        "Empty: default-flavor.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

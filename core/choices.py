@@ -28,6 +28,7 @@ class EventKind(models.TextChoices):
     STATE = "state", "State change"
     CANCEL = "cancel", "Cancel requested"
     NOTE = "note", "Note"
+    QUEUE = "queue", "Queue"  # what the cluster's queue (Kueue) did with the job: admitted, preempted, requeued…
 
 
 TERMINAL_STATES = frozenset(

@@ -1,4 +1,8 @@
 from django.contrib import admin
+from django.utils.html import format_html_join
+
+from clusters import kinds
+from clusters.backends import BackendError
 
 from . import quotas, roster_changes
 from .models import Course, Enrollment, LabSession, LabSessionEvent, RosterChange, TermNotice
@@ -19,6 +23,14 @@ class CourseAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["clusters"]
     inlines = [EnrollmentInline]
+    readonly_fields = ["kueue_usage"]
+
+    @admin.display(description="the course's queue now")
+    def kueue_usage(self, obj):
+        """Each Kueue cluster's ClusterQueue for the course, as the cluster reports it now (one call per cluster)."""
+        lines = [queue_line(cluster, obj) for cluster in obj.clusters.filter(enabled=True)] if obj.pk else []
+        lines = [line for line in lines if line]
+        return format_html_join("", "{}<br>", ((line,) for line in lines)) or "no cluster of the course runs Kueue"
 
     def save_formset(self, request, form, formset, change):
         """Enrollments go through the audited roster service, like the instructors' roster page. An admin may leave
@@ -57,7 +69,35 @@ class CourseAdmin(admin.ModelAdmin):
                 "description": "The namespace quota is the per-student limits times the students it holds.",
             },
         ),
+        (
+            "Kubernetes with Kueue",
+            {
+                "fields": [
+                    "kueue_local_queue",
+                    "kueue_preemption",
+                    "kueue_borrowing_limit",
+                    "kueue_lending_limit",
+                    "kueue_usage",
+                ],
+                "description": "On a cluster where Test connection found Kueue, every job of the course goes in "
+                "the course's queue.",
+            },
+        ),
     ]
+
+
+def queue_line(cluster, course) -> str:
+    try:
+        summary = kinds.kind_of(cluster.kind).queue_summary(cluster, course)
+    except BackendError as exc:
+        return f"{cluster.display_name}: {exc}"
+    if summary is None:
+        return ""
+    borrowed = f", {summary.borrowed_gpus} borrowed from cohort {summary.cohort}" if summary.borrowed_gpus else ""
+    return (
+        f"{cluster.display_name}: ClusterQueue {summary.name} uses {summary.used_gpus} of its {summary.nominal_gpus} "
+        f"GPUs{borrowed}; {summary.admitted} admitted, {summary.pending} pending"
+    )
 
 
 def save_enrollments(request, new_or_changed, formset) -> None:

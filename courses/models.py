@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 
-from core.course_choices import NamespaceMode, Role
+from core.course_choices import KueuePreemption, NamespaceMode, Role
 
 # Roles that see and cancel every job of the course; only instructors manage its roster.
 TEACHING_ROLES = (Role.INSTRUCTOR, Role.TA)
@@ -46,6 +46,29 @@ class Course(models.Model):
         blank=True,
         help_text="Kubernetes: a wildcard DNS domain, e.g. lab.example.edu; inference servers then get "
         "http://<job>.lab.example.edu. Empty: students use kubectl port-forward.",
+    )
+    # Kubernetes with Kueue (clusters/backends/kubernetes/kueue.py): the course's queue on a cluster that runs Kueue.
+    kueue_local_queue = models.CharField(
+        "existing Kueue LocalQueue",
+        max_length=253,
+        blank=True,
+        help_text="The LocalQueue, already in each of the course's namespaces, that its jobs go to. Empty: the portal "
+        "manages a ClusterQueue for the course (its quota: the per-student GPUs times the students) and a LocalQueue "
+        "in each of its namespaces.",
+    )
+    kueue_preemption = models.CharField(
+        "Kueue preemption",
+        max_length=16,
+        choices=KueuePreemption.choices,
+        default=KueuePreemption.MLBATCH,
+        blank=True,
+        help_text="For the ClusterQueue the portal manages. Empty: MLBatch's (the first).",
+    )
+    kueue_borrowing_limit = models.PositiveIntegerField(
+        "GPUs it may borrow", null=True, blank=True, help_text="From the cohort, above its quota. Empty: no limit."
+    )
+    kueue_lending_limit = models.PositiveIntegerField(
+        "GPUs it may lend", null=True, blank=True, help_text="Of its idle quota, to the cohort. Empty: all of them."
     )
     # The term (courses/terms.py): students launch only between these; from the end on the course is read-only.
     # Both empty: no term, always open (courses made before terms existed).

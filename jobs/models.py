@@ -356,6 +356,30 @@ class JobWait(models.Model):
     advice = models.JSONField(default=list, blank=True, help_text="What would start it sooner, in sentences.")
     suggested = models.JSONField(default=dict, blank=True, help_text="Parameter values that would start it sooner.")
     note = models.CharField(max_length=255, blank=True, help_text="What this scheduler cannot tell.")
+    estimate_learnt = models.BooleanField(
+        "estimate learnt by the portal",
+        default=False,
+        help_text="The estimated start is the portal's, from how long the queue's earlier jobs waited (Kueue).",
+    )
 
     def __str__(self) -> str:
         return f"wait of {self.job_id}"
+
+
+class QueueStep(models.Model):
+    """A step the cluster's queue took with a job (Kueue: a Workload condition that became true: quota reserved,
+    admitted, pods ready, evicted, preempted, requeued, finished), kept once (jobs/queue_steps.py) so the timeline
+    shows it and preemptions and requeues can be counted."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="queue_steps")
+    condition = models.CharField(max_length=32, help_text="Kueue's condition type, e.g. Preempted.")
+    reason = models.CharField(max_length=64, blank=True, help_text="Kueue's reason, e.g. InCohortReclamation.")
+    at = models.DateTimeField(help_text="When the queue says it happened.")
+
+    class Meta:
+        ordering = ["at", "pk"]
+        constraints = [models.UniqueConstraint(fields=["job", "condition", "at"], name="queue_step_once")]
+        indexes = [models.Index(fields=["condition", "at"], name="queue_step_condition_at")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} {self.condition} {self.at:%Y-%m-%d %H:%M:%S}"

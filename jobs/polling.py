@@ -25,7 +25,7 @@ from clusters.kinds import get_backend
 from clusters.models import Cluster
 from core.choices import ON_SCHEDULER_STATES, TERMINAL_STATES, JobState
 
-from . import enqueue, never_starts, waiting
+from . import enqueue, never_starts, queue_steps, waiting
 from .models import Job, JobUsage
 from .states import transition
 
@@ -77,7 +77,7 @@ def poll_cluster(cluster_id: int) -> PollReport:
         logger.warning("poll %s: %s", cluster.name, report.note)
     now = timezone.now()
     lost_before = now - timedelta(seconds=settings.GPULAB_LOST_AFTER)
-    seen, ended = [], []
+    seen, ended, milestones = [], [], {}
     for job in jobs:
         status = statuses.get(job.scheduler_id)
         if status is None:
@@ -87,11 +87,14 @@ def poll_cluster(cluster_id: int) -> PollReport:
                 report.moved += 1
             continue
         seen.append(job.pk)
+        if status.milestones:
+            milestones[job] = status.milestones
         if apply_status(job, status):
             report.moved += 1
             if job.is_terminal and job.started_at:
                 ended.append(job)
     Job.objects.filter(pk__in=seen).update(last_seen_at=now)
+    queue_steps.record(milestones)
     waiting.record(backend, cluster, jobs, now)
     record_usage(backend, ended + _usage_still_missing(cluster, now, [job.pk for job in ended]))
     return report

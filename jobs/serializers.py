@@ -58,6 +58,9 @@ class WaitSerializer(serializers.Serializer):
         child=serializers.IntegerField(), help_text="Parameter values that would start it sooner (clone with them)."
     )
     note = serializers.CharField(help_text="What this scheduler cannot tell.")
+    estimate_learnt = serializers.BooleanField(
+        help_text="The estimated start is the portal's, from the queue's earlier waits (Kueue), not the scheduler's."
+    )
 
 
 class JobSerializer(serializers.ModelSerializer):

@@ -18,6 +18,7 @@ from clusters.backends.queue import QueueView
 from clusters.limits import PartitionLimits
 from core.choices import JobState
 
+from . import queue_history
 from .models import Job, JobWait
 from .rightsize import params_in_words
 from .staleness import silence_allowed
@@ -27,7 +28,7 @@ from .wait_advice import Cycle, advise
 logger = logging.getLogger(__name__)
 
 UPDATED = ["observed_at", "reason", "partition", "position", "pending_in_partition", "estimated_start"]
-UPDATED += ["priority", "factors", "advice", "suggested", "note"]
+UPDATED += ["priority", "factors", "advice", "suggested", "note", "estimate_learnt"]
 
 
 def record(backend, cluster, jobs: list[Job], now: datetime) -> int:
@@ -50,13 +51,15 @@ def record(backend, cluster, jobs: list[Job], now: datetime) -> int:
 def explain(view: QueueView, limits: dict, jobs: list[Job], now: datetime) -> list[JobWait]:
     """A JobWait for each job the view lists; one the scheduler does not list yet gets none this cycle."""
     cycle = Cycle(view, limits, now)
-    rows = []
+    rows: list[JobWait] = []
+    waits: dict = {}  # each queue's earlier waits, read once this cycle
     for job in jobs:
         queued = cycle.by_id.get(job.scheduler_id)
         if queued is None or queued.state != JobState.PENDING:
             continue
-        place = cycle.position(queued)
+        place = queued.place or cycle.position(queued)
         advice = advise(job, queued, cycle)
+        learnt = queue_history.estimate(job, now, waits) if view.estimates_from_history else None
         rows.append(
             JobWait(
                 job=job,
@@ -65,12 +68,13 @@ def explain(view: QueueView, limits: dict, jobs: list[Job], now: datetime) -> li
                 partition=queued.partition[:64],
                 position=place[0] if place else None,
                 pending_in_partition=place[1] if place else None,
-                estimated_start=queued.start_at,
+                estimated_start=learnt.start if learnt else queued.start_at,
                 priority=queued.priority,
                 factors=[list(pair) for pair in queued.factors],
-                advice=advice.sentences,
+                advice=[*queued.explained, *advice.sentences],
                 suggested=advice.suggested,
-                note=view.note[:255],
+                note=(learnt.note if learnt else view.note)[:255],
+                estimate_learnt=learnt is not None,
             )
         )
     return rows
@@ -85,6 +89,12 @@ class WaitPanel:
     stale: bool  # older than two poll cycles: the cluster has not answered since
     starts_in: timedelta | None  # until the estimated start; None without one, zero once it is due
     sooner_in_words: str  # the suggested values under the form's labels
+
+    @property
+    def where(self) -> str:
+        """The queue it waits in: a SLURM partition is named bare, a Kueue queue with its kind."""
+        partition = self.wait.partition
+        return partition if partition.startswith(("ClusterQueue ", "LocalQueue ")) else f"partition {partition}"
 
     @property
     def said(self) -> str:
@@ -127,4 +137,5 @@ def as_data(wait: JobWait, now: datetime) -> dict:
         "advice": wait.advice,
         "suggested": wait.suggested,
         "note": wait.note,
+        "estimate_learnt": wait.estimate_learnt,
     }

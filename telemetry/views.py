@@ -17,6 +17,7 @@ from django.utils import timezone
 from core import csv_cells
 from core.choices import ACTIVE_STATES, JobState
 from jobs import access
+from jobs.course_queue import course_queues
 from jobs.models import Job
 
 from .access import get_node
@@ -52,6 +53,7 @@ def course_dashboard(request, slug: str):
             "running": counts.get(JobState.RUNNING, 0),
             "idle_seconds": int(settings.TELEMETRY_IDLE_SECONDS),
             "idle_minutes": round(settings.TELEMETRY_IDLE_SECONDS / 60, 1),
+            "course_queues": course_queues(course, timezone.now()),
         },
     )
 

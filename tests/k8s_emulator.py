@@ -25,8 +25,15 @@ Control endpoints (loopback only, used by tests): POST /_emulator/config {"deny"
 POST /_emulator/logs/<ns>/<pod>/<container> (appends the body), POST /_emulator/upstreams/<ns>/<service>
 {"url": …}, GET /_emulator/requests (and DELETE to clear).
 
+With --kueue, the custom resources of Kueue, the Training Operator, KubeRay and AppWrapper are registered from the
+CRD documents their projects publish (clusters/backends/kubernetes/crds/*.yaml, read here as an API server reads
+CRDs), and a created object is refused (422 Invalid) unless it matches its version's openAPIV3Schema. Kueue's
+controller is the test's to play (it writes Workload status); Kueue's visibility API (pendingworkloads of a
+ClusterQueue or LocalQueue) answers from the order the test gives: POST /_emulator/pending/<clusterqueue>
+{"workloads": [{"namespace", "name", "localQueueName", "priority"}, …]}, first to be admitted first.
+
 Run: python -m tests.k8s_emulator --port 0 [--tls-cert c.pem --tls-key k.pem [--client-ca ca.pem]] [--mpi]
-[--node STATE_DIR [--python WORKLOADS_PYTHON]]; it prints "listening URL".
+[--kueue] [--node STATE_DIR [--python WORKLOADS_PYTHON]]; it prints "listening URL".
 """
 
 from __future__ import annotations
@@ -46,7 +53,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
+import jsonschema
 import kmock
+import yaml
 from aiohttp import web
 from multidict import CIMultiDict
 
@@ -68,6 +77,31 @@ SERVED = [
     "metrics.k8s.io/v1beta1/nodes",
 ]
 MPI = "kubeflow.org/v2beta1/mpijobs"
+CRDS = Path(__file__).resolve().parents[1] / "clusters/backends/kubernetes/crds"
+VISIBILITY = ["visibility.kueue.x-k8s.io/v1beta1/clusterqueues", "visibility.kueue.x-k8s.io/v1beta1/localqueues"]
+
+
+def custom_resources() -> dict[str, dict]:
+    """group/version/plural → the openAPIV3Schema of that version, from the published CRD documents."""
+    schemas = {}
+    for path in sorted(CRDS.glob("*.yaml")):
+        for crd in yaml.safe_load_all(path.read_text()):
+            spec = crd["spec"]
+            for version in spec["versions"]:
+                schema = strip_extensions(version["schema"]["openAPIV3Schema"])
+                schemas[f"{spec['group']}/{version['name']}/{spec['names']['plural']}"] = schema
+    return schemas
+
+
+def strip_extensions(node):
+    """The schema as JSON Schema: Kubernetes' x-kubernetes-* markers dropped (int-or-string keeps its anyOf)."""
+    if isinstance(node, dict):
+        return {k: strip_extensions(v) for k, v in node.items() if not k.startswith("x-kubernetes-")}
+    if isinstance(node, list):
+        return [strip_extensions(v) for v in node]
+    return node
+
+
 VERSION = {  # every field of the published VersionInfo type (the official client requires each)
     "major": "1",
     "minor": "34",
@@ -138,6 +172,8 @@ class Front:
         self.requests: list[str] = []
         self.session: aiohttp.ClientSession | None = None
         self.node: k8s_node.Node | None = None
+        self.schemas: dict[str, dict] = {}  # group/version/plural → openAPIV3Schema (--kueue)
+        self.pending: dict[str, list[dict]] = {}  # ClusterQueue → its pending workloads, first to be admitted first
 
     # -- control ----------------------------------------------------------------------------------------------
     async def control(self, request: web.Request) -> web.StreamResponse:
@@ -151,6 +187,9 @@ class Front:
             return web.json_response({"bytes": len(self.logs[tuple(parts[1:])])})
         if parts[:1] == ["upstreams"] and len(parts) == 3:
             self.upstreams[(parts[1], parts[2])] = (await request.json())["url"]
+            return web.json_response({"ok": True})
+        if parts[:1] == ["pending"] and len(parts) == 2:
+            self.pending[parts[1]] = (await request.json())["workloads"]
             return web.json_response({"ok": True})
         if parts == ["requests"]:
             if request.method == "DELETE":
@@ -193,6 +232,11 @@ class Front:
         namespace = parts["namespace"]
         if request.method == "POST" and namespace and namespace not in self.namespaces:
             return status(404, "NotFound", f'namespaces "{namespace}" not found')
+        if sub == "pendingworkloads" and group == "visibility.kueue.x-k8s.io":
+            return self.pending_workloads(namespace, plural, name)
+        invalid = await self.invalid(request, f"{group}/{parts['version']}/{plural}", name)
+        if invalid is not None:
+            return invalid
         if plural == "pods" and sub == "log":
             return self.pod_log(request, namespace, name)
         if plural == "pods" and sub == "exec":
@@ -266,6 +310,43 @@ class Front:
         allowed = f"{attrs.get('verb')} {resource}" not in self.deny
         review["status"] = {"allowed": allowed, **({} if allowed else {"reason": "no RBAC rule allows it"})}
         return web.json_response(review, status=201)
+
+    async def invalid(self, request: web.Request, resource: str, name: str | None) -> web.Response | None:
+        """A create of a custom resource that does not match its published schema: 422, as the API server refuses."""
+        schema = self.schemas.get(resource)
+        if schema is None or request.method != "POST" or name is not None:
+            return None
+        body = await request.json()
+        error = jsonschema.exceptions.best_match(jsonschema.Draft7Validator(schema).iter_errors(body))
+        if error is None:
+            return None
+        path = ".".join(str(p) for p in error.absolute_path)
+        kind = body.get("kind", "object")
+        return status(
+            422, "Invalid", f'{kind} "{(body.get("metadata") or {}).get("name")}" is invalid: {path}: {error.message}'
+        )
+
+    def pending_workloads(self, namespace: str | None, plural: str, name: str) -> web.Response:
+        """Kueue's PendingWorkloadsSummary of a ClusterQueue, or of a LocalQueue in `namespace`, positions from 0."""
+        items = []
+        for cluster_queue, workloads in self.pending.items():
+            in_local: dict[tuple[str, str], int] = defaultdict(int)
+            for position, workload in enumerate(workloads):
+                local = (workload["namespace"], workload["localQueueName"])
+                item = {
+                    "metadata": {"name": workload["name"], "namespace": workload["namespace"]},
+                    "priority": workload.get("priority", 0),
+                    "localQueueName": workload["localQueueName"],
+                    "positionInClusterQueue": position,
+                    "positionInLocalQueue": in_local[local],
+                }
+                in_local[local] += 1
+                if (plural == "clusterqueues" and cluster_queue == name) or (
+                    plural == "localqueues" and local == (namespace, name)
+                ):
+                    items.append(item)
+        summary = {"kind": "PendingWorkloadsSummary", "apiVersion": "visibility.kueue.x-k8s.io/v1beta1"}
+        return web.json_response({**summary, "metadata": {"creationTimestamp": None}, "items": items})
 
     def pod_log(self, request: web.Request, namespace: str, pod: str) -> web.StreamResponse:
         container = request.query.get("container", "")
@@ -375,12 +456,19 @@ class NodeOptions:
 
 
 async def serve(
-    port: int, tls: ssl.SSLContext | None, mpi: bool, authenticate: bool = False, node: NodeOptions | None = None
+    port: int,
+    tls: ssl.SSLContext | None,
+    mpi: bool,
+    authenticate: bool = False,
+    node: NodeOptions | None = None,
+    kueue: bool = False,
 ) -> None:
     emulator = kmock.KubernetesEmulator()
-    for resource in [*SERVED, *([MPI] if mpi else [])]:
+    schemas = custom_resources() if kueue else {}
+    for resource in [*SERVED, *([MPI] if mpi else []), *schemas, *(VISIBILITY if kueue else [])]:
         emulator.resources[resource] = {}
     front = Front(emulator, authenticate=authenticate)
+    front.schemas = schemas
     app = web.Application(client_max_size=16 * 2**20)
     app.router.add_route("*", "/{tail:.*}", front.dispatch)
     async with emulator, aiohttp.ClientSession() as session:
@@ -413,6 +501,7 @@ def main() -> None:
     parser.add_argument("--tls-key")
     parser.add_argument("--client-ca", help="authenticate requests: client certificates this CA signed, or a token")
     parser.add_argument("--mpi", action="store_true", help="serve the MPI Operator's MPIJob resource")
+    parser.add_argument("--kueue", action="store_true", help="serve Kueue's and the operators' custom resources")
     parser.add_argument("--node", type=Path, help="run one node (tests/k8s_node.py), keeping its files here")
     parser.add_argument("--python", default=str(k8s_node.ROOT / "workloads/.venv/bin/python"), help="the pods' Python")
     args = parser.parse_args()
@@ -424,7 +513,7 @@ def main() -> None:
             tls.verify_mode = ssl.CERT_OPTIONAL  # a certificate is checked when given; a token may sign in instead
             tls.load_verify_locations(args.client_ca)
     node = NodeOptions(args.node.resolve(), args.python) if args.node else None
-    asyncio.run(serve(args.port, tls, args.mpi, authenticate=bool(args.client_ca), node=node))
+    asyncio.run(serve(args.port, tls, args.mpi, authenticate=bool(args.client_ca), node=node, kueue=args.kueue))
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ from clusters.limits import PartitionLimits as PartitionLimits
 
 from .nodes import NodeInfo as NodeInfo
 from .queue import QueuedJob as QueuedJob
+from .queue import QueueSummary as QueueSummary
 from .queue import QueueView as QueueView
 
 if TYPE_CHECKING:
@@ -60,6 +61,27 @@ class NamespacePlan:
     labels: dict[str, str]
     quota: dict[str, str]  # ResourceQuota spec.hard
     limits: dict[str, dict[str, str]]  # LimitRange container item: default, defaultRequest, max
+    queue: QueuePlan | None = None  # Kueue's queue for the namespace's jobs, where the cluster runs Kueue
+
+
+@dataclass(frozen=True)
+class QueuePlan:
+    """Kubernetes with Kueue: the LocalQueue a course's namespaces send jobs to, and the ClusterQueue the portal keeps
+    for the course; None where the course names an existing LocalQueue, which is only checked."""
+
+    local_queue: str
+    cluster_queue: dict | None = None
+
+
+@dataclass(frozen=True)
+class QueueMilestone:
+    """A step the cluster's queue took with a job (Kueue: a Workload condition that became true), with its reason in
+    words for the student; `at` is when the queue says it happened, which keeps each step once."""
+
+    condition: str
+    reason: str
+    words: str
+    at: datetime
 
 
 @dataclass(frozen=True)
@@ -89,6 +111,7 @@ class SchedulerStatus:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     never_starts: str = ""  # pending for a reason that cannot clear by itself: why, in words for the student
+    milestones: tuple[QueueMilestone, ...] = ()  # what the cluster's queue did with it so far (Kueue), oldest first
 
 
 class Polled(dict):

@@ -21,6 +21,7 @@ from clusters.choices import AuthMethod, RunAs
 
 if TYPE_CHECKING:
     from .base import ClusterBackend, NamespacePlan
+    from .queue import QueueSummary
     from .terminal import Terminal
 
 
@@ -191,8 +192,14 @@ class Kind:
         """Whether a template body runs only on clusters with the MPI Operator."""
         return False
 
-    def namespace_plan(self, course: Any, user: Any) -> NamespacePlan | None:
-        """What the backend must prepare before this user's job is submitted (a namespace with its quota)."""
+    def namespace_plan(self, course: Any, user: Any, cluster: Any = None) -> NamespacePlan | None:
+        """What the backend must prepare before this user's job is submitted on `cluster` (a namespace with its quota,
+        and its queue where the cluster has one)."""
+        return None
+
+    def queue_summary(self, cluster: Any, course: Any) -> QueueSummary | None:
+        """The course's own queue on the cluster, as the cluster reports it now; None where the kind keeps none.
+        Raises BackendError when the cluster cannot say."""
         return None
 
     # -- a running job --------------------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ class QueuedJob:
     reason: str = ""  # pending: why, in words for the student
     for_resources: bool = False  # pending only for GPUs in use or jobs ahead of it: a smaller job may start sooner
     factors: tuple[tuple[str, int], ...] = ()  # pending: priority factors, (name in words, weighted value)
+    place: tuple[int, int] | None = None  # pending: (1 = next, jobs waiting) as the scheduler itself counts (Kueue)
+    explained: tuple[str, ...] = ()  # pending: what else the scheduler says of its queue, in sentences
 
 
 @dataclass(frozen=True)
@@ -38,9 +40,24 @@ class QueueView:
     ordered: bool = True  # jobs start in priority order within a partition (SLURM); False: no queue order
     has_factors: bool = False  # the scheduler said what its priorities are made of (sprio)
     note: str = ""  # what this scheduler cannot tell, for the job page
+    estimates_from_history: bool = False  # no estimate of its own: the portal's, from the queue's earlier waits
 
     def pending(self) -> list[QueuedJob]:
         return [job for job in self.jobs if job.state == "pending"]
 
     def running(self) -> list[QueuedJob]:
         return [job for job in self.jobs if job.state == "running"]
+
+
+@dataclass(frozen=True)
+class QueueSummary:
+    """A course's own queue on a cluster that keeps one (Kueue: its ClusterQueue), for the course pages."""
+
+    name: str
+    nominal_gpus: int
+    used_gpus: int
+    borrowed_gpus: int
+    pending: int
+    admitted: int
+    cohort: str = ""
+    policy: str = ""  # its preemption policy in words

@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
@@ -17,6 +18,7 @@ from core.choices import ACTIVE_STATES
 from courses.models import Role
 from jobs import access, run_columns
 from jobs.cancellation import CancelRefused, request_cancel
+from jobs.course_queue import course_queues
 from jobs.filters import JobFilterForm
 from jobs.models import Job
 from jobs.rightsize import class_efficiency
@@ -49,6 +51,7 @@ def course_jobs(request, slug: str):
     context |= {"enrollments": students, "roster": roster, "templates": course.templates.only("slug", "name")}
     context["manages"] = access.may_manage(request.user, course)  # a TA gets no links to the instructor's pages
     context["efficiency"] = class_efficiency(course)
+    context["course_queues"] = course_queues(course, timezone.now())
     return render(request, "courses/course_jobs.html", context)
 
 

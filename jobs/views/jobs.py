@@ -10,7 +10,7 @@ from django.views.decorators.http import require_http_methods
 from clusters import kinds
 from clusters.backends import BackendError
 from core.choices import EventKind, JobState
-from jobs import access, job_page, rightsize, run_columns, servers, status_panel, waiting
+from jobs import access, job_page, queue_steps, rightsize, run_columns, servers, status_panel, waiting
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
 from jobs.logs import log_streams, read_log
@@ -87,6 +87,7 @@ def _status_context(job) -> dict:
         "job": job,
         "wait": waiting.panel_for(job, now),
         "events": events,
+        "queue_counts": queue_steps.counts(job) if job.submitted_at else {},
         "progress": progress,
         "cancel_question": job_page.cancel_question(job, progress) if job.can_cancel else "",
         "cancel_note": job_page.cancel_note(job, events)

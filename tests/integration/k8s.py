@@ -103,7 +103,16 @@ class Emulator:
     pods' files there: the bundled workloads' pods then run as local processes. `port` 0 picks a free one;
     certificates are valid `days`."""
 
-    def __init__(self, directory: Path, *, mpi: bool = True, node: Path | None = None, port: int = 0, days: int = 1):
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        mpi: bool = True,
+        node: Path | None = None,
+        port: int = 0,
+        days: int = 1,
+        kueue: bool = False,
+    ):
         self.directory = directory
         cert, key, self.ca_pem = make_tls(directory, days)
         client_ca, ca_key, ca_name = make_client_ca(directory, "kubernetes-client-ca", days)
@@ -124,7 +133,12 @@ class Emulator:
         ]
         self.log = (directory / "emulator.log").open("w+")
         self.proc = subprocess.Popen(
-            [*argv, *(["--mpi"] if mpi else []), *(["--node", str(node)] if node else [])],
+            [
+                *argv,
+                *(["--mpi"] if mpi else []),
+                *(["--kueue"] if kueue else []),
+                *(["--node", str(node)] if node else []),
+            ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=self.log,
@@ -240,6 +254,11 @@ class Emulator:
 
     def set_status(self, path: str, status: dict) -> dict:
         return self.call("PATCH", f"{path}/status", {"status": status}, "application/merge-patch+json")
+
+    # -- Kueue's controller's part --------------------------------------------------------------------------------
+    def pend(self, cluster_queue: str, workloads: list[dict]) -> None:
+        """The order Kueue's visibility API reports for a ClusterQueue's pending workloads, first to admit first."""
+        self.call("POST", f"/_emulator/pending/{cluster_queue}", {"workloads": workloads})
 
     @staticmethod
     def unschedulable(message: str) -> dict:

@@ -69,6 +69,7 @@ KINDS = {
         Kind("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
         Kind("networking.k8s.io/v1", "Ingress", "ingresses"),
         Kind("kubeflow.org/v2beta1", "MPIJob", "mpijobs"),
+        Kind("kubeflow.org/v1", "PyTorchJob", "pytorchjobs"),
         Kind("metrics.k8s.io/v1beta1", "PodMetrics", "pods"),
         Kind("metrics.k8s.io/v1beta1", "NodeMetrics", "nodes", namespaced=False),
     ]

@@ -11,6 +11,7 @@ The scheduler id is "<namespace>/<job UUID>".
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import re
@@ -26,6 +27,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from core.choices import JobState
+from core.course_choices import Role
 
 from ..base import (
     BackendError,
@@ -38,15 +40,19 @@ from ..base import (
     NotSupported,
     PodUsage,
     QueuedJob,
+    QueuePlan,
+    QueueSummary,
     QueueView,
     SchedulerStatus,
     SubmitRejected,
     SubmitRequest,
     complete_utf8,
 )
+from . import kueue, kueue_queue, kueue_status
 from . import status as kube_status
 from .api import KINDS, NAMESPACE, POD, Conflict, KubeAPI, NotFound, kind_of
 from .manifests import (
+    LABEL_COURSE,
     LABEL_JOB,
     LABEL_ROLE,
     LABEL_WORKLOAD,
@@ -57,12 +63,14 @@ from .manifests import (
     memory_bytes,
     session_secret,
 )
+from .namespaces import namespace_for
 
 logger = logging.getLogger(__name__)
 
 SCHEDULER_ID = re.compile(r"^(?P<namespace>[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)/(?P<job>[0-9a-f-]{36})$")
 WORKLOADS = {"Deployment": KINDS[("apps/v1", "Deployment")], "Job": KINDS[("batch/v1", "Job")]}
 MPIJOB = KINDS[("kubeflow.org/v2beta1", "MPIJob")]
+PYTORCHJOB = KINDS[("kubeflow.org/v1", "PyTorchJob")]
 HPA = KINDS[("autoscaling/v2", "HorizontalPodAutoscaler")]
 SERVICE = KINDS[("v1", "Service")]
 # Deleted in this order on cancel: what makes pods first, pods last.
@@ -70,6 +78,7 @@ OWNED = [
     KINDS[("apps/v1", "Deployment")],
     KINDS[("batch/v1", "Job")],
     MPIJOB,
+    PYTORCHJOB,
     HPA,
     KINDS[("networking.k8s.io/v1", "Ingress")],
     SERVICE,
@@ -140,11 +149,21 @@ class KubernetesBackend(ClusterBackend):
             "Kubernetes: GPUs and add-ons",
             {"fields": ["gpu_sharing_factor", "prometheus_url", "has_mpi_operator", "has_metrics_api"]},
         ),
+        (
+            "Kubernetes: Kueue",
+            {
+                "fields": ["kube_addons", "kueue_cohort", "kueue_flavor"],
+                "description": "Where Test connection finds Kueue, every course's jobs go in the course's queue "
+                "(set per course).",
+            },
+        ),
     )
 
     def __init__(self, cluster, account):
         super().__init__(cluster, account)
         self._pending: list[SchedulerStatus] = []  # what this cycle's poll found waiting, for queue()
+        self._waiting: list[kueue_queue.Waiting] = []  # of those, the ones waiting in Kueue
+        self._usage: dict[str, kueue_status.QueueUsage] = {}  # this cycle's ClusterQueues
 
     @cached_property
     def api(self) -> KubeAPI:
@@ -215,8 +234,9 @@ class KubernetesBackend(ClusterBackend):
 
     def ensure_namespace(self, plan: NamespacePlan, *, force: bool = False) -> None:
         """Create the namespace and set its quota and limits; remembered for a while so launches stay cheap."""
-        digest = hashlib.sha256(repr((plan.labels, plan.quota, plan.limits)).encode()).hexdigest()[:16]
-        key = f"gpulab:k8s-ns:{self.cluster.pk}:{plan.name}:{digest}"  # a changed quota is applied at once
+        digest = hashlib.sha256(repr((plan.labels, plan.quota, plan.limits, plan.queue)).encode()).hexdigest()[:16]
+        # A changed quota or queue is applied at once; a cluster row made again (same id, new row) starts afresh.
+        key = f"gpulab:k8s-ns:{self.cluster.pk}:{self.cluster.created_at.timestamp()}:{plan.name}:{digest}"
         if not force and cache.get(key):
             return
         try:
@@ -238,7 +258,40 @@ class KubernetesBackend(ClusterBackend):
             {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": LIMITS_NAME, **meta}},
             {"limits": [{"type": "Container", **plan.limits}]},
         )
+        if plan.queue is not None:
+            self.ensure_queue(plan.queue, plan.name, plan.labels.get(LABEL_COURSE, ""))
         cache.set(key, True, NAMESPACE_CACHE_SECONDS)
+
+    def ensure_queue(self, queue: QueuePlan, namespace: str, course_label: str) -> None:
+        """The course's Kueue queue for this namespace: the ClusterQueue and LocalQueue the portal keeps, made or
+        brought to the plan (get, then create or merge-patch); or the admin's LocalQueue, which must exist."""
+        if queue.cluster_queue is None:
+            try:
+                self.api.get(kueue.LOCAL_QUEUE.item(namespace, queue.local_queue))
+            except NotFound:
+                raise SubmitRejected(
+                    f"The course's Kueue queue (LocalQueue “{queue.local_queue}”) does not exist in namespace "
+                    f"{namespace} on {self.cluster.display_name}. Ask an admin to create it, or to clear the course's "
+                    "“existing Kueue LocalQueue” so that the portal manages the course's queue."
+                ) from None
+            return
+        self._apply(kueue.CLUSTER_QUEUE, "", queue.cluster_queue)
+        self._apply(kueue.LOCAL_QUEUE, namespace, kueue.local_queue(queue, namespace, course_label))
+
+    def _apply(self, kind, namespace: str, obj: dict) -> None:
+        path = kind.item(namespace, name_of(obj))
+        try:
+            existing = self.api.get(path)
+        except NotFound:
+            with contextlib.suppress(Conflict):  # another worker made it just now
+                self.api.create(kind.collection(namespace), obj)
+            return
+        if existing.get("spec") != obj["spec"]:
+            dropped = {
+                k: None for k in kueue.OPTIONAL_SPEC if k in (existing.get("spec") or {}) and k not in obj["spec"]
+            }
+            spec = {**dropped, **obj["spec"]}  # a merge patch removes a key only when told (a cohort given up)
+            self.api.patch(path, {"spec": spec, "metadata": {"labels": obj["metadata"]["labels"]}})
 
     def _upsert(self, obj: dict, spec: dict) -> None:
         kind, namespace = kind_of(obj), obj["metadata"]["namespace"]
@@ -255,23 +308,76 @@ class KubernetesBackend(ClusterBackend):
                 namespace, job = split_id(scheduler_id)
                 by_namespace[namespace][job] = scheduler_id
         statuses: dict[str, SchedulerStatus] = {}
+        self._waiting, self._usage = [], {}
+        queued = kueue.uses_kueue(self.cluster)
+        if queued:
+            self._usage = kueue_queue.cluster_queues(self.api, kueue.CLUSTER_QUEUE)
         for namespace, jobs in by_namespace.items():
             pods_by_job = self._job_pods(namespace)
+            workloads = self._queue_workloads(namespace, jobs) if queued else {}
             for job, scheduler_id in jobs.items():
-                pods = pods_by_job.get(job, [])
-                workload = labels(pods[0]).get(LABEL_WORKLOAD, "") if pods else ""
-                status = kube_status.from_pods(scheduler_id, workload, pods) if workload else None
-                if status is None:
-                    found = self._workload(namespace, job, workload)
-                    status = kube_status.from_workload(scheduler_id, found, pods) if found else None
+                status = self._status(namespace, job, scheduler_id, pods_by_job.get(job, []), workloads.get(job))
                 if status is not None:
                     statuses[scheduler_id] = status
         self._pending = [status for status in statuses.values() if status.state == JobState.PENDING]
         return statuses
 
+    def _status(
+        self, namespace: str, job: str, scheduler_id: str, pods: list[dict], queued: dict | None
+    ) -> SchedulerStatus | None:
+        workload = labels(pods[0]).get(LABEL_WORKLOAD, "") if pods else ""
+        status = kube_status.from_pods(scheduler_id, workload, pods) if workload else None
+        # No pods yet, or only ended ones of a run Kueue stopped (evicted, no longer admitted): in Kueue's hands.
+        in_queue = not pods or not kueue_status.holds(queued or {}, "Admitted")
+        if status is None and queued is not None and in_queue and not kueue_status.holds(queued, "Finished"):
+            status = kueue_status.waiting(scheduler_id, queued)
+        if status is None:
+            found = self._workload(namespace, job, workload)
+            status = kube_status.from_workload(scheduler_id, found, pods) if found else None
+        if status is None or queued is None:
+            return status
+        return self._in_queue(status, namespace, queued)
+
+    def _in_queue(self, status: SchedulerStatus, namespace: str, queued: dict) -> SchedulerStatus:
+        """The status with what Kueue did with the job, and, running on borrowed GPUs, what that means."""
+        reason = status.reason
+        usage = self._usage.get(kueue_status.cluster_queue_of(queued))
+        if status.state == JobState.RUNNING and usage is not None and usage.borrowed:
+            reason = f"{reason}; {usage.borrowing_words()}" if reason else usage.borrowing_words()
+        if status.state == JobState.PENDING:
+            self._waiting.append(
+                kueue_queue.Waiting(
+                    status.scheduler_id,
+                    namespace,
+                    (queued.get("spec") or {}).get("queueName", ""),
+                    name_of(queued),
+                    kueue_status.cluster_queue_of(queued),
+                    status.reason,
+                )
+            )
+        return dataclasses.replace(status, reason=reason[:255], milestones=kueue_status.milestones(queued))
+
+    def _queue_workloads(self, namespace: str, jobs: dict[str, str]) -> dict[str, dict]:
+        """Kueue's Workloads in a namespace, by the portal job whose Job owns each: one list per namespace per cycle.
+        Kueue names the owner; the portal's Job is named after the job (kueue.put_in_queue)."""
+        try:
+            workloads = self.api.list(kueue.WORKLOAD.collection(namespace))
+        except NotFound:
+            return {}
+        by_name = {f"gpulab-{job[:8]}": job for job in jobs}
+        found: dict[str, dict] = {}
+        for workload in sorted(workloads, key=lambda w: (w.get("metadata") or {}).get("creationTimestamp") or ""):
+            for owner in (workload.get("metadata") or {}).get("ownerReferences") or []:
+                if owner.get("kind") in {"Job", "MPIJob", "PyTorchJob"} and owner.get("name") in by_name:
+                    found[by_name[owner["name"]]] = workload
+        return found
+
     def queue(self) -> QueueView:
         """What this cycle's poll read of the pending pods' conditions: Kubernetes keeps no queue order and makes no
-        start estimate, so that is all there is to say (no call of its own)."""
+        start estimate, so that is all there is to say (no call of its own). With Kueue: the place of each waiting
+        job in its queue, one visibility call per LocalQueue holding one (kueue_queue.py)."""
+        if self._waiting:
+            return kueue_queue.view(self.api, self._waiting, self._usage)
         jobs = tuple(QueuedJob(status.scheduler_id, JobState.PENDING, reason=status.reason) for status in self._pending)
         return QueueView(
             jobs=jobs,
@@ -293,10 +399,15 @@ class KubernetesBackend(ClusterBackend):
                 grouped[pod_labels.get(LABEL_JOB, "")].append(pod)
         return grouped
 
+    def _has(self, addon: str) -> bool:
+        return bool((self.cluster.kube_addons or {}).get(addon))
+
     def _workload(self, namespace: str, job: str, hint: str = "") -> dict | None:
         kinds = [WORKLOADS[hint]] if hint in WORKLOADS else [*WORKLOADS.values()]
         if hint == "MPIJob" or (not hint and self.cluster.has_mpi_operator):
             kinds.append(MPIJOB)
+        if hint == "PyTorchJob" or (not hint and self._has("training_operator")):
+            kinds.append(PYTORCHJOB)
         for kind in kinds:
             try:
                 items = self.api.list(kind.collection(namespace), f"{LABEL_JOB}={job}")
@@ -307,11 +418,36 @@ class KubernetesBackend(ClusterBackend):
                 return items[0]
         return None
 
+    def course_queue(self, course) -> QueueSummary:
+        """The course's ClusterQueue now: its own where the portal manages it, else the one the course's LocalQueue
+        feeds (read in the namespace of the course, or of its first student)."""
+        name = kueue.cluster_queue_name(course)
+        if course.kueue_local_queue:
+            student = course.enrollments.filter(role=Role.STUDENT).select_related("user").first()
+            if student is None:
+                raise BackendError("The course has no students yet, so no namespace of it holds its LocalQueue.")
+            namespace = namespace_for(course, student.user)
+            local = self.api.get(kueue.LOCAL_QUEUE.item(namespace, course.kueue_local_queue))
+            name = (local.get("spec") or {}).get("clusterQueue", "")
+        usage = kueue_status.QueueUsage.of(self.api.get(kueue.CLUSTER_QUEUE.item("", name)))
+        return QueueSummary(
+            name=usage.name,
+            nominal_gpus=usage.nominal,
+            used_gpus=usage.used,
+            borrowed_gpus=usage.borrowed,
+            pending=usage.pending,
+            admitted=usage.admitted,
+            cohort=usage.cohort,
+            policy=kueue.preemption_in_words(usage.preemption, usage.cohort),
+        )
+
     # -- cancel -----------------------------------------------------------------------------------------------
     def _owned(self, namespace: str, job: str) -> list[tuple[str, dict]]:
         found = []
         for kind in OWNED:
-            if kind is MPIJOB and not self.cluster.has_mpi_operator:
+            if (kind is MPIJOB and not self.cluster.has_mpi_operator) or (
+                kind is PYTORCHJOB and not self._has("training_operator")
+            ):
                 continue
             try:
                 items = self.api.list(kind.collection(namespace), f"{LABEL_JOB}={job}")
@@ -457,8 +593,25 @@ class KubernetesBackend(ClusterBackend):
     def test_connection(self) -> ConnectionReport:
         version = self.api.get("/version").get("gitVersion", "unknown")
         lines = [f"Kubernetes {version} at {self.api.client.configuration.host}."]
+        missing = self._missing(NEEDED_ACCESS)
+        addons = {fact: self._serves(kind) for fact, kind, _, _ in kueue.ADDONS}
+        if addons["kueue"]:
+            missing += self._missing(kueue.NEEDED_ACCESS)
+        lines += missing or ["The portal's identity may do everything it needs."]
+        facts = {"server_version": version, "has_mpi_operator": self._serves(MPIJOB), "has_metrics_api": False}
+        facts["has_metrics_api"] = self._serves(KINDS[("metrics.k8s.io/v1beta1", "PodMetrics")])
+        facts["kube_addons"] = addons
+        lines.append("MPI Operator (MPIJob): " + ("installed" if facts["has_mpi_operator"] else "not installed"))
+        lines.append("Metrics API (kubectl top): " + ("available" if facts["has_metrics_api"] else "not available"))
+        for fact, _, label, use in kueue.ADDONS:
+            found = "installed" + (f": {use}" if use else "") if addons[fact] else "not installed"
+            lines.append(f"{label}: {found}")
+        return ConnectionReport(ok=not missing, lines=lines, facts=facts)
+
+    def _missing(self, needed: list[tuple[str, str, str, str, str]]) -> list[str]:
+        """SelfSubjectAccessReview for each need: a sentence for each the portal's identity may not do."""
         missing = []
-        for verb, group, resource, sub, purpose in NEEDED_ACCESS:
+        for verb, group, resource, sub, purpose in needed:
             review = {
                 "apiVersion": "authorization.k8s.io/v1",
                 "kind": "SelfSubjectAccessReview",
@@ -472,12 +625,7 @@ class KubernetesBackend(ClusterBackend):
                 missing.append(
                     f"Missing permission: {verb} {what}{'.' + group if group else ''} — needed to {purpose}."
                 )
-        lines += missing or ["The portal's identity may do everything it needs."]
-        facts = {"server_version": version, "has_mpi_operator": self._serves(MPIJOB), "has_metrics_api": False}
-        facts["has_metrics_api"] = self._serves(KINDS[("metrics.k8s.io/v1beta1", "PodMetrics")])
-        lines.append("MPI Operator (MPIJob): " + ("installed" if facts["has_mpi_operator"] else "not installed"))
-        lines.append("Metrics API (kubectl top): " + ("available" if facts["has_metrics_api"] else "not available"))
-        return ConnectionReport(ok=not missing, lines=lines, facts=facts)
+        return missing
 
     def _serves(self, kind) -> bool:
         try:

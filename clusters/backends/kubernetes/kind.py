@@ -4,6 +4,7 @@ servers can be scaled, tried and load-tested (endpoints.py), and the portal stop
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -22,7 +23,8 @@ from ..kind import (
     Scaled,
     ServerPanel,
 )
-from . import endpoints, launch, namespaces, notebook, shell
+from ..queue import QueueSummary
+from . import endpoints, kueue, launch, namespaces, notebook, shell
 from .api import kubeconfig_contexts
 from .backend import KubernetesBackend
 from .manifests import ManifestError, dump, preview_context, render_manifests
@@ -109,7 +111,9 @@ class KubernetesKind(Kind):
         return "Connected; all permissions present" if ok else "Connected, but permissions are missing"
 
     def render(self, request: RenderRequest) -> Rendered:
-        rendered = launch.render(request.template, request.course, request.user, request.values, request.job_id)
+        rendered = launch.render(
+            request.template, request.course, request.user, request.values, request.job_id, cluster=request.cluster
+        )
         return Rendered(script=rendered.script, gpus=rendered.resources.gpus)
 
     def preview(self, body: str, parameters: Any, cluster: Any = None) -> Preview:
@@ -127,8 +131,15 @@ class KubernetesKind(Kind):
     def needs_mpi_operator(self, body: str) -> bool:
         return bool(MPIJOB_KIND.search(body))
 
-    def namespace_plan(self, course, user):
-        return namespaces.plan_for(course, user)
+    def namespace_plan(self, course, user, cluster=None):
+        plan = namespaces.plan_for(course, user)
+        queue = kueue.plan_for(course, cluster) if cluster is not None else None
+        return dataclasses.replace(plan, queue=queue) if queue else plan
+
+    def queue_summary(self, cluster, course) -> QueueSummary | None:
+        if not kueue.uses_kueue(cluster):
+            return None
+        return KubernetesBackend(cluster, cluster.service_account()).course_queue(course)
 
     def time_limit_minutes(self, job) -> int | None:
         """A Job's activeDeadlineSeconds, or the portal stopping a server: the template's limit either way."""

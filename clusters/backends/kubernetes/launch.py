@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..kind import RenderRefused
+from . import kueue
 from .manifests import (
     ManifestContext,
     ManifestError,
@@ -78,7 +79,14 @@ def ingress_for(objects: list[dict], ctx: ManifestContext, host_domain: str) -> 
 
 
 def render(
-    template, course, user, values: Mapping[str, Any], job_id: uuid.UUID, *, with_ingress: bool = True
+    template,
+    course,
+    user,
+    values: Mapping[str, Any],
+    job_id: uuid.UUID,
+    *,
+    with_ingress: bool = True,
+    cluster: Any = None,
 ) -> Rendered:
     ctx = context_for(user, course, job_id)
     try:
@@ -87,12 +95,23 @@ def render(
             ingress = ingress_for(objects, ctx, course.ingress_host)
             if ingress is not None:
                 objects.append(ingress)
+        operator = cluster is not None and (cluster.kube_addons or {}).get("training_operator")
+        if cluster is not None and not operator and any(o["kind"] == "PyTorchJob" for o in objects):
+            raise RenderRefused(
+                f"This template runs a PyTorchJob, and {cluster.display_name} has no Kubeflow Training Operator "
+                "(Test connection finds it). Pick another cluster, or ask an admin to install it."
+            )
+        if cluster is not None and kueue.uses_kueue(cluster):  # every workload in the course's queue
+            kueue.put_in_queue(objects, kueue.local_queue_name(course), ctx.job_name)
     except ManifestError as exc:
         raise RenderRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
     for obj in objects:
+        limit = template.max_minutes * 60
         if obj["kind"] == "Job":  # the template's time limit, enforced by Kubernetes (DeadlineExceeded)
-            limit = template.max_minutes * 60
             obj["spec"]["activeDeadlineSeconds"] = min(obj["spec"].get("activeDeadlineSeconds") or limit, limit)
+        elif obj["kind"] == "PyTorchJob":  # by the Training Operator, from its runPolicy
+            policy = obj["spec"].setdefault("runPolicy", {})
+            policy["activeDeadlineSeconds"] = min(policy.get("activeDeadlineSeconds") or limit, limit)
     resources = requested_resources(objects)
     check_resources(template, course, resources)
     return Rendered(script=dump(objects), resources=resources)

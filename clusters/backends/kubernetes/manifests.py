@@ -24,6 +24,8 @@ import yaml
 from core.templating.params import Param
 from core.templating.rendering import PLACEHOLDER, not_a_parameter, stray_braces
 
+from . import crds
+
 KUBERNETES_VERSION = "1.34.0"
 MANAGED_BY = "gpulab-portal"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -43,8 +45,11 @@ ALLOWED_KINDS = {
     ("autoscaling/v2", "HorizontalPodAutoscaler"),
     ("networking.k8s.io/v1", "Ingress"),
     ("kubeflow.org/v2beta1", "MPIJob"),  # offered only where the MPI Operator's CRD exists
+    ("kubeflow.org/v1", "PyTorchJob"),  # launched only where the Training Operator's CRD exists
 }
-WORKLOAD_KINDS = {"Deployment", "Job", "MPIJob"}
+WORKLOAD_KINDS = {"Deployment", "Job", "MPIJob", "PyTorchJob"}
+# Operator kinds whose pod templates sit in a map of replica types: kind → that map's field in the spec.
+REPLICA_SPECS = {"MPIJob": "mpiReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs"}
 FORBIDDEN_CAPABILITIES = {"ALL", "SYS_ADMIN", "NET_ADMIN", "SYS_PTRACE", "SYS_MODULE", "DAC_READ_SEARCH"}
 
 
@@ -120,7 +125,8 @@ def render_manifests(body: str, schema: list[Param], values: Mapping[str, Any], 
     workloads = [obj for obj in objects if obj["kind"] in WORKLOAD_KINDS]
     if len(workloads) != 1:
         raise ManifestError(
-            f"A Kubernetes template runs exactly one Deployment, Job or MPIJob; this one has {len(workloads)}."
+            "A Kubernetes template runs exactly one Deployment, Job, MPIJob or PyTorchJob; this one has "
+            f"{len(workloads)}."
         )
     return objects
 
@@ -185,12 +191,12 @@ def _describe(obj: dict) -> str:
 
 
 def pod_specs(obj: dict) -> Iterator[dict]:
-    """Every pod spec in an object: Deployments and Jobs have one, an MPIJob one per replica type."""
+    """Every pod spec in an object: Deployments and Jobs have one, an MPIJob or PyTorchJob one per replica type."""
     spec = obj.get("spec") or {}
     if obj.get("kind") in {"Deployment", "Job"}:
         yield ((spec.get("template") or {}).get("spec")) or {}
-    elif obj.get("kind") == "MPIJob":
-        for replica in (spec.get("mpiReplicaSpecs") or {}).values():
+    elif obj.get("kind") in REPLICA_SPECS:
+        for replica in (spec.get(REPLICA_SPECS[obj["kind"]]) or {}).values():
             yield (((replica or {}).get("template") or {}).get("spec")) or {}
 
 
@@ -198,8 +204,8 @@ def pod_templates(obj: dict) -> Iterator[dict]:
     spec = obj.get("spec") or {}
     if obj.get("kind") in {"Deployment", "Job"}:
         yield spec.setdefault("template", {})
-    elif obj.get("kind") == "MPIJob":
-        for replica in (spec.get("mpiReplicaSpecs") or {}).values():
+    elif obj.get("kind") in REPLICA_SPECS:
+        for replica in (spec.get(REPLICA_SPECS[obj["kind"]]) or {}).values():
             yield replica.setdefault("template", {})
 
 
@@ -250,6 +256,12 @@ def _force(obj: dict, ctx: ManifestContext) -> None:
 
 
 def _validate(obj: dict) -> None:
+    if (obj.get("apiVersion"), obj.get("kind")) in crds.definitions():  # an operator's kind: its published schema
+        try:
+            crds.validate(obj)
+        except crds.SchemaInvalid as exc:
+            raise ManifestError(f"{_describe(obj)} is not a valid {obj['apiVersion']} {obj['kind']}: {exc}") from None
+        return
     try:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
     except kubernetes_validate.SchemaNotFoundError:
@@ -302,8 +314,8 @@ def _pods_at_once(obj: dict, autoscaled: dict[str, int]) -> Iterator[tuple[dict,
     elif obj["kind"] == "Job":
         for pod in pod_specs(obj):
             yield pod, int(spec.get("parallelism", 1) or 1)
-    elif obj["kind"] == "MPIJob":
-        for replica in (spec.get("mpiReplicaSpecs") or {}).values():
+    elif obj["kind"] in REPLICA_SPECS:
+        for replica in (spec.get(REPLICA_SPECS[obj["kind"]]) or {}).values():
             yield (
                 ((replica or {}).get("template") or {}).get("spec") or {},
                 int((replica or {}).get("replicas", 1) or 1),

@@ -127,6 +127,16 @@ def from_pods(scheduler_id: str, workload: str, pods: list[dict]) -> SchedulerSt
     return None  # every pod ended: the Job's conditions decide (retries, deadlines)
 
 
+def replicas_in_words(workload: dict) -> str:
+    """An operator job's replica statuses (PyTorchJob: Master, Worker), e.g. "Master: 1 succeeded; Worker: 1 failed"."""
+    parts = []
+    for kind, counts in sorted(((workload.get("status") or {}).get("replicaStatuses") or {}).items()):
+        said = [f"{counts[word]} {word}" for word in ("active", "succeeded", "failed") if (counts or {}).get(word)]
+        if said:
+            parts.append(f"{kind}: {', '.join(said)}")
+    return f"({'; '.join(parts)})" if parts else ""
+
+
 def from_workload(scheduler_id: str, workload: dict, pods: list[dict]) -> SchedulerStatus:
     """The state of a workload whose pods did not settle it."""
     kind = workload.get("kind")
@@ -155,7 +165,7 @@ def from_workload(scheduler_id: str, workload: dict, pods: list[dict]) -> Schedu
     if failed and failed.get("status") == "True":
         reason = failed.get("reason") or "Failed"
         state = JobState.TIMED_OUT if reason == "DeadlineExceeded" else JobState.FAILED
-        message = failed.get("message") or ""
+        message = " ".join(filter(None, [failed.get("message") or "", replicas_in_words(workload)]))
         return SchedulerStatus(
             scheduler_id,
             state,
