@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0015_course_template_order'),
+        ('jobs', '0016_job_in_array'),
     ]
 
     operations = [
