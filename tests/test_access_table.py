@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from core.choices import JobState, SessionKind
 from courses.models import LabSession
+from sweeps.models import Sweep, SweepRun
 
 pytestmark = pytest.mark.django_db
 
@@ -152,6 +153,15 @@ TABLE: dict[tuple[str, str], str] = {
     ("api:lab_session", "GET"): API_MANAGE,
     ("api:lab_session", "DELETE"): API_MANAGE_DO,
     ("api:compare", "GET"): API_SEE_JOB,  # alice's job beside one that does not exist: none visible is 404
+    ("api:course_roster", "GET"): API_MANAGE,
+    ("api:course_dashboard", "GET"): "401 404 404 200 200 200 404",  # the class dashboard: the course's teachers
+    # Sweeps: launched as jobs are; alice's sweep (its one run is her job) is seen and cancelled as her job is.
+    ("sweeps:launch", "GET"): MEMBER,
+    ("sweeps:launch", "POST"): "login ok ok ok ok ok 404",
+    ("api:sweep-list", "GET"): API_ANYONE,
+    ("api:sweep-list", "POST"): "401 ok ok ok ok ok ok",
+    ("api:sweep-detail", "GET"): API_SEE_JOB,
+    ("api:sweep-cancel", "POST"): API_DO_JOB,
 }
 
 # Runs named in the query rather than the path: {URL name: the query, from the test's world}.
@@ -172,6 +182,8 @@ NOT_COURSE_SCOPED = {
     "api:token": "a token for the signed-in user",
     "api:schema": "the OpenAPI document",
     "api:docs": "the OpenAPI page",
+    "api:token_code": "a browser-confirmed sign-in, started by anyone (signon/cli_login.py)",
+    "api:token_code_poll": "its token, for whoever holds the secret code",
 }
 
 # Path parameters that make a URL a course's or a job's (and any parameter naming a course or a job).
@@ -252,7 +264,10 @@ def world(
         "admin": admin_user,
         "other": other_instructor,
     }
-    return {"users": users, "job": job, "session": session, "course": course, "cluster": cluster}
+    made = {"owner": alice, "course": course, "template": sleep_template, "cluster": cluster}
+    sweep = Sweep.objects.create(**made, max_concurrent=1, script="", values_file="")
+    SweepRun.objects.create(sweep=sweep, job=job, index=0)
+    return {"users": users, "job": job, "session": session, "course": course, "cluster": cluster, "sweep": sweep}
 
 
 def _kwargs(name: str, world) -> dict:
@@ -263,7 +278,7 @@ def _kwargs(name: str, world) -> dict:
         "course_slug": course.slug,
         "template_slug": "sleep-echo",
         "job_id": job.pk,
-        "pk": job.pk,
+        "pk": world["sweep"].pk if name.startswith("api:sweep") else job.pk,
         "name": world["cluster"].name,
         "session_id": world["session"].pk,
         "user_id": world["users"]["student"].pk,
