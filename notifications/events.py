@@ -19,6 +19,7 @@ class Event(models.TextChoices):
     CANCELLED_BY_OTHER = "cancelled_by_other", "Job cancelled by someone else"
     STOPPED_BY_RULE = "stopped_by_rule", "Job stopped by the course's rules (term ended, budget used up, idle GPUs)"
     DIGEST = "digest", "Course digest (instructors)"
+    LAB_NOTE = "lab_note", "A note from your instructor on a lab page"
 
 
 class Channel(models.TextChoices):

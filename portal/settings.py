@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "passwords",
     "axes",  # sign-in lockout (see "Sign-in throttling" below)
     "notifications",  # email, browser and course-webhook messages about jobs (notifications.notify)
+    "labs",  # guided labs: sections of steps with checks, the students' lab pages and the class's progress grid
     "signon",  # campus sign-in (OIDC, LDAP) and course rosters kept in step with campus groups
 ]
 
