@@ -1,0 +1,196 @@
+"""Labs through the pages and the loader: built-in labs load into a course, a step's Markdown renders inert, a step's
+state is computed from the student's own runs wherever they launched them, and only the course's teachers see the
+class's grid."""
+
+from __future__ import annotations
+
+import csv
+import io
+from html.parser import HTMLParser
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from core.choices import JobState
+from jobs.builtin import load_builtin_templates
+from labs.builtin import LabFileInvalid, builtin_definitions, load_builtin_lab, load_lab
+from labs.models import Lab, Step
+from labs.progress import State, student_progress
+
+HOSTILE = """\
+# Hostile
+
+<script>document.title = "owned"</script>
+<img src=x onerror="document.title='owned'">
+[click me](javascript:document.title='owned') <a href="javascript:alert(1)" onclick="alert(1)">raw</a>
+<iframe src="https://example.org"></iframe>
+
+```bash
+echo "<b>not bold</b>"
+```
+"""
+
+
+def lab_definition(**step_overrides) -> dict:
+    step = {
+        "title": "Say the word",
+        "instructions": HOSTILE,
+        "template": "sleep-echo",
+        "preset": {"message": "lab-word-42", "exit_code": 0},
+        "fixed": ["message"],
+        "check": {"kind": "log", "pattern": "lab-word-42"},
+        "quick_fixes": [{"states": ["failed"], "text": "It exited with an error: set Exit code to 0."}],
+        **step_overrides,
+    }
+    return {
+        "slug": "warm-up",
+        "title": "Warm-up",
+        "summary": "First steps.",
+        "sections": [
+            {"title": "Start", "minutes": 10, "steps": [step]},
+            {
+                "title": "Think",
+                "minutes": 5,
+                "steps": [{"title": "Which?", "check": {"kind": "answer", "choices": ["A", "B"], "correct": "B"}}],
+            },
+        ],
+    }
+
+
+@pytest.fixture
+def lab(course, sleep_template, cluster):
+    return load_lab(course, lab_definition())
+
+
+def test_every_builtin_lab_loads_into_a_course_and_loading_again_changes_nothing(course, cluster):
+    load_builtin_templates()
+    for slug in builtin_definitions():
+        load_builtin_lab(course, slug)
+    steps = Step.objects.filter(section__lab__course=course).count()
+    for slug in builtin_definitions():
+        load_builtin_lab(course, slug)
+    assert Lab.objects.filter(course=course).count() == len(builtin_definitions()) >= 3
+    assert Step.objects.filter(section__lab__course=course).count() == steps
+    ddp = Step.objects.get(section__lab__slug="day2-llm", template__slug="tiny-lm-ddp")
+    assert ddp.preset["gpus_per_node"] == 2 and ddp.fixed == ["gpus_per_node"]
+    assert course.templates.filter(slug="tiny-lm-ddp").exists()  # its launch button finds it in the catalog
+
+
+def test_a_step_whose_template_no_cluster_of_the_course_runs_says_so(login, instructor, course, cluster):
+    load_builtin_templates()
+    load_builtin_lab(course, "day2-llm")  # the course has a SLURM cluster only
+    page = login(instructor).get(reverse("labs:lab", args=[course.slug, "day2-llm"])).content.decode()
+    assert "No cluster of this course runs Kubernetes (API) jobs, so this step cannot be launched" in page
+    assert page.count('class="button primary step-launch"') == 5  # the SLURM steps
+
+
+def test_a_lab_file_with_a_check_that_is_not_data_is_refused(course, sleep_template):
+    with pytest.raises(LabFileInvalid, match="pattern"):
+        load_lab(course, lab_definition(check={"kind": "log"}))
+    with pytest.raises(LabFileInvalid):
+        load_lab(course, lab_definition(check={"kind": "log", "pattern": "x" * 201}))
+    with pytest.raises(LabFileInvalid, match="Fixed values need a preset"):
+        load_lab(course, lab_definition(fixed=["seconds"]))
+
+
+class Elements(HTMLParser):
+    """Every element of a piece of HTML, as a browser's parser sees it: (tag, attributes)."""
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.found: list[tuple[str, dict]] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        self.found.append((tag, dict(attrs)))
+
+
+def test_markdown_renders_inert_in_the_page(login, alice, lab):
+    page = login(alice).get(reverse("labs:lab", args=[lab.course.slug, lab.slug])).content.decode()
+    step = page.split('id="step-', 1)[1].split("</article>")[0]
+    elements = Elements(step).found
+    tags = {tag for tag, _ in elements}
+    assert tags.isdisjoint({"script", "iframe", "img", "object", "embed"}) and "pre" in tags and "h1" in tags
+    attributes = [(name, value or "") for _, attrs in elements for name, value in attrs.items()]
+    assert not [name for name, _ in attributes if name.startswith("on")]
+    assert not [value for name, value in attributes if name in {"href", "src"} and "javascript" in value.lower()]
+    assert "&lt;script&gt;" in step  # shown as the text it is
+    assert '<code class="language-bash">echo "&lt;b&gt;not bold&lt;/b&gt;"' in step
+    assert "js/labs.js" in page  # the copy buttons' script, served from static/
+
+
+def test_the_step_link_opens_the_launch_form_with_fixed_values_locked(login, alice, lab):
+    step = Step.objects.get(section__lab=lab, position=1, section__position=1)
+    client = login(alice)
+    answer = client.get(reverse("labs:launch_step", args=[lab.course.slug, lab.slug, step.pk]))
+    assert answer.status_code == 302 and "set.message=lab-word-42" in answer.url and "fix=message" in answer.url
+    form = client.get(answer.url).content.decode()
+    assert 'id="id_param_message">lab-word-42 <span class="small muted">(set by the lab step)' in form
+    assert 'name="param_exit_code"' in form  # preset but not fixed: still a field
+
+
+def test_a_run_from_the_catalog_counts_and_a_failed_one_shows_its_quick_fix(lab, alice, bob, make_job, login):
+    failed = make_job(alice, message="lab-word-42", exit_code=3)
+    failed.state, failed.finished_at = JobState.FAILED, timezone.now()
+    failed.save()
+    first = student_progress(lab, alice, read_logs=False)[0]
+    assert first.state == State.FAILED and first.quick_fix.startswith("It exited with an error")
+    page = login(alice).get(reverse("labs:lab", args=[lab.course.slug, lab.slug])).content.decode()
+    assert "Quick fix: It exited with an error: set Exit code to 0." in page
+    other = make_job(alice, message="something-else")  # not the step's fixed value: not a run of this step
+    assert other not in student_progress(lab, alice, read_logs=False)[0].jobs
+    assert student_progress(lab, bob, read_logs=False)[0].state == State.NOT_STARTED  # alice's runs are hers
+
+
+def test_a_choice_answer_is_checked_at_once(login, alice, lab):
+    step = Step.objects.get(section__lab=lab, section__position=2)
+    client = login(alice)
+    url = reverse("labs:answer", args=[lab.course.slug, lab.slug, step.pk])
+    client.post(url, {"text": "A"})
+    assert student_progress(lab, alice, read_logs=False)[1].state == State.FAILED
+    client.post(url, {"text": "B"})
+    assert student_progress(lab, alice, read_logs=False)[1].state == State.DONE
+
+
+def test_only_the_course_s_teachers_see_the_grid_and_another_course_s_lab_is_missing(
+    client, login, alice, ta, instructor, carol, other_instructor, lab
+):
+    grid = reverse("labs:grid", args=[lab.course.slug, lab.slug])
+    page = reverse("labs:lab", args=[lab.course.slug, lab.slug])
+    assert client.get(page).status_code == 302  # to the login page
+    assert login(carol).get(page).status_code == 404
+    assert login(other_instructor).get(grid).status_code == 404
+    assert login(alice).get(grid).status_code == 404
+    assert login(alice).get(reverse("labs:csv", args=[lab.course.slug, lab.slug])).status_code == 404
+    assert login(ta).get(grid).status_code == 200
+    body = login(instructor).get(grid).content.decode()
+    assert f'data-student="{alice.pk}"' in body
+
+
+def test_a_ta_may_not_load_labs(login, ta, course):
+    answer = login(ta).post(reverse("labs:load", args=[course.slug]), {"lab": "hpc-mpi"})
+    assert answer.status_code == 403
+
+
+def test_the_grading_csv_keeps_a_formula_as_text(login, instructor, make_user, course, lab):
+    from courses.models import Enrollment, Role
+
+    Enrollment.objects.create(course=course, user=make_user("=cmd|calc"), role=Role.STUDENT)
+    text = login(instructor).get(reverse("labs:csv", args=[course.slug, lab.slug])).content.decode()
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0][:4] == ["student", "section", "step", "state"]
+    assert any(row[0] == "'=cmd|calc" for row in rows[1:])
+    assert not any(row[0].startswith("=") for row in rows)
+
+
+def test_a_note_to_one_student_shows_on_their_page_only_and_is_a_notification(login, instructor, alice, bob, lab):
+    from notifications.models import Notification
+
+    url = reverse("labs:note", args=[lab.course.slug, lab.slug])
+    login(instructor).post(url, {"text": "Alice, look at your batch size.", "student": alice.pk})
+    page = reverse("labs:lab", args=[lab.course.slug, lab.slug])
+    assert "look at your batch size" in login(alice).get(page).content.decode()
+    assert "look at your batch size" not in login(bob).get(page).content.decode()
+    assert Notification.objects.filter(user=alice, event="lab_note").exists()
+    assert not Notification.objects.filter(user=bob, event="lab_note").exists()
