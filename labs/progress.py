@@ -136,10 +136,12 @@ class _Evaluator:
         if kind == CheckKind.COMPLETED:
             return self._by(progress, completed[-1] if completed else None)
         if kind == CheckKind.LOG:
+            # A run that printed the line counts while it runs or once it completed; one that then failed does not.
             found = [
                 j
                 for j in reversed(progress.jobs)
-                if log_checks.matched(progress.step, j, check["pattern"], self.matches, read=self.read_logs)
+                if j.state not in FAILED_STATES
+                and log_checks.matched(progress.step, j, check["pattern"], self.matches, read=self.read_logs)
             ]
             if not found and completed:
                 progress.why = f"Your run's log does not show “{check['pattern']}”."
