@@ -15,6 +15,7 @@ from rest_framework.throttling import AnonRateThrottle
 
 from courses.api import CourseLabSession, CourseLabSessions
 from jobs.api import ClusterViewSet, JobViewSet, TemplateViewSet
+from labs.api import ClassLabProgress, CourseLab, CourseLabs, MyLabProgress
 from sessions.api_urls import urlpatterns as files_urls
 from signon import credentials
 from signon.views import DIRECTORY_DOWN
@@ -100,4 +101,8 @@ urlpatterns = [
     *files_urls,  # /api/v1/files/…
     path("courses/<slug:slug>/lab-sessions/", CourseLabSessions.as_view(), name="lab_sessions"),
     path("courses/<slug:slug>/lab-sessions/<int:session_id>/", CourseLabSession.as_view(), name="lab_session"),
+    path("courses/<slug:slug>/labs/", CourseLabs.as_view(), name="labs"),
+    path("courses/<slug:slug>/labs/<slug:lab_slug>/", CourseLab.as_view(), name="lab"),
+    path("courses/<slug:slug>/labs/<slug:lab_slug>/progress/", MyLabProgress.as_view(), name="lab_progress"),
+    path("courses/<slug:slug>/labs/<slug:lab_slug>/progress/class/", ClassLabProgress.as_view(), name="lab_class"),
 ]

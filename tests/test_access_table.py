@@ -39,7 +39,9 @@ MANAGE_DO = "login 404 404 403 ok ok 404"
 SEE_JOB = "login 404 200 200 200 200 404"  # alice's job: its owner and the course's teachers
 DO_JOB = "login 404 ok ok ok ok 404"  # cancel, clone
 ACT_JOB = "login 404 ok 403 ok ok 404"  # its server and idle clock: not a TA
+MEMBER_DO = "login ok ok ok ok ok 404"  # a lab step's launch link and answer: anyone in the course
 API_MEMBER = "401 200 200 200 200 200 404"
+API_TEACH = "401 404 404 200 200 200 404"
 API_ANYONE = "401 200 200 200 200 200 200"
 API_NO_WRITE = "401 405 405 405 405 405 405"
 API_MANAGE = "401 404 404 403 200 200 404"
@@ -150,6 +152,20 @@ TABLE: dict[tuple[str, str], str] = {
     ("api:lab_sessions", "POST"): API_MANAGE_DO,
     ("api:lab_session", "GET"): API_MANAGE,
     ("api:lab_session", "DELETE"): API_MANAGE_DO,
+    # Labs (labs/): the lab pages for the course's members, the progress grid for its teachers
+    ("labs:list", "GET"): MEMBER,
+    ("labs:load", "POST"): MANAGE_DO,
+    ("labs:lab", "GET"): MEMBER,
+    ("labs:launch_step", "GET"): MEMBER_DO,
+    ("labs:answer", "POST"): MEMBER_DO,
+    ("labs:grid", "GET"): TEACH,
+    ("labs:csv", "GET"): TEACH,
+    ("labs:note", "POST"): TEACH_DO,
+    ("labs:mark", "POST"): TEACH_DO,
+    ("api:labs", "GET"): API_MEMBER,
+    ("api:lab", "GET"): API_MEMBER,
+    ("api:lab_progress", "GET"): API_MEMBER,
+    ("api:lab_class", "GET"): API_TEACH,
 }
 
 # What a request carries where an empty one would be refused before access is asked (the files API checks the body
@@ -238,6 +254,12 @@ def world(
     session = LabSession.objects.create(
         course=course, cluster=cluster, starts_at=start, ends_at=start + timedelta(hours=1), gpus=1
     )
+    from labs.models import Answer, Lab
+
+    lab = Lab.objects.create(course=course, slug="warm-up", title="Warm-up")
+    section = lab.sections.create(position=1, title="Start", planned_minutes=10)
+    step = section.steps.create(position=1, title="Run it", template=sleep_template, preset={"seconds": 1})
+    answer = Answer.objects.create(step=step, student=bob, text="42")
     users = {
         "anon": None,
         "student": bob,
@@ -247,7 +269,8 @@ def world(
         "admin": admin_user,
         "other": other_instructor,
     }
-    return {"users": users, "job": job, "session": session, "course": course, "cluster": cluster}
+    world = {"users": users, "job": job, "session": session, "course": course, "cluster": cluster}
+    return world | {"lab": lab, "step": step, "answer": answer}
 
 
 def _kwargs(name: str, world) -> dict:
@@ -263,6 +286,9 @@ def _kwargs(name: str, world) -> dict:
         "session_id": world["session"].pk,
         "user_id": world["users"]["student"].pk,
         "cluster_id": world["cluster"].pk,
+        "lab_slug": world["lab"].slug,
+        "step_id": world["step"].pk,
+        "answer_id": world["answer"].pk,
     }
     return {param: values[param] for param in _params(route) if param != "format"}
 

@@ -194,3 +194,15 @@ def test_a_note_to_one_student_shows_on_their_page_only_and_is_a_notification(lo
     assert "look at your batch size" not in login(bob).get(page).content.decode()
     assert Notification.objects.filter(user=alice, event="lab_note").exists()
     assert not Notification.objects.filter(user=bob, event="lab_note").exists()
+
+
+def test_the_api_gives_the_caller_their_own_progress_and_teachers_the_class_s(api_for, alice, bob, ta, lab, make_job):
+    make_job(alice, message="lab-word-42")
+    base = f"/api/v1/courses/{lab.course.slug}/labs/{lab.slug}"
+    detail = api_for(alice).get(f"{base}/").json()
+    assert detail["sections"][0]["steps"][0]["check"] == {"kind": "log", "pattern": "lab-word-42"}
+    assert api_for(alice).get(f"{base}/progress/").json()[0]["state"] == "running"
+    assert api_for(bob).get(f"{base}/progress/").json()[0]["state"] == "not_started"  # his own, not alice's
+    assert api_for(bob).get(f"{base}/progress/class/").status_code == 404
+    rows = {row["student"]: row for row in api_for(ta).get(f"{base}/progress/class/").json()}
+    assert rows["alice"]["steps"][0]["state"] == "running" and rows["bob"]["done"] == 0
