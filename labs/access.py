@@ -7,12 +7,12 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.http import Http404
 
-from courses.access import get_course, get_managed_course, may_teach
+from courses.access import get_course, get_managed_course, may_manage, may_teach
 from courses.models import Course, Enrollment, Role
 
 from .models import Lab
 
-__all__ = ["get_lab", "get_managed_course", "may_teach", "students_of"]
+__all__ = ["get_lab", "get_managed_course", "may_manage", "may_teach", "students_of"]
 
 
 def get_lab(user, course_slug: str, lab_slug: str, *, teach: bool = False) -> Lab:

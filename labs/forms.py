@@ -30,3 +30,16 @@ class NoteForm(forms.Form):
 
 class MarkForm(forms.Form):
     accepted = forms.TypedChoiceField(choices=[("1", "Accept"), ("0", "Ask again")], coerce=lambda v: v == "1")
+
+
+class LabSessionForm(forms.Form):
+    lab_session: forms.ModelChoiceField = forms.ModelChoiceField(
+        queryset=None, required=False, label="Lab session", empty_label="None: the lab runs at any time"
+    )
+
+    def __init__(self, *args, course, **kwargs):
+        from courses.models import LIVE_LAB_SESSION_STATES
+
+        super().__init__(*args, **kwargs)
+        sessions = course.lab_sessions.filter(state__in=LIVE_LAB_SESSION_STATES).select_related("cluster")
+        self.fields["lab_session"].queryset = sessions.order_by("starts_at")  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ from core import csv_cells
 
 from . import access, grid, live
 from .builtin import LabFileInvalid, load_builtin_lab
-from .forms import LoadLabForm, MarkForm, NoteForm
+from .forms import LabSessionForm, LoadLabForm, MarkForm, NoteForm
 from .models import Answer
 from .notes import post_note
 from .progress import State
@@ -49,6 +49,8 @@ def progress_grid(request, slug: str, lab_slug: str):
         "steps": steps,
         "pace": grid.pace(lab, rows),
         "note_form": NoteForm(students=students),
+        "session_form": LabSessionForm(course=lab.course, initial={"lab_session": lab.lab_session_id}),
+        "manages": access.may_manage(request.user, lab.course),
         "answers": Answer.objects.filter(step__section__lab=lab, accepted=None).select_related("step", "student"),
         "State": State,
     }
@@ -105,4 +107,20 @@ def mark(request, slug: str, lab_slug: str, answer_id: int):
         answer.accepted, answer.marked_by = form.cleaned_data["accepted"], request.user
         answer.save(update_fields=["accepted", "marked_by"])
         live.send_rows_after_commit([lab], answer.student)
+    return redirect("labs:grid", slug, lab_slug)
+
+
+@login_required
+@require_POST
+def tie_session(request, slug: str, lab_slug: str):
+    """Run the lab in one of the course's booked lab sessions: its page then counts down to the session's end."""
+    access.get_managed_course(request.user, slug, "tie its labs to lab sessions", write=True)
+    lab = access.get_lab(request.user, slug, lab_slug, teach=True)
+    form = LabSessionForm(request.POST, course=lab.course)
+    if form.is_valid():
+        lab.lab_session = form.cleaned_data["lab_session"]
+        lab.save(update_fields=["lab_session"])
+        messages.success(request, f"“{lab.title}” now runs in {lab.lab_session or 'no lab session'}.")
+    else:
+        messages.error(request, "Pick one of the course's booked lab sessions.")
     return redirect("labs:grid", slug, lab_slug)

@@ -13,5 +13,6 @@ urlpatterns = [
     path("<slug:slug>/labs/<slug:lab_slug>/grid/", teach_views.progress_grid, name="grid"),
     path("<slug:slug>/labs/<slug:lab_slug>/grid.csv", teach_views.grading_csv, name="csv"),
     path("<slug:slug>/labs/<slug:lab_slug>/notes/", teach_views.note, name="note"),
+    path("<slug:slug>/labs/<slug:lab_slug>/session/", teach_views.tie_session, name="session"),
     path("<slug:slug>/labs/<slug:lab_slug>/answers/<int:answer_id>/mark/", teach_views.mark, name="mark"),
 ]

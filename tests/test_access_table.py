@@ -161,6 +161,7 @@ TABLE: dict[tuple[str, str], str] = {
     ("labs:grid", "GET"): TEACH,
     ("labs:csv", "GET"): TEACH,
     ("labs:note", "POST"): TEACH_DO,
+    ("labs:session", "POST"): MANAGE_DO,
     ("labs:mark", "POST"): TEACH_DO,
     ("api:labs", "GET"): API_MEMBER,
     ("api:lab", "GET"): API_MEMBER,

@@ -206,3 +206,22 @@ def test_the_api_gives_the_caller_their_own_progress_and_teachers_the_class_s(ap
     assert api_for(bob).get(f"{base}/progress/class/").status_code == 404
     rows = {row["student"]: row for row in api_for(ta).get(f"{base}/progress/class/").json()}
     assert rows["alice"]["steps"][0]["state"] == "running" and rows["bob"]["done"] == 0
+
+
+def test_a_lab_tied_to_a_lab_session_shows_its_countdown_and_gpus(login, instructor, ta, alice, lab, cluster):
+    from datetime import timedelta
+
+    from courses.models import LabSession, LabSessionState
+
+    start = timezone.now() + timedelta(minutes=5)
+    session = LabSession.objects.create(
+        course=lab.course, cluster=cluster, starts_at=start, ends_at=start + timedelta(hours=3), gpus=4, gpus_held=4
+    )
+    url = reverse("labs:session", args=[lab.course.slug, lab.slug])
+    assert login(ta).post(url, {"lab_session": session.pk}).status_code == 403  # a TA does not book
+    login(instructor).post(url, {"lab_session": session.pk})
+    page = login(alice).get(reverse("labs:lab", args=[lab.course.slug, lab.slug])).content.decode()
+    assert 'id="lab-session"' in page and "4 of 4 GPU(s) held" in page and "data-countdown" in page
+    LabSession.objects.filter(pk=session.pk).update(state=LabSessionState.CANCELLED)
+    page = login(alice).get(reverse("labs:lab", args=[lab.course.slug, lab.slug])).content.decode()
+    assert 'id="lab-session"' not in page  # a cancelled session counts nothing down

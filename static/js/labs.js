@@ -34,5 +34,16 @@
         }, refresh);
     }, seconds * 1000);
   }
-  document.addEventListener("DOMContentLoaded", function () { addCopyButtons(document); refresh(); });
+  // The lab session's countdown: "starts in 12 min", then "31 min left", then "ended".
+  function countdown() {
+    var box = document.getElementById("lab-session");
+    var out = box && box.querySelector("[data-countdown]");
+    if (!out) return;
+    var now = Date.now(), starts = Date.parse(box.dataset.starts), ends = Date.parse(box.dataset.ends);
+    var minutes = function (ms) { return Math.max(0, Math.ceil(ms / 60000)) + " min"; };
+    out.textContent = now < starts ? "starts in " + minutes(starts - now)
+      : now < ends ? minutes(ends - now) + " left" : "ended";
+    if (now < ends) setTimeout(countdown, 15000);
+  }
+  document.addEventListener("DOMContentLoaded", function () { addCopyButtons(document); refresh(); countdown(); });
 })();
