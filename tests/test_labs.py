@@ -225,3 +225,16 @@ def test_a_lab_tied_to_a_lab_session_shows_its_countdown_and_gpus(login, instruc
     LabSession.objects.filter(pk=session.pk).update(state=LabSessionState.CANCELLED)
     page = login(alice).get(reverse("labs:lab", args=[lab.course.slug, lab.slug])).content.decode()
     assert 'id="lab-session"' not in page  # a cancelled session counts nothing down
+
+
+def test_the_admin_refuses_a_check_that_is_not_the_vocabulary(client, admin_user, lab):
+    step = Step.objects.get(section__lab=lab, section__position=1)
+    client.force_login(admin_user)
+    url = reverse("admin:labs_step_change", args=[step.pk])
+    assert client.get(url).status_code == 200
+    data = {"section": step.section_id, "position": 1, "title": "x", "instructions": "", "template": step.template_id}
+    data |= {"preset": "{}", "fixed": "[]", "quick_fixes": "[]", "check_spec": '{"kind": "run_this_code"}'}
+    answer = client.post(url, data)
+    assert answer.status_code == 200 and "is not a valid choice" in answer.content.decode()
+    step.refresh_from_db()
+    assert step.check_spec["kind"] == "log"
