@@ -121,6 +121,21 @@ class LogMatch(models.Model):
         return f"{self.step} in {self.job_id}: {'found' if self.found else 'not found'}"
 
 
+class FigureReading(models.Model):
+    """A figure a check read from an ended run's stored telemetry, kept once the run's summary was written (after
+    that its series no longer change), so a page of sixty students does not read sixty runs' series again."""
+
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="lab_figures")
+    figure = models.CharField(max_length=32)
+    value = models.FloatField(null=True, blank=True, help_text="Empty: the run recorded none.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "figure"], name="figure_reading_once_per_job")]
+
+    def __str__(self) -> str:
+        return f"{self.figure} of {self.job_id}: {self.value}"
+
+
 class Note(models.Model):
     """An instructor's note on a lab page: to the whole class (student empty) or to one student."""
 

@@ -9,13 +9,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.core.exceptions import ObjectDoesNotExist
-
 from core.choices import ACTIVE_STATES, JobState
 from jobs.models import Job
 
 from . import log_checks
-from .models import Answer, Lab, LogMatch, Step
+from .figures import figure_of
+from .models import Answer, FigureReading, Lab, LogMatch, Step
 from .specs import FAILED_STATES, Bound, CheckKind, Figure
 
 
@@ -74,20 +73,6 @@ def counts_for(step: Step, job: Job) -> bool:
     return all(job.params.get(name) == step.preset.get(name) for name in step.fixed)
 
 
-def figure_of(job: Job, figure: str) -> float | None:
-    try:
-        summary = job.summary  # telemetry's JobSummary
-    except ObjectDoesNotExist:
-        return None
-    value: dict[str, float | None] = {
-        Figure.TOKENS_PER_S: summary.mean_tokens_per_s,
-        Figure.GPU_UTIL: summary.mean_gpu_util,
-        Figure.PEAK_GPU_MEMORY_GIB: summary.peak_gpu_memory_mib / 1024 if summary.peak_gpu_memory_mib else None,
-        Figure.FINAL_LOSS: summary.final_loss,
-    }
-    return value[figure]
-
-
 class _Evaluator:
     def __init__(self, lab: Lab, steps: list[Step], student_ids: Iterable[int], *, read_logs: bool):
         self.steps, self.read_logs = steps, read_logs
@@ -104,6 +89,9 @@ class _Evaluator:
             self.jobs[job.owner_id].append(job)
         self.matches = {(m.step_id, m.job_id): m for m in LogMatch.objects.filter(step__in=steps, job__in=jobs)}
         self.answers = {(a.step_id, a.student_id): a for a in Answer.objects.filter(step__in=steps, student_id__in=ids)}
+        figures = {s.check_spec.get("figure") for s in steps if s.check_spec.get("kind") == CheckKind.FIGURE}
+        readings = FigureReading.objects.filter(job__in=jobs, figure__in=figures) if figures else []
+        self.figures = {(r.job_id, r.figure): r for r in readings}
 
     def student(self, student_id: int) -> list[StepProgress]:
         mine = self.jobs.get(student_id, [])
@@ -164,7 +152,7 @@ class _Evaluator:
     def _figure(self, progress: StepProgress, completed: list[Job], check: dict) -> bool:
         label = Figure(check["figure"]).label
         for job in reversed(completed):
-            value = figure_of(job, check["figure"])
+            value = figure_of(job, check["figure"], self.figures)
             if value is None:
                 continue
             progress.figure = value

@@ -21,10 +21,10 @@ class CheckKind(models.TextChoices):
 
 
 class Figure(models.TextChoices):
-    """What JobSummary (telemetry) stores when a run ends, by the names a check uses."""
+    """What a run's stored telemetry says (labs/figures.py), by the names a check uses."""
 
-    TOKENS_PER_S = "tokens_per_s", "mean tok/s"
-    GPU_UTIL = "gpu_util", "mean GPU utilization (%)"
+    TOKENS_PER_S = "tokens_per_s", "median tok/s"
+    GPU_UTIL = "gpu_util", "mean GPU utilization after the first minute (%)"
     PEAK_GPU_MEMORY_GIB = "peak_gpu_memory_gib", "peak GPU memory (GiB)"
     FINAL_LOSS = "final_loss", "final loss"
 

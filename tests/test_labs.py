@@ -238,3 +238,45 @@ def test_the_admin_refuses_a_check_that_is_not_the_vocabulary(client, admin_user
     assert answer.status_code == 200 and "is not a valid choice" in answer.content.decode()
     step.refresh_from_db()
     assert step.check_spec["kind"] == "log"
+
+
+def _ended_with_series(job, util: list[float], tok_s: list[float]):
+    """A run as the collector leaves it: its series stored every ten seconds, then its summary."""
+    from telemetry.models import JobSummary, SeriesChunk
+
+    now = timezone.now()
+    start_ms = int(now.timestamp() * 1000) - 10_000 * len(util)
+    times = [start_ms + 10_000 * i for i in range(len(util))]
+    series = {
+        "gpu-util": {"0": {"name": "GPU 0", "x": times, "y": util}},
+        "tokens": {"tok": {"name": "tok/s", "x": list(range(len(tok_s))), "y": tok_s}},
+    }
+    SeriesChunk.objects.create(job=job, start=now, end=now, series=series)
+    job.state, job.finished_at = JobState.COMPLETED, now
+    job.save()
+    JobSummary.objects.create(job=job, mean_gpu_util=sum(util) / len(util))
+
+
+def test_a_figure_check_reads_the_stored_series_after_the_first_minute(
+    course, sleep_template, cluster, alice, make_job
+):
+    lab = load_lab(
+        course, lab_definition(check={"kind": "figure", "figure": "gpu_util", "bound": "at_least", "value": 70})
+    )
+    # Busy only while warming up: 95 % in the first minute, 40 % after it (its whole-run mean is 70).
+    _ended_with_series(make_job(alice, message="lab-word-42"), [95.0] * 6 + [40.0] * 5, [1000.0])
+    first = student_progress(lab, alice, read_logs=False)[0]
+    assert first.state == State.FAILED and first.figure == 40.0 and "asks for ≥ 70" in first.why
+    _ended_with_series(make_job(alice, message="lab-word-42"), [10.0] * 6 + [80.0, 90.0], [1000.0])
+    done = student_progress(lab, alice, read_logs=False)[0]
+    assert done.state == State.DONE and done.figure == 85.0
+
+
+def test_a_tok_s_check_takes_the_median_so_one_slow_step_does_not_decide(
+    course, sleep_template, cluster, alice, make_job
+):
+    check = {"kind": "figure", "figure": "tokens_per_s", "bound": "at_least", "value": 500}
+    lab = load_lab(course, lab_definition(check=check))
+    _ended_with_series(make_job(alice, message="lab-word-42"), [50.0], [10.0, 600.0, 620.0, 640.0])
+    assert student_progress(lab, alice, read_logs=False)[0].figure == 610.0
+    assert student_progress(lab, alice, read_logs=False)[0].state == State.DONE
