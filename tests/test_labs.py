@@ -280,3 +280,45 @@ def test_a_tok_s_check_takes_the_median_so_one_slow_step_does_not_decide(
     _ended_with_series(make_job(alice, message="lab-word-42"), [50.0], [10.0, 600.0, 620.0, 640.0])
     assert student_progress(lab, alice, read_logs=False)[0].figure == 610.0
     assert student_progress(lab, alice, read_logs=False)[0].state == State.DONE
+
+
+def test_an_instructor_loads_a_builtin_lab_from_the_course_page_and_by_command(login, instructor, course, cluster):
+    from django.core.management import call_command
+
+    load_builtin_templates()
+    client = login(instructor)
+    assert 'id="load-lab"' in client.get(reverse("labs:list", args=[course.slug])).content.decode()
+    answer = client.post(reverse("labs:load", args=[course.slug]), {"lab": "hpc-mpi"})
+    assert answer.status_code == 302 and answer.url == reverse("labs:grid", args=[course.slug, "hpc-mpi"])
+    out = io.StringIO()
+    call_command("load_labs", course.slug, "hpc-mpi", "gpu-orchestration", stdout=out)
+    assert "Loaded HPC fundamentals: MPI hello into hpc" in out.getvalue()
+    assert sorted(course.labs.values_list("slug", flat=True)) == ["gpu-orchestration", "hpc-mpi"]
+
+
+def test_the_grid_asks_the_database_the_same_number_of_times_for_two_students_or_eight(
+    login, instructor, make_user, course, lab, make_job
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from courses.models import Enrollment, Role
+
+    client = login(instructor)
+    url = reverse("labs:grid", args=[course.slug, lab.slug])
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured)
+
+    for name in ("s1", "s2"):
+        student = make_user(name)
+        Enrollment.objects.create(course=course, user=student, role=Role.STUDENT)
+        make_job(student, message="lab-word-42")
+    few = queries()
+    for name in ("s3", "s4", "s5", "s6", "s7", "s8"):
+        student = make_user(name)
+        Enrollment.objects.create(course=course, user=student, role=Role.STUDENT)
+        make_job(student, message="lab-word-42")
+    assert queries() == few
