@@ -322,3 +322,55 @@ def test_the_grid_asks_the_database_the_same_number_of_times_for_two_students_or
         Enrollment.objects.create(course=course, user=student, role=Role.STUDENT)
         make_job(student, message="lab-word-42")
     assert queries() == few
+
+
+def test_the_grid_flags_the_stuck_and_puts_who_is_behind_first(lab, alice, bob, make_job, running_job):
+    from datetime import timedelta
+
+    from jobs.models import IdleWarning, Job
+    from labs import grid
+    from labs.access import students_of
+
+    for _ in range(2):
+        failed = make_job(bob, message="lab-word-42")
+        Job.objects.filter(pk=failed.pk).update(state=JobState.FAILED, finished_at=timezone.now())
+    waiting = make_job(alice, message="lab-word-42")
+    Job.objects.filter(pk=waiting.pk).update(state=JobState.PENDING, created_at=timezone.now() - timedelta(minutes=40))
+    rows = {row.student.username: row for row in grid.rows(lab, students_of(lab.course))}
+    assert "failed twice" in rows["bob"].cells[0].flags
+    assert f"waiting > {lab.stuck_after_minutes} min" in rows["alice"].cells[0].flags
+
+    Job.objects.filter(pk=waiting.pk).update(state=JobState.RUNNING)
+    IdleWarning.objects.create(job=waiting, warned_at=timezone.now())
+    assert "idle GPU" in grid.rows(lab, [alice])[0].cells[0].flags
+
+
+def test_the_pace_says_how_late_the_median_student_is_against_the_plan(lab, alice, bob, make_job):
+    from datetime import timedelta
+
+    from courses.models import LabSession
+    from labs import grid
+    from labs.access import students_of
+
+    start = timezone.now() - timedelta(minutes=30)  # "Start" was planned to end 20 minutes ago
+    lab.lab_session = LabSession.objects.create(
+        course=lab.course, cluster=make_job(alice).cluster, starts_at=start, ends_at=start + timedelta(hours=2), gpus=1
+    )
+    lab.save()
+    start_section = grid.pace(lab, grid.rows(lab, students_of(lab.course)))[0]
+    assert start_section.section.title == "Start" and start_section.finished == 0
+    assert 19 <= start_section.behind_minutes <= 21  # nobody done: both count as finishing now
+
+
+def test_a_text_answer_waits_for_a_mark_and_the_instructor_accepts_it(login, alice, instructor, course, sleep_template):
+    definition = lab_definition(preset={}, fixed=[], check={"kind": "answer"})
+    del definition["sections"][0]["steps"][0]["template"]  # a question: nothing to launch
+    lab = load_lab(course, definition)
+    step = Step.objects.get(section__lab=lab, section__position=1)
+    login(alice).post(reverse("labs:answer", args=[course.slug, lab.slug, step.pk]), {"text": "Twice as fast."})
+    assert student_progress(lab, alice, read_logs=False)[0].state == State.WAITING
+    grid_page = login(instructor).get(reverse("labs:grid", args=[course.slug, lab.slug])).content.decode()
+    assert "Twice as fast." in grid_page
+    answer = step.answers.get()
+    login(instructor).post(reverse("labs:mark", args=[course.slug, lab.slug, answer.pk]), {"accepted": "1"})
+    assert student_progress(lab, alice, read_logs=False)[0].state == State.DONE
