@@ -35,13 +35,14 @@ def log_holds(job: Job, pattern: str) -> bool | None:
     return False
 
 
-def matched(step: Step, job: Job, pattern: str, known: dict[tuple[int, Any], LogMatch], *, read: bool) -> bool:
-    """Whether `job`'s log holds the step's pattern; `known` holds the LogMatch rows already loaded. With read=False
-    only what was found before counts (the class grid never reads sixty logs at once)."""
+def matched(step: Step, job: Job, pattern: str, known: dict[tuple[int, Any], LogMatch], *, running: bool) -> bool:
+    """Whether `job`'s log holds the step's pattern; `known` holds the LogMatch rows already loaded. An ended run's
+    log is read once and what it held remembered; a running one's is read only with running=True (the student's own
+    page and a move of their run, never the class grid's sixty at once)."""
     row = known.get((step.pk, job.pk))
     if row is not None:
         return row.found
-    if not read or job.state in (JobState.QUEUED, JobState.SUBMITTING, JobState.PENDING):
+    if not (job.is_terminal or (running and job.state == JobState.RUNNING)):
         return False
     holds = log_holds(job, pattern)
     if holds or (holds is False and job.is_terminal):

@@ -129,9 +129,10 @@ class _Evaluator:
                 j
                 for j in reversed(progress.jobs)
                 if j.state not in FAILED_STATES
-                and log_checks.matched(progress.step, j, check["pattern"], self.matches, read=self.read_logs)
+                and log_checks.matched(progress.step, j, check["pattern"], self.matches, running=self.read_logs)
             ]
-            if not found and completed:
+            read = [self.matches.get((progress.step.pk, j.pk)) for j in completed]
+            if not found and completed and all(read):  # every completed run's whole log was read
                 progress.why = f"Your run's log does not show “{check['pattern']}”."
             if found:
                 row = self.matches.get((progress.step.pk, found[0].pk))
@@ -200,7 +201,8 @@ class _Evaluator:
 
 
 def student_progress(lab: Lab, student, *, read_logs: bool = True) -> list[StepProgress]:
-    """One student's progress, step by step; read_logs: look in their runs' logs for what a check waits for."""
+    """One student's progress, step by step; read_logs: look in their running runs' logs for what a check waits
+    for (an ended run's log is read once in any case, and what it held remembered)."""
     steps = steps_of(lab)
     return _Evaluator(lab, steps, [student.pk], read_logs=read_logs).student(student.pk)
 
