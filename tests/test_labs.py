@@ -128,6 +128,14 @@ def test_the_step_link_opens_the_launch_form_with_fixed_values_locked(login, ali
     form = client.get(answer.url).content.decode()
     assert 'id="id_param_message">lab-word-42 <span class="small muted">(set by the lab step)' in form
     assert 'name="param_exit_code"' in form  # preset but not fixed: still a field
+    url = reverse("jobs:launch", args=[lab.course.slug, "sleep-echo"])
+    hostile = client.get(url, {"set.message": "<script>x</script>", "fix": "message"}).content.decode()
+    assert "<script>x</script>" not in hostile and "&lt;script&gt;x&lt;/script&gt;" in hostile  # shown, escaped
+    data = {"cluster": lab.course.clusters.get().pk, "param_partition": "debug", "param_time_minutes": 2}
+    data |= {"param_gpus_per_node": 0, "param_seconds": 1, "param_exit_code": 0}
+    posted = client.post(f"{url}?set.message={'x' * 201}&fix=message", data)
+    assert posted.status_code == 400 and 'id="field-param_message"' in posted.content.decode()
+    assert "at most 200 characters" in posted.content.decode()  # a locked value is validated as the template types it
 
 
 def test_a_run_from_the_catalog_counts_and_a_failed_one_shows_its_quick_fix(lab, alice, bob, make_job, login):
