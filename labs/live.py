@@ -1,6 +1,7 @@
 """The progress grid's live updates: when one of a student's runs moves (jobs' `job_moved` signal), or they answer a
-step, that student's row is computed again and sent to each affected lab's group, once the move is committed. One
-group per lab (`labs.lab.<id>`); the consumer checks access before joining it (labs/consumers.py)."""
+step, that student's row is computed again and sent to each affected lab's group. A worker does it once the move is
+committed (workers/labs.py, sent by name), so the poll that moved the run never waits on reading its log. One group
+per lab (`labs.lab.<id>`); the consumer checks access before joining it (labs/consumers.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import logging
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import transaction
+from django.contrib.auth import get_user_model
 from django.dispatch import receiver
 from django.urls import reverse
 from django.utils import timezone
 
+from core.enqueue import send_on_commit
 from jobs.signals import job_moved
 
 from .grid import Row, row_for
@@ -21,6 +23,7 @@ from .models import Lab
 from .progress import student_progress
 
 logger = logging.getLogger(__name__)
+SEND_ROWS = "workers.labs.send_rows"
 
 
 def lab_group(lab_id: int) -> str:
@@ -57,14 +60,19 @@ def send_row(lab: Lab, student) -> None:
 
 
 def send_rows_after_commit(labs: list[Lab], student) -> None:
-    def send() -> None:
-        for lab in labs:
-            try:
-                send_row(lab, student)
-            except Exception:  # the grid catches up on its next open; a job's move must never fail for it
-                logger.exception("labs: could not send the grid row of %s in lab %s", student.pk, lab.pk)
+    send_on_commit(SEND_ROWS, [lab.pk for lab in labs], student.pk)
 
-    transaction.on_commit(send)
+
+def send_rows(lab_ids: list[int], student_id: int) -> None:
+    """The worker's side: each lab's row for the student, read again (a lab or a student gone meanwhile: nothing)."""
+    student = get_user_model().objects.filter(pk=student_id).first()
+    if student is None:
+        return
+    for lab in Lab.objects.filter(pk__in=lab_ids).select_related("course", "lab_session"):
+        try:
+            send_row(lab, student)
+        except Exception:  # the grid catches up on its next open
+            logger.exception("labs: could not send the grid row of %s in lab %s", student_id, lab.pk)
 
 
 @receiver(job_moved, dispatch_uid="labs.job_moved")

@@ -38,8 +38,13 @@ async def _open(user, lab) -> tuple[ApplicationCommunicator, dict]:
     return socket, await socket.receive_output(timeout=10)
 
 
-def test_the_instructor_s_grid_gets_a_student_s_row_when_their_run_moves(lab, instructor, alice, make_job):
+def test_the_instructor_s_grid_gets_a_student_s_row_when_their_run_moves(lab, instructor, alice, make_job, monkeypatch):
+    from celery import current_app
+
+    import workers.labs  # noqa: F401  (the task a worker runs: here, in the test's thread, as the move commits)
+
     job = make_job(alice, message="lab-word-42")
+    monkeypatch.setattr(current_app.conf, "task_always_eager", True)
 
     async def scenario():
         socket, answer = await _open(instructor, lab)
