@@ -99,7 +99,9 @@ class _ClusterField(forms.ModelChoiceField):
 class LaunchForm(forms.Form):
     cluster = _ClusterField(queryset=None, empty_label=None, help_text="Where the job runs.")
 
-    def __init__(self, *args, template: JobTemplate, clusters, **kwargs):
+    def __init__(self, *args, template: JobTemplate, clusters, locked: frozenset[str] = frozenset(), **kwargs):
+        """locked: parameters shown as text with their initial value (a lab step's fixed values); what is posted
+        for them is ignored, as for a template's own fixed values."""
         super().__init__(*args, **kwargs)
         self.template = template
         self.schema = template.schema()
@@ -113,7 +115,10 @@ class LaunchForm(forms.Form):
                     seen.update(dict.fromkeys(getattr(cluster, param.cluster_choices) or ()))
                 options = tuple(seen)
             field = self.fields[PARAM_PREFIX + param.name] = _field_for(param, options)
-            if field.disabled:
+            if param.name in locked and not field.disabled and PARAM_PREFIX + param.name in self.initial:
+                field.disabled = True
+                field.lab_step = True  # type: ignore[attr-defined]  # the page says who set it
+            elif field.disabled:
                 self.initial.pop(PARAM_PREFIX + param.name, None)  # a clone of an older version keeps the fixed value
 
     def full_clean(self):

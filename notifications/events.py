@@ -20,6 +20,7 @@ class Event(models.TextChoices):
     STOPPED_BY_RULE = "stopped_by_rule", "Job stopped by the course's rules (term ended, budget used up, idle GPUs)"
     DIGEST = "digest", "Course digest (instructors)"
     SWEEP_ENDED = "sweep_ended", "Sweep ended (once for all its runs)"
+    LAB_NOTE = "lab_note", "A note from your instructor on a lab page"
 
 
 class Channel(models.TextChoices):

@@ -16,6 +16,7 @@ from rest_framework.throttling import AnonRateThrottle
 from courses.api import CourseLabSession, CourseLabSessions, CourseRoster
 from experiments.api import CompareView
 from jobs.api import ClusterViewSet, JobViewSet, TemplateViewSet
+from labs.api import ClassLabProgress, CourseLab, CourseLabs, MyLabProgress
 from sessions.api_urls import urlpatterns as files_urls
 from signon import credentials
 from signon.cli_api import CliLoginPoll, CliLoginStart
@@ -110,4 +111,8 @@ urlpatterns = [
     path("courses/<slug:slug>/lab-sessions/<int:session_id>/", CourseLabSession.as_view(), name="lab_session"),
     path("courses/<slug:slug>/roster/", CourseRoster.as_view(), name="course_roster"),
     path("courses/<slug:slug>/dashboard/", CourseDashboard.as_view(), name="course_dashboard"),
+    path("courses/<slug:slug>/labs/", CourseLabs.as_view(), name="labs"),
+    path("courses/<slug:slug>/labs/<slug:lab_slug>/", CourseLab.as_view(), name="lab"),
+    path("courses/<slug:slug>/labs/<slug:lab_slug>/progress/", MyLabProgress.as_view(), name="lab_progress"),
+    path("courses/<slug:slug>/labs/<slug:lab_slug>/progress/class/", ClassLabProgress.as_view(), name="lab_class"),
 ]

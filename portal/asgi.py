@@ -16,6 +16,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from core.asgi_routes import asgi_re_path  # noqa: E402
+from labs.routing import websocket_urlpatterns as lab_sockets  # noqa: E402
 from portal.websocket_origin import SameOriginValidator  # noqa: E402
 from portal.websocket_token import TokenAuthMiddleware  # noqa: E402
 from sessions.routing import http_urlpatterns as workspace_http  # noqa: E402
@@ -30,7 +31,7 @@ application = ProtocolTypeRouter(
         # the Origin check (scheme, host and port) stops other sites, and other servers on the portal's host, from
         # opening them.
         "websocket": SameOriginValidator(
-            AuthMiddlewareStack(TokenAuthMiddleware(URLRouter([*telemetry_sockets, *workspace_sockets])))
+            AuthMiddlewareStack(TokenAuthMiddleware(URLRouter([*telemetry_sockets, *lab_sockets, *workspace_sockets])))
         ),
     }
 )

@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "passwords",
     "axes",  # sign-in lockout (see "Sign-in throttling" below)
     "notifications",  # email, browser and course-webhook messages about jobs (notifications.notify)
+    "labs",  # guided labs: sections of steps with checks, the students' lab pages and the class's progress grid
     "signon",  # campus sign-in (OIDC, LDAP) and course rosters kept in step with campus groups
     "sweeps",  # a template's parameters swept as one job array
 ]
@@ -252,7 +253,7 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 600)}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING too (JSON with the ids)
-CELERY_IMPORTS = ["workers.mail", "workers.notify"]  # mail and notification tasks, queued by name from the apps
+CELERY_IMPORTS = ["workers.mail", "workers.notify", "workers.labs"]  # tasks queued by name from the apps
 # Course webhooks have a queue of their own, so a slow chat server never holds up mail or jobs; a worker started
 # without -Q consumes both.
 CELERY_TASK_QUEUES = (Queue("celery"), Queue("webhooks"))

@@ -35,6 +35,7 @@ urlpatterns = [
     path("", include("sweeps.urls")),
     # One `courses` namespace: the course pages of courses (roster, quotas, terms) and of jobs (its jobs).
     path("courses/", include(([*course_job_urls.urlpatterns, *course_urls.urlpatterns], course_urls.app_name))),
+    path("courses/", include("labs.urls")),  # a course's labs: /courses/<slug>/labs/…
     path("notifications/", include("notifications.urls")),
     path("profile/", cluster_views.profile, name="profile"),
     path("profile/token/", cluster_views.new_token, name="new_token"),

@@ -41,7 +41,9 @@ MANAGE_DO = "login 404 404 403 ok ok 404"
 SEE_JOB = "login 404 200 200 200 200 404"  # alice's job: its owner and the course's teachers
 DO_JOB = "login 404 ok ok ok ok 404"  # cancel, clone
 ACT_JOB = "login 404 ok 403 ok ok 404"  # its server and idle clock: not a TA
+MEMBER_DO = "login ok ok ok ok ok 404"  # a lab step's launch link and answer: anyone in the course
 API_MEMBER = "401 200 200 200 200 200 404"
+API_TEACH = "401 404 404 200 200 200 404"
 API_ANYONE = "401 200 200 200 200 200 200"
 API_NO_WRITE = "401 405 405 405 405 405 405"
 API_MANAGE = "401 404 404 403 200 200 404"
@@ -162,6 +164,21 @@ TABLE: dict[tuple[str, str], str] = {
     ("api:sweep-list", "POST"): "401 ok ok ok ok ok ok",
     ("api:sweep-detail", "GET"): API_SEE_JOB,
     ("api:sweep-cancel", "POST"): API_DO_JOB,
+    # Labs (labs/): the lab pages for the course's members, the progress grid for its teachers
+    ("labs:list", "GET"): MEMBER,
+    ("labs:load", "POST"): MANAGE_DO,
+    ("labs:lab", "GET"): MEMBER,
+    ("labs:launch_step", "GET"): MEMBER_DO,
+    ("labs:answer", "POST"): MEMBER_DO,
+    ("labs:grid", "GET"): TEACH,
+    ("labs:csv", "GET"): TEACH,
+    ("labs:note", "POST"): TEACH_DO,
+    ("labs:session", "POST"): MANAGE_DO,
+    ("labs:mark", "POST"): TEACH_DO,
+    ("api:labs", "GET"): API_MEMBER,
+    ("api:lab", "GET"): API_MEMBER,
+    ("api:lab_progress", "GET"): API_MEMBER,
+    ("api:lab_class", "GET"): API_TEACH,
 }
 
 # Runs named in the query rather than the path: {URL name: the query, from the test's world}.
@@ -255,6 +272,12 @@ def world(
     session = LabSession.objects.create(
         course=course, cluster=cluster, starts_at=start, ends_at=start + timedelta(hours=1), gpus=1
     )
+    from labs.models import Answer, Lab
+
+    lab = Lab.objects.create(course=course, slug="warm-up", title="Warm-up")
+    section = lab.sections.create(position=1, title="Start", planned_minutes=10)
+    step = section.steps.create(position=1, title="Run it", template=sleep_template, preset={"seconds": 1})
+    answer = Answer.objects.create(step=step, student=bob, text="42")
     users = {
         "anon": None,
         "student": bob,
@@ -267,7 +290,8 @@ def world(
     made = {"owner": alice, "course": course, "template": sleep_template, "cluster": cluster}
     sweep = Sweep.objects.create(**made, max_concurrent=1, script="", values_file="")
     SweepRun.objects.create(sweep=sweep, job=job, index=0)
-    return {"users": users, "job": job, "session": session, "course": course, "cluster": cluster, "sweep": sweep}
+    world = {"users": users, "job": job, "session": session, "course": course, "cluster": cluster, "sweep": sweep}
+    return world | {"lab": lab, "step": step, "answer": answer}
 
 
 def _kwargs(name: str, world) -> dict:
@@ -283,6 +307,9 @@ def _kwargs(name: str, world) -> dict:
         "session_id": world["session"].pk,
         "user_id": world["users"]["student"].pk,
         "cluster_id": world["cluster"].pk,
+        "lab_slug": world["lab"].slug,
+        "step_id": world["step"].pk,
+        "answer_id": world["answer"].pk,
     }
     return {param: values[param] for param in _params(route) if param != "format"}
 

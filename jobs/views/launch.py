@@ -19,13 +19,16 @@ def launch_form(request, course_slug: str, template_slug: str):
     template = get_object_or_404(access.launchable_templates(request.user, course), slug=template_slug)
     clusters = access.launchable_clusters(request.user, course, template)
     source = access.get_job(request.user, request.GET["from"]) if request.GET.get("from") else None
-    initial = {}
+    # A lab step's link (labs/views.py) opens the form with its values (?set.<name>=…) and locks some (?fix=<name>).
+    preset = {key.removeprefix("set."): value for key, value in request.GET.items() if key.startswith("set.")}
+    locked = frozenset(request.GET.getlist("fix")) & preset.keys()
+    initial: dict = LaunchForm.initial_from(preset)
     rightsized = source is not None and request.GET.get("rightsized") == "1"
     sooner = source is not None and request.GET.get("sooner") == "1"
     if source is not None:
         params = rightsized_params(source) if rightsized else sooner_params(source) if sooner else source.params
         initial = {**LaunchForm.initial_from(params), "cluster": source.cluster_id}
-    form = LaunchForm(request.POST or None, template=template, clusters=clusters, initial=initial)
+    form = LaunchForm(request.POST or None, template=template, clusters=clusters, initial=initial, locked=locked)
     if request.method == "POST" and form.is_valid():
         try:
             job = launch(
