@@ -35,7 +35,7 @@ def _socket(user, lab) -> ApplicationCommunicator:
 async def _open(user, lab) -> tuple[ApplicationCommunicator, dict]:
     socket = _socket(user, lab)
     await socket.send_input({"type": "websocket.connect"})
-    return socket, await socket.receive_output(timeout=10)
+    return socket, await socket.receive_output(timeout=30)
 
 
 def test_the_instructor_s_grid_gets_a_student_s_row_when_their_run_moves(lab, instructor, alice, make_job, monkeypatch):
@@ -50,7 +50,7 @@ def test_the_instructor_s_grid_gets_a_student_s_row_when_their_run_moves(lab, in
         socket, answer = await _open(instructor, lab)
         assert answer["type"] == "websocket.accept"
         await database_sync_to_async(transition)(job, JobState.SUBMITTING)
-        row = json.loads((await socket.receive_output(timeout=10))["text"])
+        row = json.loads((await socket.receive_output(timeout=30))["text"])
         await socket.send_input({"type": "websocket.disconnect", "code": 1000})
         await socket.wait(timeout=5)
         await database_sync_to_async(connections.close_all)()  # the worker thread's, before the test db goes
