@@ -6,6 +6,7 @@ import pytest
 
 from courses import lab_sessions
 from jobs import enqueue
+from labs import live
 from portal.celery import app
 
 
@@ -18,6 +19,7 @@ def test_the_tasks_jobs_sends_are_registered_by_the_workers_under_those_names():
         lab_sessions.REMOVE_RESERVATION,
     ):
         assert app.tasks[name].run.__module__ == "workers.tasks", name
+    assert app.tasks[live.SEND_ROWS].run.__module__ == "workers.labs"  # the progress grid's rows
 
 
 def test_the_beat_sweeps_lab_sessions_with_a_registered_task():

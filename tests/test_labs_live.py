@@ -13,6 +13,7 @@ from django.db import connections
 
 from core.choices import JobState
 from jobs.states import transition
+from labs import live
 from labs.builtin import load_lab
 from labs.consumers import LabGridConsumer
 from tests.test_labs import lab_definition
@@ -38,19 +39,25 @@ async def _open(user, lab) -> tuple[ApplicationCommunicator, dict]:
     return socket, await socket.receive_output(timeout=30)
 
 
-def test_the_instructor_s_grid_gets_a_student_s_row_when_their_run_moves(lab, instructor, alice, make_job, monkeypatch):
-    from celery import current_app
-
-    import workers.labs  # noqa: F401  (the task a worker runs: here, in the test's thread, as the move commits)
+def test_the_instructor_s_grid_gets_a_student_s_row_when_their_run_moves(
+    lab, instructor, alice, make_job, monkeypatch, caplog
+):
+    from workers.labs import send_rows  # the worker's task, run here by hand with what the move queued
 
     job = make_job(alice, message="lab-word-42")
-    monkeypatch.setattr(current_app.conf, "task_always_eager", True)
+    queued = []
+    monkeypatch.setattr("core.enqueue.send", lambda name, args: queued.append((name, args)))
 
     async def scenario():
         socket, answer = await _open(instructor, lab)
         assert answer["type"] == "websocket.accept"
         await database_sync_to_async(transition)(job, JobState.SUBMITTING)
-        row = json.loads((await socket.receive_output(timeout=30))["text"])
+        assert queued == [(live.SEND_ROWS, ([lab.pk], alice.pk))]  # sent by name once the move committed
+        await database_sync_to_async(send_rows)(*queued[0][1])
+        try:
+            row = json.loads((await socket.receive_output(timeout=30))["text"])
+        except TimeoutError:
+            pytest.fail(f"no row reached the grid's socket; the worker logged: {caplog.text or 'nothing'}")
         await socket.send_input({"type": "websocket.disconnect", "code": 1000})
         await socket.wait(timeout=5)
         await database_sync_to_async(connections.close_all)()  # the worker thread's, before the test db goes
