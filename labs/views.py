@@ -48,6 +48,7 @@ def lab_page(request, slug: str, lab_slug: str):
         cell.html = markdown(cell.step.instructions)  # type: ignore[attr-defined]
         cell.launch = _launch_state(request.user, lab, cell.step, launchable)  # type: ignore[attr-defined]
         cell.answer_form = AnswerForm(initial={"text": cell.answer.text if cell.answer else ""})  # type: ignore[attr-defined]
+        cell.compare_url = _compare_url(cell.jobs)  # type: ignore[attr-defined]
         section["cells"].append(cell)
     counted = [c for c in progress if c.state != State.NONE]
     context = {
@@ -63,6 +64,19 @@ def lab_page(request, slug: str, lab_slug: str):
         "running": any(c.state == State.RUNNING for c in progress),
     }
     return render(request, "labs/lab_page.html", context)
+
+
+COMPARE_NEWEST = 6  # a step's runs side by side: the newest few, which a phone still tells apart
+
+
+def _compare_url(jobs) -> str:
+    """The comparison page of the step's newest runs that started (a run that never ran has nothing to compare),
+    once there are two; oldest first, so the comparison's baseline is where the student began."""
+    started = [job for job in jobs if job.started_at][:COMPARE_NEWEST]
+    if len(started) < 2:
+        return ""
+    ids = ",".join(str(job.pk) for job in reversed(started))
+    return f"{reverse('experiments:compare')}?{urlencode({'jobs': ids})}"
 
 
 def _launch_state(user, lab: Lab, step: Step, launchable: set[int]) -> dict | None:

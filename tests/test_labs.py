@@ -151,6 +151,25 @@ def test_a_run_from_the_catalog_counts_and_a_failed_one_shows_its_quick_fix(lab,
     assert student_progress(lab, bob, read_logs=False)[0].state == State.NOT_STARTED  # alice's runs are hers
 
 
+def test_a_step_with_two_runs_that_started_links_to_their_comparison_oldest_first(lab, alice, bob, make_job, login):
+    url = reverse("labs:lab", args=[lab.course.slug, lab.slug])
+    first = make_job(alice, message="lab-word-42")
+    never_ran = make_job(alice, message="lab-word-42")  # cancelled while queued: nothing to compare
+    never_ran.state, never_ran.finished_at = JobState.CANCELLED, timezone.now()
+    never_ran.save()
+    first.state, first.started_at, first.scheduler_id = JobState.RUNNING, timezone.now(), "11"
+    first.save()
+    assert "Compare your runs of this step" not in login(alice).get(url).content.decode()  # one run is no comparison
+    second = make_job(alice, message="lab-word-42", exit_code=3)
+    second.state, second.started_at, second.scheduler_id = JobState.FAILED, timezone.now(), "12"
+    second.save()
+    page = login(alice).get(url).content.decode()
+    link = reverse("experiments:compare") + f"?jobs={first.pk}%2C{second.pk}"
+    assert f'href="{link}"' in page and str(never_ran.pk) not in link
+    assert login(alice).get(link).status_code == 200  # the comparison opens for the student
+    assert "Compare your runs of this step" not in login(bob).get(url).content.decode()  # bob has no runs of it
+
+
 def test_a_choice_answer_is_checked_at_once(login, alice, lab):
     step = Step.objects.get(section__lab=lab, section__position=2)
     client = login(alice)
