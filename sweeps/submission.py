@@ -21,9 +21,8 @@ from django.utils import timezone
 from clusters.backends import BackendError, arrays
 from clusters.backends.base import SubmitRequest
 from clusters.kinds import get_backend
-from core import failpoints
+from core import enqueue, failpoints
 from core.choices import JobState
-from core.enqueue import send
 from courses.lab_sessions import reservation_for
 from jobs import access
 from jobs.states import transition
@@ -162,5 +161,5 @@ def resume_stale() -> int:
                     why = "The portal could not submit this sweep after several attempts. Launch it again."
                     _fail(locked, _live_runs(locked), why)
         else:
-            send(SUBMIT_SWEEP, (str(sweep.pk),))
+            enqueue.send(SUBMIT_SWEEP, (str(sweep.pk),))
     return len(stale)

@@ -52,6 +52,24 @@ def _no_earlier_tests_cluster_answers():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _no_task_for_an_earlier_tests_worker(request, monkeypatch):
+    """A test outside tests/integration/ runs no Celery worker, but an integration test that ran earlier in this
+    process may have left one consuming this process's broker, and it works on the same database: a job a unit test
+    made would be submitted (and moved) behind the test's back. Such a test's task messages are dropped, unless it
+    runs them eagerly (task_always_eager) or replaces `send` itself."""
+    if "tests/integration" in str(request.node.fspath):
+        return
+    from celery import current_app
+
+    from core import enqueue
+
+    send = enqueue.send
+    monkeypatch.setattr(
+        enqueue, "send", lambda name, args: send(name, args) if current_app.conf.task_always_eager else None
+    )
+
+
 @pytest.fixture
 def make_user(db):
     def make(username: str, **extra):

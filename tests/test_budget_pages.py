@@ -149,7 +149,10 @@ def test_a_small_budget_reads_the_same_everywhere_with_its_own_digits(
 ):
     Course.objects.filter(pk=course.pk).update(student_gpu_hours="0.05")
     job = make_job(alice, gpus_per_node=1)
-    Job.objects.filter(pk=job.pk).update(state=JobState.RUNNING, started_at=timezone.now() - timedelta(seconds=112))
+    started = timezone.now() - timedelta(seconds=300)  # ended: its 112 GPU-seconds do not grow while pages load
+    Job.objects.filter(pk=job.pk).update(
+        state=JobState.COMPLETED, started_at=started, finished_at=started + timedelta(seconds=112)
+    )
     client = login(instructor)
     page = client.get(reverse("jobs:course_budgets", args=[course.slug])).content.decode()
     budgets = re.findall(r'data-label="Budget">([^<]*)<', page)
