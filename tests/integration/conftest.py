@@ -35,7 +35,9 @@ REQUIRED = ["GPULAB_SSH_HOST", "GPULAB_SSH_PORT", "GPULAB_SERVICE_KEY", "GPULAB_
 # sign-on, browser and files tests need no lane. The two lanes' tests share the node, each with its own small jobs,
 # except a test marked `slurm_exclusive` (it stops a daemon, reserves the node, holds its GPUs, reads the whole
 # queue): that one waits until the other lane's test is done and runs alone (node_turn, below). The exclusive tests
-# all go to the first lane, and whole modules are dealt to the lanes, longest first, to even them out.
+# run first, one after another, in the first lane, so the node is handed over once, not before each of them; the
+# other modules are dealt to the lanes whole, longest first, to even out what the lanes do after that block, and
+# each lane runs its longest tests first, so the short ones fill its end.
 SLURM_LANES = ("slurm-node", "slurm-node-2")
 SLURM_CLUSTERS = {"cluster", "rest_cluster", "lab_cluster"}
 SLURM_DRIVERS = {"worker", "collector"}
@@ -53,9 +55,15 @@ def pytest_collection_modifyitems(config, items):
         if driven or item.get_closest_marker("slurm_node") or item.get_closest_marker("slurm_exclusive"):
             item.add_marker(pytest.mark.slurm_node)
             on_node.setdefault(str(item.fspath), []).append(item)
-    _deal_to_lanes(on_node)
+    seconds = _deal_to_lanes(on_node)
     # The lanes are the longest: they go first, so their processes start on them while the others share the rest.
-    items.sort(key=lambda item: not item.get_closest_marker("slurm_node"))
+    items.sort(key=lambda item: _lane_order(item, seconds))
+
+
+def _lane_order(item, seconds: Callable) -> tuple:
+    if not item.get_closest_marker("slurm_node"):
+        return (2, 0.0)
+    return (0 if item.get_closest_marker("slurm_exclusive") else 1, -seconds(item))
 
 
 # Seconds each test took in a recorded full run (scripts/lane_seconds.py turns a run's JUnit report into it): the
@@ -71,10 +79,10 @@ def _recorded_seconds() -> dict[str, float]:
         return {}
 
 
-def _deal_to_lanes(modules: dict[str, list]) -> None:
-    """Each module's tests to one lane (module fixtures and lab folders stay on one process): the exclusive ones to
-    the first (they also wait for the other lane, so they count twice), then the longest modules first to whichever
-    lane has less to do."""
+def _deal_to_lanes(modules: dict[str, list]) -> Callable:
+    """The exclusive tests to the first lane (the other lane waits through them, so they are not counted against
+    either); then each module's other tests, whole, longest module first, to whichever lane has less to do.
+    Returns the seconds each test is expected to take."""
     recorded = _recorded_seconds()
 
     def seconds(item) -> float:
@@ -85,14 +93,13 @@ def _deal_to_lanes(modules: dict[str, list]) -> None:
         for item in tests:
             if item.get_closest_marker("slurm_exclusive"):
                 item.add_marker(pytest.mark.xdist_group(SLURM_LANES[0]))
-                load[SLURM_LANES[0]] += 2 * seconds(item)
     for _, tests in sorted(modules.items(), key=lambda module: -sum(seconds(item) for item in module[1])):
         shared = [item for item in tests if not item.get_closest_marker("slurm_exclusive")]
-        exclusive_here = len(shared) < len(tests)
-        lane = SLURM_LANES[0] if exclusive_here else min(SLURM_LANES, key=load.__getitem__)
+        lane = min(SLURM_LANES, key=load.__getitem__)
         for item in shared:
             item.add_marker(pytest.mark.xdist_group(lane))
         load[lane] += sum(seconds(item) for item in shared)
+    return seconds
 
 
 @contextlib.contextmanager
