@@ -14,6 +14,7 @@ from telemetry import series as charts
 from .curves import CHARTS, STEP_CHARTS, RunCurves
 
 MAX_POINTS = 1000  # per line: more than a chart's width in pixels
+CHART_POINTS = 24_000  # per chart: a class's fifty runs get 480 points a line, which the browser draws at once
 # Okabe-Ito's colour-blind-safe eight, then four more that stay apart from them.
 COLOURS = [
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9",
@@ -44,9 +45,10 @@ def figures(names: Sequence[str], runs: Sequence[RunCurves], simulated: Sequence
     """{chart: {"data": [...], "layout": {...}}} for every chart at least one run has points on. `simulated`: per
     run, whether its GPU figures are the stand-in's, said in its GPU lines' names."""
     out = {}
+    points = points_per_line(len(runs))
     for chart in CHARTS:
         data = [
-            _trace(chart, name + (SIMULATED if chart not in STEP_CHARTS and fake else ""), index, run)
+            _trace(chart, name + (SIMULATED if chart not in STEP_CHARTS and fake else ""), index, run, points)
             for index, (name, run, fake) in enumerate(zip(names, runs, simulated or [False] * len(runs), strict=True))
         ]
         data = [trace for trace in data if trace is not None]
@@ -55,11 +57,16 @@ def figures(names: Sequence[str], runs: Sequence[RunCurves], simulated: Sequence
     return out
 
 
-def _trace(chart: str, name: str, index: int, run: RunCurves) -> dict | None:
+def points_per_line(runs: int) -> int:
+    """Each line's share of what one chart draws: MAX_POINTS for a few runs, fewer (not under 200) for a class's."""
+    return max(200, min(MAX_POINTS, CHART_POINTS // max(runs, 1)))
+
+
+def _trace(chart: str, name: str, index: int, run: RunCurves, points: int) -> dict | None:
     curve = run.curves.get(chart)
     if curve is None or not curve.x:
         return None
-    x, y = charts.downsample(curve.x, curve.y, MAX_POINTS)
+    x, y = charts.downsample(curve.x, curve.y, points)
     if chart not in STEP_CHARTS:
         x = [round(seconds / 60, 3) for seconds in x]
     trace = {

@@ -15,8 +15,8 @@ from jobs import access
 from jobs.models import Job
 
 MIN_RUNS = 2
-MAX_RUNS = 12  # one colour each, told apart on a chart and in a table a phone can scroll
-MAX_TEXT = 2000  # characters of ids read from a query: 12 ids with commas are under 450
+MAX_RUNS = 60  # an instructor puts a class's runs of one exercise on one chart (figures.py shares the points out)
+MAX_TEXT = 4000  # characters of ids read from a query: 60 ids with commas are 2,220
 
 
 class CompareRefused(ValueError):

@@ -136,10 +136,10 @@ def test_long_series_are_downsampled_on_the_server_and_the_step_kept_last_wins()
     [
         ("not-an-id", "“not-an-id” is not a run's id"),
         (str(uuid.UUID(int=1)), "Pick two or more runs"),
-        (",".join(str(uuid.UUID(int=i)) for i in range(1, 14)), "You picked 13 runs; a comparison shows at most 12"),
+        (",".join(str(uuid.UUID(int=i)) for i in range(1, 62)), "You picked 61 runs; a comparison shows at most 60"),
         ("", "Pick two or more runs"),
     ],
-    ids=["not-an-id", "one", "thirteen", "none"],  # the same names in every test process (pytest-xdist)
+    ids=["not-an-id", "one", "sixty-one", "none"],  # the same names in every test process (pytest-xdist)
 )
 def test_bad_ids_too_few_and_too_many_are_refused_in_words(login, api_for, alice, picked, said):
     page = login(alice).get(f"{reverse('experiments:compare')}?jobs={picked}")
@@ -266,3 +266,13 @@ def test_a_running_run_adds_the_trainer_points_not_stored_yet(api_for, make_job,
     loss = body["figures"]["loss"]["data"][1]
     assert loss["x"] == [10, 20, 30] and loss["y"] == [3.0, 2.8, 2.6]
     assert body["live"] is True and body["runs"][1]["results"]["median_tok_s"] == 110.0
+
+
+def test_a_class_of_runs_shares_out_the_points_a_chart_draws():
+    """A few runs keep every line's 1,000 points; fifty share 24,000 a chart, so the browser draws a class at once."""
+    assert figures.points_per_line(2) == figures.points_per_line(24) == 1000
+    assert figures.points_per_line(50) == 480 and figures.points_per_line(60) == 400
+    steps = list(range(2000))
+    run = curves.RunCurves({"loss": curves.Curve(steps, [float(s) for s in steps])}, start_ms=0)
+    drawn = figures.figures([f"run {i}" for i in range(50)], [run] * 50)
+    assert all(len(trace["x"]) <= 480 for trace in drawn["loss"]["data"]) and len(drawn["loss"]["data"]) == 50

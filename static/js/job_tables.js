@@ -31,7 +31,7 @@ function describe(box) {
 }
 
 // "Compare selected": two to MAX_COMPARED ticked runs, said in words before the page is asked.
-const MAX_COMPARED = 12; // experiments/selection.py MAX_RUNS
+const MAX_COMPARED = 60; // experiments/selection.py MAX_RUNS
 
 function checkCompare(form, event) {
   const ticked = document.querySelectorAll("#job-rows input[name=jobs]:checked").length;
