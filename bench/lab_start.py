@@ -2,10 +2,12 @@
 local SLURM, while the instructor's progress grid is open on its socket.
 
 Prints p95 lab-page time, p95 launch → scheduler id, and the rows delivered to the grid (each student's row is sent
-on every move of their run: at least submitting and pending per student). The grid's browser-side costs (total
-blocking time on open, script time per update) are not measured here.
+on every move of their run: at least submitting and pending per student). With the grid also open in Chromium
+(Debian's; --no-browser leaves it out): its total blocking time on open (the sum of each long task's time past
+50 ms) and the script time per update (the socket's message handler and the animation-frame and timer callbacks
+that ran before the next message), p50 and p95, over the minute's row updates.
 
-    BENCH_REDIS_DB=12 .venv/bin/python bench/lab_start.py [--students 60] [--seconds 60]
+    BENCH_REDIS_DB=12 .venv/bin/python bench/lab_start.py [--students 60] [--seconds 60] [--no-browser]
 
 It cancels only the jobs it launched.
 """
@@ -26,6 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, make_lab, percentile, session_cookie, setup_database, start, start_web, stop, wait_for
+
+CHROMIUM = "/usr/bin/chromium"
 
 
 def students_and_lab(count: int):
@@ -95,6 +99,42 @@ def student_minute(base: str, course, lab, cookie: str, token: str) -> tuple[flo
     return page, job_id, time.monotonic() - launched
 
 
+class GridInChromium:
+    """The instructor's grid page in Chromium, with browser_pages.py's probe: long tasks, and the time spent in the
+    socket's handler and in the animation-frame and timer callbacks."""
+
+    def __init__(self, url: str, cookie: str):
+        from browser_pages import PROBE
+        from playwright.sync_api import sync_playwright
+
+        self.playwright = sync_playwright().start()
+        self.browser = self.playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+        context.add_cookies([{"name": "sessionid", "value": cookie, "url": url}])
+        self.page = context.new_page()
+        self.page.add_init_script(PROBE)
+        self.page.goto(url, wait_until="load", timeout=120_000)
+        time.sleep(3)  # a long task of the page's set-up still running at load is counted too
+        tasks = self.page.evaluate("window.__probe.longtasks")
+        self.tbt_open_ms = sum(max(0.0, d - 50) for _, d in tasks)
+        self.longest_open_ms = max((d for _, d in tasks), default=0.0)
+
+    def update_costs(self) -> list[float]:
+        """Per row message: its handler's time plus the callbacks that ran before the next message."""
+        events = self.page.evaluate("window.__probe.events")
+        costs: list[float] = []
+        for kind, _start, spent in sorted(events, key=lambda e: e[1]):
+            if kind in ("message", "frame"):
+                costs.append(spent)
+            elif costs:
+                costs[-1] += spent
+        return costs
+
+    def close(self) -> None:
+        self.browser.close()
+        self.playwright.stop()
+
+
 def _refusal(exc: urllib.error.HTTPError) -> str:
     return f"{exc.url}: {exc.code} {exc.read().decode(errors='replace')[:300]}"
 
@@ -103,6 +143,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=60)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--no-browser", action="store_true", help="leave the grid's Chromium figures out")
     args = parser.parse_args()
 
     teardown = setup_database()
@@ -114,7 +155,7 @@ def main() -> None:
     celery = [str(ROOT / ".venv/bin/celery"), "-A", "portal", "worker", "-B", "--concurrency=4", "--loglevel=WARNING"]
     worker = start(celery, logs / "lab-start-worker.log", POLL_INTERVAL_SECONDS="2")
     web, port = start_web("lab-start")
-    base, ids = f"http://127.0.0.1:{port}", []
+    base, ids, chromium = f"http://127.0.0.1:{port}", [], None
     try:
         grid = GridWatcher(f"ws://127.0.0.1:{port}/ws/courses/{course.slug}/labs/{lab.slug}/", session_cookie(teacher))
         grid.start()
@@ -125,6 +166,8 @@ def main() -> None:
             warm.add_header("Cookie", f"sessionid={session_cookie(teacher)}")
             with urllib.request.urlopen(warm, timeout=60) as response:
                 response.read()
+        if not args.no_browser:
+            chromium = GridInChromium(f"{base}/courses/{course.slug}/labs/{lab.slug}/grid/", session_cookie(teacher))
         t0 = time.monotonic()
         with ThreadPoolExecutor(max_workers=16) as pool:
             futures = []
@@ -156,6 +199,15 @@ def main() -> None:
             "grid_rows_delivered": grid.rows,
             "grid_rows_expected_at_least": 2 * len(students),
         }
+        if chromium is not None:
+            costs = chromium.update_costs()
+            figures |= {
+                "grid_open_tbt_ms": round(chromium.tbt_open_ms, 1),
+                "grid_open_longest_task_ms": round(chromium.longest_open_ms, 1),
+                "grid_updates_in_chromium": len(costs),
+                "grid_update_script_p50_ms": round(percentile(costs, 50), 2),
+                "grid_update_script_p95_ms": round(percentile(costs, 95), 2),
+            }
         print(json.dumps(figures, indent=2))
         out = ROOT / "bench" / "results"
         out.mkdir(exist_ok=True)
@@ -166,6 +218,8 @@ def main() -> None:
         )
         if scheduler_ids:  # only this run's jobs: the node is shared
             subprocess.run(["scancel", *scheduler_ids], capture_output=True, check=False)
+        if chromium is not None:
+            chromium.close()
         stop(web)
         stop(worker)
         teardown()

@@ -107,30 +107,72 @@ def node_turn(exclusive: bool):
     """A turn on the node: shared with the other lane's test, or alone. An exclusive taker holds the gate while it
     waits, so the other lane's next test waits behind it instead of overtaking it (a writer-preferring lock, on two
     flock(2) files that every test process of this machine opens)."""
-    NODE_TURN.mkdir(exist_ok=True)
-    with open(NODE_TURN / "gate", "a") as gate, open(NODE_TURN / "node", "a") as node:
-        fcntl.flock(gate, fcntl.LOCK_EX)
+    turn = _Turn(exclusive)
+    try:
+        yield
+    finally:
+        turn.release()
+
+
+class _Turn:
+    def __init__(self, exclusive: bool):
+        NODE_TURN.mkdir(exist_ok=True)
+        self.exclusive = exclusive
+        self.gate, self.node = open(NODE_TURN / "gate", "a"), open(NODE_TURN / "node", "a")  # noqa: SIM115
+        fcntl.flock(self.gate, fcntl.LOCK_EX)
         try:
-            fcntl.flock(node, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            fcntl.flock(self.node, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         finally:
             if not exclusive:
-                fcntl.flock(gate, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            fcntl.flock(node, fcntl.LOCK_UN)
-            if exclusive:
-                fcntl.flock(gate, fcntl.LOCK_UN)
+                fcntl.flock(self.gate, fcntl.LOCK_UN)
+
+    def release(self) -> None:
+        fcntl.flock(self.node, fcntl.LOCK_UN)
+        if self.exclusive:
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
+        self.gate.close()
+        self.node.close()
+
+
+_held: list[_Turn] = []  # this process's exclusive turn, kept from one exclusive test to the next
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.stash[_NEXT] = nextitem  # whether the node's exclusive turn is kept for the next test (below)
+
+
+_NEXT = pytest.StashKey[object]()
+
+
+def _exclusive(item) -> bool:
+    return item is not None and item.get_closest_marker("slurm_exclusive") is not None
 
 
 @pytest.fixture(autouse=True)
 def _turn_on_the_node(request):
-    """Held from before the test's set-up to after its teardown (conftest's _quiesce cancels its jobs in it)."""
-    if not request.node.get_closest_marker("slurm_node"):
+    """Held from before the test's set-up to after its teardown (conftest's _quiesce cancels its jobs in it). An
+    exclusive turn is kept while this process's next test is exclusive too: the first lane's exclusive tests run
+    one after another, and the other lane's tests do not slip in between them, each making the next one wait."""
+    item = request.node
+    if not item.get_closest_marker("slurm_node"):
+        while _held:
+            _held.pop().release()
         yield
         return
-    with node_turn(exclusive=bool(request.node.get_closest_marker("slurm_exclusive"))):
+    if not _exclusive(item):
+        while _held:
+            _held.pop().release()
+        with node_turn(exclusive=False):
+            yield
+        return
+    if not _held:
+        _held.append(_Turn(exclusive=True))
+    try:
         yield
+    finally:
+        if not _exclusive(item.stash.get(_NEXT, None)):
+            _held.pop().release()
 
 
 @pytest.fixture(scope="session")
