@@ -137,41 +137,31 @@ class _Turn:
 _held: list[_Turn] = []  # this process's exclusive turn, kept from one exclusive test to the next
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item, nextitem):
-    item.stash[_NEXT] = nextitem  # whether the node's exclusive turn is kept for the next test (below)
-
-
-_NEXT = pytest.StashKey[object]()
-
-
 def _exclusive(item) -> bool:
     return item is not None and item.get_closest_marker("slurm_exclusive") is not None
 
 
-@pytest.fixture(autouse=True)
-def _turn_on_the_node(request):
-    """Held from before the test's set-up to after its teardown (conftest's _quiesce cancels its jobs in it). An
-    exclusive turn is kept while this process's next test is exclusive too: the first lane's exclusive tests run
-    one after another, and the other lane's tests do not slip in between them, each making the next one wait."""
-    item = request.node
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A node test's turn, held from before its set-up to after its teardown (conftest's _quiesce cancels its jobs
+    in it). Taken around the whole protocol, outside pytest-timeout's timer: waiting for the other lane is not the
+    test's own time. An exclusive turn is kept while this process's next test is exclusive too: the first lane's
+    exclusive tests run one after another, and the other lane's tests do not slip in between them, each making the
+    next one wait."""
+    if not item.get_closest_marker("slurm_node") or not _exclusive(item):
+        while _held:
+            _held.pop().release()
     if not item.get_closest_marker("slurm_node"):
-        while _held:
-            _held.pop().release()
-        yield
-        return
+        return (yield)
     if not _exclusive(item):
-        while _held:
-            _held.pop().release()
         with node_turn(exclusive=False):
-            yield
-        return
+            return (yield)
     if not _held:
         _held.append(_Turn(exclusive=True))
     try:
-        yield
+        return (yield)
     finally:
-        if not _exclusive(item.stash.get(_NEXT, None)):
+        if not _exclusive(nextitem):
             _held.pop().release()
 
 
@@ -383,7 +373,7 @@ def _flush_retried_on_deadlock():
 
 
 @pytest.fixture(autouse=True)
-def _quiesce(request, _turn_on_the_node, transactional_db):
+def _quiesce(request, transactional_db):
     """After each test, before its tables are flushed: stop on SLURM what this test made, and nothing else.
 
     Depending on transactional_db makes this teardown run before the flush. Other tests run beside this one (other
