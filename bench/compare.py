@@ -98,13 +98,12 @@ def browser_figures(student, url: str, charts: int) -> None:
     from playwright.sync_api import sync_playwright
 
     web, port = start_web("compare")
+    cookie = session_cookie(student)  # before Playwright's event loop: Django's database calls are synchronous
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
             context = browser.new_context(viewport={"width": 1280, "height": 900})
-            context.add_cookies(
-                [{"name": "sessionid", "value": session_cookie(student), "url": f"http://127.0.0.1:{port}"}]
-            )
+            context.add_cookies([{"name": "sessionid", "value": cookie, "url": f"http://127.0.0.1:{port}"}])
             page = context.new_page()
             page.add_init_script(PROBE)
             page.goto(f"http://127.0.0.1:{port}{url}", wait_until="load", timeout=120_000)

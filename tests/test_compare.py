@@ -84,7 +84,7 @@ def test_the_page_shows_the_legend_the_differing_row_and_the_speedup(login, alic
     slow, fast = two_runs
     page = login(alice).get(url(slow, fast))
     text = page.content.decode()
-    assert page.status_code == 200 and "vendor/plotly.min.js" in text and "js/compare.js" in text
+    assert page.status_code == 200 and "vendor/plotly-basic.min.js" in text and "js/compare.js" in text
     assert text.count('class="differs" data-param=') == 1 and 'data-param="seconds"' in text
     assert "1.90\N{MULTIPLICATION SIGN}" in text and "1.00\N{MULTIPLICATION SIGN}" in text  # 200 / 105; the baseline 1
     assert '"name": "seconds=2"' in text  # the figures, built on the server
