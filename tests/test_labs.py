@@ -401,3 +401,28 @@ def test_a_text_answer_waits_for_a_mark_and_the_instructor_accepts_it(login, ali
     answer = step.answers.get()
     login(instructor).post(reverse("labs:mark", args=[course.slug, lab.slug, answer.pk]), {"accepted": "1"})
     assert student_progress(lab, alice, read_logs=False)[0].state == State.DONE
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "[x](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+        "[x](vbscript:msgbox(1))",
+        "[x](JaVaScRiPt:alert(1))",
+        "<javascript:alert(1)>",
+        '[x](https://example.org "t" onclick="alert(1)")',
+        "<a href=https://example.org onmouseover=alert(1)>raw</a>",
+        "```\n</code></pre><script>alert(1)</script>\n```",
+    ],
+    ids=["data", "vbscript", "mixed-case", "autolink", "title-attr", "raw-a", "fence-break"],
+)
+def test_a_step_s_markdown_keeps_no_script_scheme_handler_or_tag_whatever_it_is_written_as(hostile):
+    from labs.markdown import render
+
+    html = str(render(hostile))
+    elements = Elements(html).found
+    assert {tag for tag, _ in elements} <= {"p", "a", "pre", "code"}, html
+    for _, attrs in elements:
+        assert not [name for name in attrs if name.startswith("on")], html
+        href = (attrs.get("href") or "").lower()
+        assert not href or href.startswith(("http://", "https://", "mailto:")), html
