@@ -1,7 +1,7 @@
 """A comparison of a class's runs: N runs (50) with P points (2,000) in each stored series, on the server and in
 Chromium.
 
-    .venv/bin/python bench/compare.py [--runs 50] [--points 2000] [--repeat 5]
+    .venv/bin/python bench/compare.py [--runs 50] [--points 2000] [--repeat 5] [--screenshots DIR]
 
 Each run is a finished Tiny LM-like job with the series the collector stores (loss and tok/s by step, GPU
 utilization and memory in ten-second buckets, as SeriesChunk rows), one parameter differing per run. Printed:
@@ -94,7 +94,7 @@ def server_figures(student, url: str, api_url: str, repeat: int) -> None:
         )
 
 
-def browser_figures(student, url: str, charts: int) -> None:
+def browser_figures(student, url: str, charts: int, shots: str | None = None) -> None:
     from playwright.sync_api import sync_playwright
 
     web, port = start_web("compare")
@@ -110,6 +110,12 @@ def browser_figures(student, url: str, charts: int) -> None:
             page.wait_for_function(f"window.__probe.charts.length >= {charts}", timeout=120_000)
             time.sleep(3)  # a long task still running when the last chart appeared is counted too
             probe = page.evaluate("window.__probe")
+            if shots:
+                Path(shots).mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=f"{shots}/compare-1280.png", full_page=True)
+                page.set_viewport_size({"width": 390, "height": 844})
+                time.sleep(2)
+                page.screenshot(path=f"{shots}/compare-390.png", full_page=True)
             tasks = probe["longtasks"]
             print(
                 f"chromium: first chart {probe['charts'][0]:.0f} ms, all {charts} charts {probe['charts'][-1]:.0f} ms, "
@@ -127,6 +133,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--points", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--screenshots", metavar="DIR", help="save the page at 1280 and 390 px wide")
     args = parser.parse_args()
     teardown = setup_database()
     try:
@@ -139,7 +146,7 @@ def main() -> None:
         url, api_url = f"{reverse('experiments:compare')}?jobs={ids}", f"{reverse('api:compare')}?jobs={ids}"
         print(f"{args.runs} runs x {args.points} points in each of {len(CHARTS)} series", flush=True)
         server_figures(student, url, api_url, args.repeat)
-        browser_figures(student, url, len(CHARTS))
+        browser_figures(student, url, len(CHARTS), args.screenshots)
     finally:
         teardown()
 

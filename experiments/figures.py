@@ -90,7 +90,7 @@ def _layout(chart: str) -> dict:
         "xaxis": {"title": {"text": x_title}, "zeroline": False},
         "yaxis": {"title": {"text": y_title}, "zeroline": False},
         "hovermode": "x unified",
-        "legend": {"orientation": "h", "y": -0.25},
+        "legend": {"orientation": "h", "y": -0.32, "yanchor": "top"},  # below the x axis's title, not over it
         "margin": {"l": 56, "r": 12, "t": 40, "b": 40},
         "autosize": True,
     }
