@@ -38,10 +38,16 @@ REQUIRED = ["GPULAB_SSH_HOST", "GPULAB_SSH_PORT", "GPULAB_SERVICE_KEY", "GPULAB_
 # run first, one after another, in the first lane, so the node is handed over once, not before each of them; the
 # other modules are dealt to the lanes whole, longest first, to even out what the lanes do after that block, and
 # each lane runs its longest tests first, so the short ones fill its end.
+#
+# A test marked `slurm_outage` takes away what every user of the cluster needs (it stops slurmctld, freezes or kills
+# the service account's SSH sessions, changes a partition's limits): besides the node, it waits for and holds off
+# every test outside the lanes that talks to the cluster (the daemons turn). Those tests run at the end of the
+# first lane, when the tests outside the lanes are mostly done, so that few wait for them.
 SLURM_LANES = ("slurm-node", "slurm-node-2")
 SLURM_CLUSTERS = {"cluster", "rest_cluster", "lab_cluster"}
 SLURM_DRIVERS = {"worker", "collector"}
 NODE_TURN = Path(tempfile.gettempdir()) / f"gpulab-tests-slurm-node-{os.getuid()}"
+NODE, DAEMONS = "node", "daemons"  # the node's jobs; slurmctld and the service account's SSH sessions
 
 
 def pytest_collection_modifyitems(config, items):
@@ -52,9 +58,13 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.integration)
         fixtures = set(getattr(item, "fixturenames", ()))
         driven = fixtures & SLURM_CLUSTERS and fixtures & SLURM_DRIVERS
+        if item.get_closest_marker("slurm_outage"):
+            item.add_marker(pytest.mark.slurm_exclusive)
         if driven or item.get_closest_marker("slurm_node") or item.get_closest_marker("slurm_exclusive"):
             item.add_marker(pytest.mark.slurm_node)
             on_node.setdefault(str(item.fspath), []).append(item)
+        elif fixtures & SLURM_CLUSTERS:
+            item.add_marker(pytest.mark.slurm_daemons)
     seconds = _deal_to_lanes(on_node)
     # The lanes are the longest: they go first, so their processes start on them while the others share the rest.
     items.sort(key=lambda item: _lane_order(item, seconds))
@@ -62,7 +72,9 @@ def pytest_collection_modifyitems(config, items):
 
 def _lane_order(item, seconds: Callable) -> tuple:
     if not item.get_closest_marker("slurm_node"):
-        return (2, 0.0)
+        return (3, 0.0)
+    if item.get_closest_marker("slurm_outage"):
+        return (2, -seconds(item))
     return (0 if item.get_closest_marker("slurm_exclusive") else 1, -seconds(item))
 
 
@@ -103,11 +115,11 @@ def _deal_to_lanes(modules: dict[str, list]) -> Callable:
 
 
 @contextlib.contextmanager
-def node_turn(exclusive: bool):
-    """A turn on the node: shared with the other lane's test, or alone. An exclusive taker holds the gate while it
-    waits, so the other lane's next test waits behind it instead of overtaking it (a writer-preferring lock, on two
-    flock(2) files that every test process of this machine opens)."""
-    turn = _Turn(exclusive)
+def node_turn(exclusive: bool, what: str = NODE):
+    """A turn on the node (or on its daemons): shared with the other tests, or alone. An exclusive taker holds the
+    gate while it waits, so the other tests' next one waits behind it instead of overtaking it (a writer-preferring
+    lock, on two flock(2) files that every test process of this machine opens)."""
+    turn = _Turn(exclusive, what)
     try:
         yield
     finally:
@@ -115,10 +127,10 @@ def node_turn(exclusive: bool):
 
 
 class _Turn:
-    def __init__(self, exclusive: bool):
+    def __init__(self, exclusive: bool, what: str = NODE):
         NODE_TURN.mkdir(exist_ok=True)
         self.exclusive = exclusive
-        self.gate, self.node = open(NODE_TURN / "gate", "a"), open(NODE_TURN / "node", "a")  # noqa: SIM115
+        self.gate, self.node = open(NODE_TURN / f"{what}-gate", "a"), open(NODE_TURN / what, "a")  # noqa: SIM115
         fcntl.flock(self.gate, fcntl.LOCK_EX)
         try:
             fcntl.flock(self.node, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
@@ -151,6 +163,9 @@ def pytest_runtest_protocol(item, nextitem):
     if not item.get_closest_marker("slurm_node") or not _exclusive(item):
         while _held:
             _held.pop().release()
+    if item.get_closest_marker("slurm_daemons"):
+        with node_turn(exclusive=False, what=DAEMONS):
+            return (yield)
     if not item.get_closest_marker("slurm_node"):
         return (yield)
     if not _exclusive(item):
@@ -158,8 +173,12 @@ def pytest_runtest_protocol(item, nextitem):
             return (yield)
     if not _held:
         _held.append(_Turn(exclusive=True))
+    daemons = (
+        node_turn(exclusive=True, what=DAEMONS) if item.get_closest_marker("slurm_outage") else contextlib.nullcontext()
+    )
     try:
-        return (yield)
+        with daemons:
+            return (yield)
     finally:
         if not _exclusive(nextitem):
             _held.pop().release()
@@ -465,9 +484,23 @@ def job_state():
             current = Job.objects.get(pk=job.pk)
             return current if current.state in states else None
 
-        return wait_for(reached, timeout=timeout, what=f"job {job.pk} to reach {'/'.join(states)}")
+        try:
+            return wait_for(reached, timeout=timeout, what=f"job {job.pk} to reach {'/'.join(states)}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; {_where_the_job_is(Job.objects.get(pk=job.pk))}") from None
 
     return state_of
+
+
+def _where_the_job_is(job) -> str:
+    """What a timed-out wait prints: the row and what SLURM says of the job and of the node's queue."""
+    said = slurm("scontrol", "show", "job", job.scheduler_id).strip() if job.scheduler_id else "no scheduler id"
+    queue = slurm("squeue", "-a", "-h", "-o", "%i %u %T %R %b %C").strip() or "the queue is empty"
+    reservations = slurm("scontrol", "show", "reservation").strip()
+    return (
+        f"the row: {job.state} ({job.scheduler_reason or 'no reason'}), scheduler id {job.scheduler_id or '-'}\n"
+        f"scontrol: {said}\nsqueue: {queue}\nreservations: {reservations}"
+    )
 
 
 # -- Kubernetes: kmock's emulator as a TLS API server on 127.0.0.1 ------------------------------------------------

@@ -18,8 +18,8 @@ from workers.tasks import refresh_cluster_limits
 
 from .conftest import slurm, wait_for
 
-# It changes the gpu partition's time limit for everyone: alone on the node.
-pytestmark = pytest.mark.slurm_exclusive
+# It changes the gpu partition's time limit for everyone: alone on the node, with no other test asking SLURM.
+pytestmark = pytest.mark.slurm_outage
 
 GRACE_SECONDS = 6
 

@@ -174,7 +174,7 @@ def stop_slurmctld() -> None:
     )
 
 
-@pytest.mark.slurm_exclusive  # it stops slurmctld
+@pytest.mark.slurm_outage  # it stops slurmctld
 @pytest.mark.timeout(300)
 def test_slurmctld_outage_keeps_last_state_and_recovers(worker, api_for, alice, cluster, sleep_template, job_state):
     job = job_state(launch(api_for, alice, seconds=20), "running")
@@ -192,7 +192,7 @@ def test_slurmctld_outage_keeps_last_state_and_recovers(worker, api_for, alice, 
     assert job.exit_code == 0
 
 
-@pytest.mark.slurm_exclusive  # it stops slurmctld
+@pytest.mark.slurm_outage  # it stops slurmctld
 @pytest.mark.timeout(300)
 def test_with_accounting_a_slurmctld_outage_still_shows_the_stale_notice(
     worker, api_for, alice, cluster, sleep_template, job_state

@@ -19,7 +19,7 @@ from .conftest import wait_for
 from .jobs_api import launch
 from .test_browser import log_in, page  # noqa: F401 (the Chromium page fixture)
 
-pytestmark = [pytest.mark.browser, pytest.mark.slurm_exclusive]  # it stops slurmctld
+pytestmark = [pytest.mark.browser, pytest.mark.slurm_outage]  # it stops slurmctld
 SHOTS = Path(os.environ.get("GPULAB_SCREENSHOT_DIR", "/tmp"))
 
 

@@ -123,7 +123,7 @@ def test_node_page_socket_and_a_node_that_stops_answering_turns_stale(
         socket.wait(with_gpus, timeout=20, what="fresh numbers after the node answers again")
 
 
-@pytest.mark.slurm_exclusive  # it kills the service account's SSH connections
+@pytest.mark.slurm_outage  # it kills the service account's SSH connections
 def test_dropped_ssh_connection_reconnects_within_five_seconds(
     worker, collector, web, api_for, alice, cluster, sleep_template, job_state
 ):
