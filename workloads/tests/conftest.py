@@ -28,7 +28,7 @@ LOG_LINE = re.compile(
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
 
-def train(*args: str, run_dir: Path, torchrun: int = 0, timeout: int = 240) -> list[dict]:
+def train(*args: str, run_dir: Path, torchrun: int = 0, timeout: int = 240, env: dict | None = None) -> list[dict]:
     """Run the trainer; return its parsed log lines (and keep the raw output on the function for asserts)."""
     base = ["--num_workers", "0", "--seq_len", "64", "--log_every", "10", "--run_dir", str(run_dir), *args]
     if torchrun:
@@ -43,7 +43,9 @@ def train(*args: str, run_dir: Path, torchrun: int = 0, timeout: int = 240) -> l
         ]
     else:
         argv = [sys.executable, str(TRAIN), *base]
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=ENV, check=False)
+    result = subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, env={**ENV, **(env or {})}, check=False
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     train.last_output = result.stdout
     return [m.groupdict() for m in map(LOG_LINE.match, result.stdout.splitlines()) if m]

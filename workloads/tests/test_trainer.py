@@ -17,11 +17,20 @@ def test_loss_falls_and_every_log_line_parses(tmp_path):
     assert losses[-1] < losses[0] - 1.0, losses
     assert all(float(line["toks"]) > 0 and line["step_ms"] for line in lines)
     assert all(line["mfu"] is None for line in lines)  # no MFU without a GPU
+    assert "note: this job was given GPUs" not in train.last_output  # none were given
     printed = [ln for ln in train.last_output.splitlines() if ln.startswith("epoch=")]
     assert all(LOG_LINE.match(ln) for ln in printed)
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["model"]["vocab_size"] == 256 and config["trained_steps"] == 60
     assert (tmp_path / "model.pt").stat().st_size > 0
+
+
+def test_a_job_given_gpus_that_trains_on_the_cpu_says_so_after_its_start_line(tmp_path):
+    lines = train("--max_steps", "10", "--batch_size", "4", run_dir=tmp_path, env={"SLURM_JOB_GPUS": "0"})
+    printed = train.last_output.splitlines()
+    assert printed[0].startswith("model=") and "device=cpu" in printed[0]
+    assert printed[1].startswith("note: this job was given GPUs (SLURM_JOB_GPUS=0)")
+    assert [line["step"] for line in lines] == ["10"]  # the note is no step line
 
 
 def test_ddp_with_two_processes_matches_one_process_at_the_same_global_batch(tmp_path):

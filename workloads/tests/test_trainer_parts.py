@@ -13,7 +13,7 @@ import torch
 from checkpoints import CHECKPOINT
 from conftest import LOG_LINE
 from distributed import Dist, StopSignal
-from logline import ending_line, peak_for, start_line, step_line
+from logline import ending_line, no_cuda_line, peak_for, start_line, step_line
 from loop import train_steps
 from prepare import prepare
 from train import parse_args, save_at_end
@@ -123,6 +123,17 @@ def test_tf32_lets_fp32_matmuls_use_tensor_cores_and_the_start_line_says_so(tmp_
         torch.set_float32_matmul_precision(before)
     assert "precision=fp32 " in start_line(plain.args, plain.env, 1, plain.cast, 1)
     assert "precision=fp32+tf32 " in start_line(tf32.args, tf32.env, 1, tf32.cast, 1)
+
+
+def test_a_run_given_gpus_it_cannot_use_says_it_trains_on_the_cpu_and_what_that_means():
+    cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
+    line = no_cuda_line(cpu, {"SLURM_JOB_GPUS": "0,1", "PATH": "/usr/bin"})
+    assert line and "(SLURM_JOB_GPUS=0,1)" in line and "trains on the CPU" in line
+    assert "simulated" in line and "not what a GPU does" in line
+    assert "NVIDIA_VISIBLE_DEVICES=GPU-1" in (no_cuda_line(cpu, {"NVIDIA_VISIBLE_DEVICES": "GPU-1"}) or "")
+    assert no_cuda_line(gpu, {"SLURM_JOB_GPUS": "0"}) is None  # PyTorch uses the GPU it was given
+    assert no_cuda_line(cpu, {}) is None  # a CPU job: nothing to say
+    assert no_cuda_line(cpu, {"CUDA_VISIBLE_DEVICES": "", "SLURM_JOB_GPUS": "NoDevFiles"}) is None
 
 
 def test_mfu_uses_the_peak_of_the_h100_variant_the_run_is_on():

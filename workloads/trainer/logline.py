@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -98,6 +99,25 @@ def start_line(args: argparse.Namespace, env: Dist, parameters: int, cast: torch
         f"model={args.model} params={parameters / 1e6:.2f}M world={env.world} "
         f"device={env.device.type} precision={precision_name(args, cast)} batch={args.batch_size} "
         f"seq_len={args.seq_len} steps={steps} run_dir={args.run_dir}"
+    )
+
+
+# Where the scheduler says which GPUs a job holds (SLURM; the NVIDIA device plugin and container runtime)
+GPU_VARIABLES = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
+NO_GPUS = {"", "-1", "none", "void", "NoDevFiles"}
+
+
+def no_cuda_line(device: torch.device, environ: Mapping[str, str]) -> str | None:
+    """A line for a run given GPUs that PyTorch cannot use: on the demo's stand-in GPUs (or a node without CUDA) it
+    trains on the CPU, and its figures must not be read as a GPU's. None on a GPU, or where no GPU was given."""
+    given = next(((name, environ[name]) for name in GPU_VARIABLES if environ.get(name, "") not in NO_GPUS), None)
+    if device.type != "cpu" or given is None:
+        return None
+    name, value = given
+    return (
+        f"note: this job was given GPUs ({name}={value}) but PyTorch finds no CUDA device, so it trains on the CPU. "
+        "Where the GPUs are simulated (the demo's stand-in nvidia-smi), their charts replay recorded figures, and "
+        "times, tok/s and what precision or batch size change measure this CPU, not what a GPU does."
     )
 
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from checkpoints import save_checkpoint, write_final
 from data import DEFAULT_TEXT
 from distributed import Dist, StopSignal
-from logline import ending_line, start_line
+from logline import ending_line, no_cuda_line, start_line
 from loop import Outcome, train_steps
 from model import SIZES
 from prepare import Run, prepare
@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     run = prepare(args, env)
     if env.main:
         print(start_line(args, env, run.model.num_parameters(), run.cast, run.total_steps), flush=True)
+        if note := no_cuda_line(env.device, os.environ):
+            print(note, flush=True)
     outcome = train_steps(run, stop)
     if env.main:
         save_at_end(run, outcome)
