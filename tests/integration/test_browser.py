@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from jobs.models import Job
+from telemetry.models import Node
 from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.browser
@@ -79,7 +80,7 @@ def test_student_tries_a_kubernetes_server_from_its_page(
 
 @pytest.mark.timeout(180)
 def test_student_watches_live_gpu_charts_grow_and_instructor_sees_the_class(
-    worker, collector, web, page, alice, instructor, course, cluster, sleep_template, api_for, job_state
+    worker, collector, web, page, alice, instructor, admin_user, course, cluster, sleep_template, api_for, job_state
 ):
     response = api_for(alice).post(
         "/api/v1/jobs/",
@@ -100,6 +101,8 @@ def test_student_watches_live_gpu_charts_grow_and_instructor_sees_the_class(
     assert page.evaluate("document.querySelector('[data-chart=gpu-util]').data.length") == 2  # the job's 2 GPUs
     assert page.evaluate("document.querySelector('[data-chart=gpu-util]').data[0].x.length") >= 2
     expect(page.locator("#log")).to_contain_text("start on", timeout=20_000)
+    # The local node's nvidia-smi is the demo's stand-in: every GPU chart says its figures are simulated.
+    expect_simulated_gpu_charts(page)
 
     page.context.clear_cookies()
     log_in(page, web, "ines")
@@ -114,3 +117,22 @@ def test_student_watches_live_gpu_charts_grow_and_instructor_sees_the_class(
         " return h.times.map((_, column) => h.cellText(0, column)); })()"
     )
     assert any(f"alice · sleep-echo {str(job.pk)[:8]} · mean GPU util of 2 GPUs" in cell for cell in hover)
+    expect(page.locator("[data-heatmap-simulated]")).to_be_visible()
+
+    page.context.clear_cookies()
+    log_in(page, web, "ada")
+    page.goto(f"{web.url}/nodes/{Node.objects.get(cluster=cluster).pk}/")
+    expect(page.locator("[data-chart=gpu-util]")).to_have_attribute("data-points", re.compile(r"^\d+$"), timeout=20_000)
+    expect_simulated_gpu_charts(page)
+
+
+def expect_simulated_gpu_charts(page) -> None:
+    """Each GPU chart's caption, and the notes above the charts, say that the figures are simulated; the host's
+    charts (CPU, memory, disk: measured) do not."""
+    gpu_captions = page.locator("figure[data-chart-box^='gpu-'] [data-chart-simulated]")
+    assert gpu_captions.count() >= 2
+    for caption in gpu_captions.all():
+        expect(caption).to_be_visible()
+        expect(caption).to_have_text("simulated, not measured")
+    expect(page.locator("figure:not([data-chart-box^='gpu-']) [data-chart-simulated]")).to_have_count(0)
+    expect(page.locator("[data-telemetry-notes]")).to_contain_text("Simulated GPUs: this cluster's nvidia-smi")
