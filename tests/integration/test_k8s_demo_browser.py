@@ -10,12 +10,16 @@ load-tests it, reads its log and deletes it, and every page that names the clust
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from playwright.sync_api import expect
 
-from clusters.models import AuthMethod, Cluster, ClusterAccount
+from clusters.kinds import get_backend
+from clusters.models import AuthMethod, Cluster
+from courses.models import Course
 from jobs.models import Job
 
 from .conftest import ROOT, wait_for
@@ -47,11 +51,30 @@ def emulated_kube(tmp_path_factory):
 
 
 @pytest.fixture
-def emulated_cluster(transactional_db, course, emulated_kube):
-    cluster = Cluster.objects.create(name="k8s-local", title="Local Kubernetes", kind="kubernetes", emulated=True)
-    account = ClusterAccount(cluster=cluster, username="gpulab-portal", auth_method=AuthMethod.KUBECONFIG)
-    account.set_secret(emulated_kube.kubeconfig(None))
-    account.save()
+def emulated_cluster(transactional_db, course, emulated_kube, services, tmp_path):
+    """Registered as make demo registers it (scripts/demo.sh): the emulator's kubeconfig in a file, the clusters.d
+    entry scripts/demo_cluster.sh writes for it, and sync_clusters, which gives it to the demo course."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(emulated_kube.kubeconfig(None, context="emulated"))
+    written = tmp_path / "clusters.d"
+    env = {**os.environ, "GPULAB_KUBECONFIG_FILE": str(kubeconfig), "GPULAB_KUBE_EMULATED": "true"}
+    subprocess.run(
+        ["bash", "scripts/demo_cluster.sh", str(written)],
+        cwd=ROOT,
+        env={**env, "GPULAB_KUBE_CONTEXT": "emulated"},
+        check=True,
+    )
+    only_kubernetes = tmp_path / "k8s-only"  # the demo's SLURM entries are other tests' business
+    only_kubernetes.mkdir()
+    (only_kubernetes / "k8s.yml").write_text((written / "k8s.yml").read_text())
+    demo = Course.objects.create(slug="demo", name="GPU Lab demo")
+    call_command("sync_clusters", str(only_kubernetes))
+    cluster = Cluster.objects.get(name="k8s")
+    assert (cluster.kind, cluster.emulated, cluster.title) == ("kubernetes", True, "Emulated Kubernetes (demo)")
+    assert cluster.kube_context == "emulated" and list(cluster.courses.all()) == [demo]
+    account = cluster.service_account()
+    assert account.auth_method == AuthMethod.KUBECONFIG and account.secret() == kubeconfig.read_text()
+    assert get_backend(cluster).test_connection().ok  # the portal reaches the emulator with what the file gave it
     course.clusters.add(cluster)
     return cluster
 
@@ -72,7 +95,7 @@ def test_student_deploys_tries_scales_load_tests_and_deletes_the_tiny_lm_on_the_
     SHOTS.mkdir(parents=True, exist_ok=True)
     # Training first, as the lab goes: a Job whose pod runs the bundled trainer and leaves model.pt on the volume.
     answer = api_for(alice).post(
-        "/api/v1/jobs/", {"template": "k8s-tinylm-train", "cluster": "k8s-local", "params": TRAIN}, format="json"
+        "/api/v1/jobs/", {"template": "k8s-tinylm-train", "cluster": "k8s", "params": TRAIN}, format="json"
     )
     assert answer.status_code == 201, answer.content
     trained = job_state(Job.objects.get(pk=answer.json()["id"]), "completed", "failed", timeout=300)
@@ -83,14 +106,14 @@ def test_student_deploys_tries_scales_load_tests_and_deletes_the_tiny_lm_on_the_
     page = chromium.new_context(viewport={"width": 1280, "height": 800}).new_page()
     log_in(page, live_server, "alice")
     page.click(f"a[href='/courses/{course.slug}/launch/k8s-tinylm-server/']")
-    expect(page.locator("#id_cluster")).to_contain_text("Local Kubernetes (emulated)")
+    expect(page.locator("#id_cluster")).to_contain_text("Emulated Kubernetes (demo)")
     page.fill("#id_param_gpus", "0")
     page.click("#launch")
 
     # Deployed: the pod runs the server, which loads the checkpoint and passes its readiness probe.
     expect(page.locator("#job-state")).to_have_attribute("data-state", "running", timeout=180_000)
     job = Job.objects.filter(template__slug="k8s-tinylm-server").get()
-    expect(page.locator("body")).to_contain_text("Local Kubernetes (emulated)")
+    expect(page.locator("body")).to_contain_text("Emulated Kubernetes (demo)")
     expect(page.locator("body")).not_to_contain_text("ServerPanel")  # no template comment printed as text
     wait_for(reason_says(job, "1/1 pods ready"), timeout=240, what="the server's pod to be ready")
     (pod,) = job_pods(emulated_kube, job)
@@ -133,6 +156,6 @@ def test_student_deploys_tries_scales_load_tests_and_deletes_the_tiny_lm_on_the_
     page.click("#confirm-cancel")
     expect(page.locator("#job-state")).to_have_attribute("data-state", "cancelled", timeout=120_000)
     wait_for(lambda: not job_pods(emulated_kube, job), timeout=60, what="the pods to go")
-    expect(page.locator("body")).to_contain_text("Local Kubernetes (emulated)")
+    expect(page.locator("body")).to_contain_text("Emulated Kubernetes (demo)")
     page.goto(f"{live_server.url}/jobs/")
-    expect(page.locator("body")).to_contain_text("Local Kubernetes (emulated)")
+    expect(page.locator("body")).to_contain_text("Emulated Kubernetes (demo)")
