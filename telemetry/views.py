@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 
@@ -21,6 +21,7 @@ from jobs.course_queue import course_queues
 from jobs.models import Job
 
 from .access import get_node
+from .class_hour import class_hour
 from .models import Node
 from .recorder import NODE_HISTORY_SECONDS
 from .students import CSV_COLUMNS, STUCK_AFTER, StudentRow, class_rows
@@ -47,6 +48,8 @@ def course_dashboard(request, slug: str):
             "students": students,
             "heatmap": _heatmap_labels(course, students),
             "ended": _ended_recently(course),
+            "hour": class_hour(course),
+            "flush_seconds": round(settings.TELEMETRY_FLUSH_SECONDS),
             "student_filters": _filter_counts(students),
             "student_columns": STUDENT_COLUMNS,
             "stuck_minutes": int(STUCK_AFTER.total_seconds() // 60),
@@ -56,6 +59,13 @@ def course_dashboard(request, slug: str):
             "course_queues": course_queues(course, timezone.now()),
         },
     )
+
+
+@login_required
+def course_dashboard_hour(request, slug: str):
+    """The last hour's rows again, for the dashboard to redraw each minute (telemetry/class_hour.py)."""
+    course = access.get_course(request.user, slug, teach=True)
+    return JsonResponse(class_hour(course), headers={"Cache-Control": "no-store"})
 
 
 def _ended_recently(course) -> list[Job]:

@@ -8,17 +8,21 @@ import itertools
 import os
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 import redis
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from courses.models import Enrollment, Role
 from jobs.models import Job
+from telemetry.models import SeriesChunk
 from telemetry.stream import KEY_PREFIX, Publisher, course_group
 
 from .test_browser import log_in
+from .test_pages_browser import no_sideways_scroll
 
 pytestmark = pytest.mark.browser
 
@@ -359,3 +363,45 @@ def test_the_heatmap_says_when_its_gpus_are_the_demos_simulated_ones(web, browse
         feed.simulated = True
         expect(note).to_be_visible(timeout=15_000)
         expect(note).to_contain_text("nothing on this heatmap was measured")
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_last_hour_keeps_a_row_for_each_student_whose_job_ended_and_draws_it_once(
+    web, browser, instructor, course, full_class, width
+):
+    """Stored figures (no feed): half the class ended 40 minutes ago, half still runs; each row is a student, each
+    column a minute, drawn from the page's JSON into one canvas."""
+    start = timezone.now() - timedelta(minutes=50)
+    for i, (_, job) in enumerate(full_class):
+        if i % 2:
+            Job.objects.filter(pk=job.pk).update(state="completed", finished_at=timezone.now() - timedelta(minutes=40))
+        x = [int((start + timedelta(seconds=10 * s)).timestamp() * 1000) for s in range(60)]  # ten minutes
+        series = {"gpu-util": {f"n:{g}": {"name": f"GPU {g}", "x": x, "y": [float(i)] * 60} for g in range(2)}}
+        SeriesChunk.objects.create(job=job, start=start, end=start + timedelta(minutes=10), series=series)
+    page = open_page(browser, width)
+    log_in(page, web, "ines")
+    page.goto(f"{web.url}/courses/{course.slug}/dashboard/")
+    grid = page.locator("[data-hour-grid]")
+    expect(grid).to_have_attribute("data-rows", str(STUDENTS))
+    labels = grid.locator(".heat-label").all_text_contents()
+    jobs = " · 1 job" if width > 600 else ""  # a phone's labels leave the count out
+    assert labels[0] == f"Student No. 0{jobs}" and labels[1] == f"Student No. 1{jobs} · ended"  # least busy first
+    assert f"{MARKUP} No. {STUDENTS - 1}{jobs} · ended" in labels  # a name is text, never markup
+    size = page.evaluate(
+        "(() => { const c = document.querySelector('[data-hour-grid] canvas'); return [c.width, c.height]; })()"
+    )
+    assert size == [60, STUDENTS]  # a pixel per student-minute, scaled up by CSS
+    column = 60 - 50 + 2  # ten minutes in, a minute the chunk covers
+    cell = page.evaluate(f"document.querySelector('[data-hour-grid]').classHour.cellText(3, {column})")
+    assert cell.startswith("Student No. 3 · ") and cell.endswith(" · 3 %")
+    assert page.evaluate("document.querySelector('[data-hour-grid]').classHour.cellText(3, 59)").endswith(
+        "no GPU in use"
+    )
+    expect(page.locator("[data-hour-simulated]")).to_be_hidden()
+    page.locator("[data-class-hour]").screenshot(path=f"{SHOTS}/class-hour-{width}.png")
+    if width == 390:
+        no_sideways_scroll(page)
+    # A minute later the page asks hour.json again and redraws from it (here: the same rows).
+    page.evaluate("document.querySelector('[data-hour-grid]').classHour.refresh()")
+    expect(grid).to_have_attribute("data-rows", str(STUDENTS))
