@@ -70,6 +70,18 @@ def test_typed_values_namespace_and_labels():
     assert deployment["spec"]["template"]["spec"]["containers"][0]["env"][1]["value"] == "debug-false"
 
 
+def test_a_template_parsed_once_gives_each_launch_its_own_objects_and_values():
+    """The template's text is parsed once (manifests._parsed); each render fills a copy, so one launch's values never
+    reach another's objects, nor what a later launch starts from."""
+    first, _ = render(model="first")
+    second, _ = render(model="second", replicas=3)
+    assert first["spec"]["template"]["spec"]["containers"][0]["args"] == ["--model-name", "first"]
+    assert second["spec"]["template"]["spec"]["containers"][0]["args"] == ["--model-name", "second"]
+    assert (first["spec"]["replicas"], second["spec"]["replicas"]) == (2, 3)
+    first["metadata"]["labels"]["tampered"] = "yes"
+    assert "tampered" not in render()[0]["metadata"]["labels"]
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=80))
 def test_values_that_look_like_yaml_stay_one_string(value):
