@@ -60,6 +60,7 @@ TABLE: dict[tuple[str, str], str] = {
     ("courses:jobs", "GET"): TEACH,
     ("courses:cancel_jobs", "POST"): TEACH_DO,
     ("telemetry:dashboard", "GET"): TEACH,
+    ("telemetry:dashboard_hour", "GET"): TEACH,  # the dashboard's last hour, redrawn each minute
     ("telemetry:report", "GET"): TEACH,
     ("telemetry:students_report", "GET"): TEACH,
     # The instructor's pages: roster, quotas, a new term, lab sessions, webhook, budgets, templates

@@ -90,6 +90,14 @@ def test_any_string_reaches_the_script_unchanged_and_only_safe_ones_validate(tmp
             SCHEMA[0].clean(value)
 
 
+@pytest.mark.parametrize("value", ["{{", "}} {{ note }}", "{{ flag }}", "a{{b"])
+def test_a_value_holding_braces_is_one_quoted_word_not_a_template_error(value, tmp_path):
+    """Braces in a value are the student's text: only the template's own "{{" is a stray placeholder."""
+    assert run_rendered(value, tmp_path) == set()
+    with pytest.raises(RenderError, match="does not start a placeholder"):
+        render_script("echo {{ note }} {{", SCHEMA, {"note": value, "flag": False}, CTX)
+
+
 def test_newline_is_refused_by_validation():
     with pytest.raises(ValueError, match="Line breaks"):
         SCHEMA[0].clean("ok\ntouch pwned")

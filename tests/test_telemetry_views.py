@@ -45,7 +45,7 @@ def test_dashboard_query_count_does_not_grow_with_jobs(
 ):
     finished_job(alice, course, cluster, sleep_template)
     client = login(instructor)
-    with django_assert_max_num_queries(12) as few:
+    with django_assert_max_num_queries(14) as few:  # 2 of them the last hour's (telemetry/class_hour.py)
         client.get(f"/courses/{course.slug}/dashboard/")
     for _ in range(20):
         finished_job(bob, course, cluster, sleep_template)

@@ -160,7 +160,7 @@ def render_body(
         return shlex.quote(_value_text(param, values[name]))
 
     rendered = PLACEHOLDER.sub(substitute, body)
-    stray = stray_braces(rendered)
+    stray = stray_braces(PLACEHOLDER.sub("", body))  # the template's own text: a value may hold "{{", quoted
     if stray:
         raise RenderError(stray)
     return rendered

@@ -28,6 +28,7 @@ def evaluated(predicate):
     return check
 
 
+@pytest.mark.slurm_exclusive  # its two jobs hold all four GPUs (the idle one must get GPU 3): alone on the node
 @pytest.mark.timeout(400)
 def test_idle_gpu_is_warned_then_cancelled_and_a_busy_one_runs_on(
     worker, login, api_for, alice, bob, course, cluster, sleep_template, job_state, portal_env, tmp_path
