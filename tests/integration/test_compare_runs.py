@@ -87,6 +87,8 @@ def test_two_tiny_lm_runs_differing_in_precision_compare_by_precision(
         runs.append(Job.objects.get(pk=answer.json()["id"]))
     fp32, bf16 = (job_state(job, "completed", "failed", "cancelled", timeout=300) for job in runs)
     assert fp32.state == bf16.state == "completed"
+    log = api_for(bob).get(f"/api/v1/jobs/{fp32.pk}/log/?offset=0").json()["data"]
+    assert "device=cpu" in log and "note: this job was given GPUs (SLURM_GPUS_ON_NODE=1)" in log  # the stand-in GPUs
     collector.stop()  # its closing flush stores what it still held of the runs' series
     wait_for(lambda: _tokens(fp32) and _tokens(bf16), timeout=30, what="both runs' stored tok/s")
 

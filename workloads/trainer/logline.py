@@ -103,8 +103,14 @@ def start_line(args: argparse.Namespace, env: Dist, parameters: int, cast: torch
 
 
 # Where the scheduler says which GPUs a job holds (SLURM; the NVIDIA device plugin and container runtime)
-GPU_VARIABLES = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
-NO_GPUS = {"", "-1", "none", "void", "NoDevFiles"}
+GPU_VARIABLES = (
+    "SLURM_JOB_GPUS",
+    "SLURM_STEP_GPUS",
+    "SLURM_GPUS_ON_NODE",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+)
+NO_GPUS = {"", "0", "-1", "none", "void", "NoDevFiles"}
 
 
 def no_cuda_line(device: torch.device, environ: Mapping[str, str]) -> str | None:
