@@ -548,6 +548,8 @@ function markSimulated(root, simulated) {
     const caption = box.querySelector("[data-chart-simulated]");
     if (caption && caption.hidden !== !simulated) caption.hidden = !simulated;
   }
+  const hints = root.querySelector("[data-hints-simulated]"); // the checklist's advice reads the same figures
+  if (hints && hints.hidden !== !simulated) hints.hidden = !simulated;
 }
 
 function showNotes(root, frame) {

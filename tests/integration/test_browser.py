@@ -136,3 +136,5 @@ def expect_simulated_gpu_charts(page) -> None:
         expect(caption).to_have_text("simulated, not measured")
     expect(page.locator("figure:not([data-chart-box^='gpu-']) [data-chart-simulated]")).to_have_count(0)
     expect(page.locator("[data-telemetry-notes]")).to_contain_text("Simulated GPUs: this cluster's nvidia-smi")
+    if page.locator("[data-hints]").count():  # a job's page: the checklist's suggestions read the same figures
+        expect(page.locator("[data-hints-simulated]")).to_be_visible()
