@@ -45,7 +45,10 @@ class ClassHour {
     const rows = hour.rows;
     this.empty.hidden = rows.length > 0;
     this.grid.hidden = rows.length === 0;
-    if (this.simulated.hidden === hour.simulated) this.simulated.hidden = !hour.simulated;
+    // Ended jobs' summaries say it from the server; for running ones the live heatmap's frames do (its notice).
+    const live = document.querySelector("[data-heatmap-simulated]");
+    const simulated = hour.simulated || Boolean(live && !live.hidden);
+    if (this.simulated.hidden === simulated) this.simulated.hidden = !simulated;
     if (!rows.length) return;
     const jobs = this.root.dataset.jobsUrl;
     const narrow = this.root.clientWidth < 600; // a phone: no job count in the labels, two times under the cells

@@ -136,6 +136,7 @@ def test_a_run_given_gpus_it_cannot_use_says_it_trains_on_the_cpu_and_what_that_
     assert no_cuda_line(cpu, {"CUDA_VISIBLE_DEVICES": "", "SLURM_JOB_GPUS": "NoDevFiles"}) is None
     assert "(SLURM_GPUS_ON_NODE=2)" in (no_cuda_line(cpu, {"SLURM_GPUS_ON_NODE": "2"}) or "")  # SLURM's count alone
     assert no_cuda_line(cpu, {"SLURM_GPUS_ON_NODE": "0"}) is None
+    assert "(CUDA_VISIBLE_DEVICES=0)" in (no_cuda_line(cpu, {"CUDA_VISIBLE_DEVICES": "0"}) or "")  # GPU number 0
 
 
 def test_mfu_uses_the_peak_of_the_h100_variant_the_run_is_on():

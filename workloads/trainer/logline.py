@@ -102,21 +102,25 @@ def start_line(args: argparse.Namespace, env: Dist, parameters: int, cast: torch
     )
 
 
-# Where the scheduler says which GPUs a job holds (SLURM; the NVIDIA device plugin and container runtime)
-GPU_VARIABLES = (
-    "SLURM_JOB_GPUS",
-    "SLURM_STEP_GPUS",
-    "SLURM_GPUS_ON_NODE",
-    "CUDA_VISIBLE_DEVICES",
-    "NVIDIA_VISIBLE_DEVICES",
-)
-NO_GPUS = {"", "0", "-1", "none", "void", "NoDevFiles"}
+# Where the scheduler says which GPUs a job holds (SLURM; the NVIDIA device plugin and container runtime): lists of
+# GPUs, and SLURM's count on the node (the only one a SLURM without CUDA_VISIBLE_DEVICES in its gres.conf sets).
+GPU_LISTS = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
+GPU_COUNT = "SLURM_GPUS_ON_NODE"
+NO_GPUS = {"", "-1", "none", "void", "NoDevFiles"}
+
+
+def _given_gpus(environ: Mapping[str, str]) -> tuple[str, str] | None:
+    for name in GPU_LISTS:
+        if environ.get(name, "") not in NO_GPUS:
+            return name, environ[name]
+    count = environ.get(GPU_COUNT, "")
+    return (GPU_COUNT, count) if count.isdigit() and int(count) > 0 else None
 
 
 def no_cuda_line(device: torch.device, environ: Mapping[str, str]) -> str | None:
     """A line for a run given GPUs that PyTorch cannot use: on the demo's stand-in GPUs (or a node without CUDA) it
     trains on the CPU, and its figures must not be read as a GPU's. None on a GPU, or where no GPU was given."""
-    given = next(((name, environ[name]) for name in GPU_VARIABLES if environ.get(name, "") not in NO_GPUS), None)
+    given = _given_gpus(environ)
     if device.type != "cpu" or given is None:
         return None
     name, value = given
