@@ -172,8 +172,11 @@ def test_waiting_third_of_five_with_quota_policy_and_no_estimate_then_without_vi
     mine = {"namespace": NS, "name": workload.rsplit("/", 1)[1], "localQueueName": QUEUE}
     kueue_kube.pend(QUEUE, [*others[:2], mine, *others[2:]])
 
-    wait = wait_for(lambda: JobWait.objects.filter(job=job, position=3).first(), what="the place in the queue")
-    assert wait.pending_in_partition == 5 and wait.partition == f"ClusterQueue {QUEUE}" and wait.estimate_learnt
+    # The two writes above are not one: a poll may read the ClusterQueue before its count and the list after it.
+    wait = wait_for(
+        lambda: JobWait.objects.filter(job=job, position=3, pending_in_partition=5).first(), what="the place in queue"
+    )
+    assert wait.partition == f"ClusterQueue {QUEUE}" and wait.estimate_learnt
     assert wait.reason.startswith(
         "3rd of 5 waiting in the course's queue (LocalQueue gpulab-hpc); 3rd of 5 in ClusterQueue gpulab-hpc."
     )
