@@ -66,7 +66,9 @@ def busy_delay(retries: int) -> float:
 
 def submit(job_id) -> Outcome:
     job = Job.objects.filter(pk=job_id).first()
-    if job is None or job.in_array:  # a task of an array: its sweep submits it (sweeps/submission.py)
+    # A sweep's run is submitted by its sweep: as a task of its array (sweeps/submission.py, never committed in
+    # between states), or here once its sweep has let it out, moving it to submitting (sweeps/release.py).
+    if job is None or (job.in_array and job.state != JobState.SUBMITTING):
         return Outcome.NOTHING
     if job.state == JobState.QUEUED:
         transition(job, JobState.SUBMITTING, message=f"Submitting to {job.cluster.display_name}.")

@@ -1,4 +1,5 @@
-"""Cancelling a whole sweep: one scancel of the array's own id stops every task; the poll then moves each run.
+"""Cancelling a whole sweep: one scancel of the array's own id stops every task; the poll then moves each run. A
+sweep going run by run has each run let out cancelled as a single job is.
 
 Before the array is on the cluster, the request is recorded on the sweep, which its submit task reads under its lock
 (sweeps/submission.py), and the runs still queued end cancelled at once.
@@ -15,7 +16,8 @@ from core.enqueue import send_on_commit
 from jobs.models import Job
 from jobs.states import record_many, transition
 
-from .models import Sweep, SweepState
+from . import release
+from .models import Sweep, SweepState, SweepSubmission
 
 CANCEL_SWEEP = "sweeps.tasks.cancel_sweep"
 SUBMIT_SWEEP = "sweeps.tasks.submit_sweep"
@@ -43,7 +45,9 @@ def request_cancel(user, sweep: Sweep) -> str:
                 transition(job, JobState.CANCELLED, actor=user, message="Cancelled with its sweep before submission.")
         if sweep.state in (SweepState.QUEUED, SweepState.SUBMITTING):
             send_on_commit(SUBMIT_SWEEP, str(sweep.pk))  # its submit task honours the request under its lock
-        else:
+        if sweep.submission == SweepSubmission.RUNS:
+            release.cancel_runs_let_out(sweep)
+        elif sweep.state not in (SweepState.QUEUED, SweepState.SUBMITTING):
             send_on_commit(CANCEL_SWEEP, str(sweep.pk))
     return "Cancelling every run of the sweep: the cluster stops them in a moment."
 

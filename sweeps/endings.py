@@ -1,5 +1,6 @@
 """One message when a sweep ends, not one per run: the runs' own job notifications are left out
-(notifications/job_hooks.py skips jobs in an array), and the last run to end tells the student once."""
+(notifications/job_hooks.py skips jobs in an array), and the last run to end tells the student once. A run's end
+also lets the next run of a sweep that goes run by run out (release.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from core.choices import TERMINAL_STATES
+from core.enqueue import send_on_commit
 from jobs.models import Job
 from jobs.signals import job_moved
 from notifications import notify
 from notifications.events import Event
 
-from .models import Sweep
+from .cancellation import SUBMIT_SWEEP
+from .models import Sweep, SweepState, SweepSubmission
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +31,11 @@ def on_run_moved(sender, job, from_state, to_state, **kwargs) -> None:
         return
     try:
         sweep = Sweep.objects.filter(runs__job=job.pk).select_related("owner", "template", "course").first()
-        if sweep is not None:
-            tell_if_ended(sweep)
+        if sweep is None:
+            return
+        if sweep.submission == SweepSubmission.RUNS and sweep.state in (SweepState.QUEUED, SweepState.SUBMITTING):
+            send_on_commit(SUBMIT_SWEEP, str(sweep.pk))  # its end makes room: the next run goes (release.py)
+        tell_if_ended(sweep)
     except Exception:  # a message that cannot be queued must never stop a run's move
         logger.exception("sweeps: could not tell the end of the sweep of job %s", job.pk)
 

@@ -3,7 +3,8 @@
 GPU-hours: each run is estimated from the template's earlier completed runs (their median time, at this sweep's GPUs),
 else from its time limit, and the whole sweep is held against what is left of the student's and the course's budgets;
 a sweep that does not fit is refused, saying how many runs would. Runs at once: the array's %K is what the student's
-concurrent-job and GPU limits leave free, so a sweep larger than the limits waits its turn instead of being refused.
+concurrent-job and GPU limits leave free, so a sweep larger than the limits waits its turn instead of being refused
+(on Kubernetes the course's namespace quota is those limits times its students, so the runs stay inside it too).
 Quotas and budgets bind students; instructors and admins launch freely, as with single jobs (jobs/launch.py).
 """
 
@@ -28,8 +29,8 @@ HISTORY_RUNS = 20  # the latest completed runs of a template that its estimate r
 @dataclass(frozen=True)
 class Fit:
     runs: int
-    gpus_per_run: int
-    hours_per_run: float  # GPU-hours one run is expected to take
+    gpus_per_run: int  # the largest run's, where a sweep varies its GPUs
+    hours_per_run: float  # GPU-hours one run is expected to take (on average, where runs differ)
     from_runs: int  # how many earlier runs the estimate comes from; 0: from the time limit
     at_once: int  # the array's %K; 0 when nothing may start now
     left: float | None  # GPU-hours left in the tighter budget; None when no budget binds
@@ -71,9 +72,15 @@ def hours_per_run(template, gpus: int, minutes: int) -> tuple[float, int]:
     return gpus * (minutes or 60) / 60, 0
 
 
-def fit(user, course, template, *, runs: int, gpus: int, minutes: int, asked_at_once: int | None = None) -> Fit:
-    """Call under the user's row lock (launch.py) so that simultaneous launches take turns, as jobs/launch.py does."""
-    per_run, from_runs = hours_per_run(template, gpus, minutes)
+def fit(user, course, template, *, shapes: list[tuple[int, int]], asked_at_once: int | None = None) -> Fit:
+    """`shapes`: each run's (GPUs, time limit in minutes); they differ where the sweep varies a resource. Runs at once
+    are counted as the largest run, so that any K of them fit. Call under the user's row lock (launch.py) so that
+    simultaneous launches take turns, as jobs/launch.py does."""
+    runs = len(shapes)
+    estimates = {shape: hours_per_run(template, *shape) for shape in set(shapes)}
+    per_run = sum(estimates[shape][0] for shape in shapes) / runs if runs else 0.0
+    from_runs = min(found for _, found in estimates.values()) if estimates else 0
+    gpus = max((g for g, _ in shapes), default=0)
     wanted = min(runs, asked_at_once or runs)
     if access.is_admin(user) or access.role_in(user, course) == Role.INSTRUCTOR:
         return Fit(runs, gpus, per_run, from_runs, wanted, None)
@@ -84,9 +91,10 @@ def fit(user, course, template, *, runs: int, gpus: int, minutes: int, asked_at_
     at_once, quota_refusal = _at_once(user, course, gpus, wanted)
     result = Fit(runs, gpus, per_run, from_runs, at_once, left)
     if not refusal and result.runs_fitting < runs:
+        each = f"{gpu_hours(per_run)} each" if len(estimates) == 1 else f"{gpu_hours(per_run)} each on average"
         refusal = (
             f"This sweep needs about {gpu_hours(result.total_hours)} GPU-hours for {runs} runs "
-            f"({gpu_hours(per_run)} each), and your budget has {gpu_hours(left)} left: "
+            f"({each}), and your budget has {gpu_hours(left)} left: "
             f"{result.runs_fitting} run(s) fit. Sweep fewer values, or ask your instructor for a top-up."
         )
     return Fit(runs, gpus, per_run, from_runs, at_once, left, refusal or quota_refusal)

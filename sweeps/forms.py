@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from django import forms
 
-from core.templating.resources import RESOURCES
-
 from .models import SweepMode
 from .plan import MAX_RUNS, SweepInvalid
 
@@ -16,8 +14,9 @@ PREFIX = "sweep_"
 
 
 def sweepable(template) -> list:
-    """The parameters a sweep may vary: marked by the template's author, and not a resource every run shares."""
-    return [p for p in template.schema() if p.sweep and p.name not in RESOURCES]
+    """The parameters a sweep may vary: marked by the template's author (a resource such as GPUs too: such a sweep
+    goes to the cluster run by run)."""
+    return [p for p in template.schema() if p.sweep]
 
 
 def _offered(param) -> str:

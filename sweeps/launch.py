@@ -1,5 +1,5 @@
 """Launching a sweep: the same checks as one job (jobs/launch.py), the plan, the fit, then the Sweep, one Job per run
-and the array's submit task, queued on commit. Nothing reaches the cluster before every check has passed."""
+and the sweep's submit task, queued on commit. Nothing reaches the cluster before every check has passed."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from django.db import transaction
 
 from clusters import kinds
 from clusters.backends import arrays
-from clusters.backends.kind import RenderRefused, RenderRequest
+from clusters.backends.kind import Rendered, RenderRefused, RenderRequest
 from clusters.identity import IdentityMissing, account_for
 from core.choices import EventKind
 from core.enqueue import send_on_commit
-from core.templating.params import requested_gpus
 from core.templating.rendering import value_text
 from jobs import access
 from jobs.launch import LaunchInvalid, check_files, validate_launch
@@ -25,7 +24,7 @@ from jobs.states import record_many
 
 from . import fit as fitting
 from .cancellation import SUBMIT_SWEEP
-from .models import Sweep, SweepRun
+from .models import Sweep, SweepRun, SweepSubmission
 from .plan import SweepInvalid, SweepPlan, plan
 
 
@@ -39,11 +38,6 @@ def prepare(
     """The shared values (typed, within the template's caps) and the plan; LaunchRefused, LaunchInvalid or
     SweepInvalid otherwise. The form's preview and the launch both start here."""
     access.check_launch(user, course, template, cluster)
-    if not kinds.kind_of(cluster.kind).sweeps_as_arrays:
-        raise access.LaunchRefused(
-            f"Sweeps cannot run on “{cluster.display_name}” yet: pick a SLURM cluster reached over SSH, or launch "
-            "the runs one by one."
-        )
     the_plan = plan(template.schema(), swept, mode)
     base = validate_launch(template, cluster, {k: v for k, v in raw_params.items() if k not in the_plan.swept})
     for run in the_plan.runs:  # each run within the template's caps and the partition's limits, as a job would be
@@ -55,13 +49,40 @@ def preview(user, *, course, template, cluster, raw_params, swept, mode, at_once
     base, the_plan = prepare(
         user, course=course, template=template, cluster=cluster, raw_params=raw_params, swept=swept, mode=mode
     )
-    return _fit(user, course, template, base, the_plan, at_once)
+    runs = _rendered(user, course, template, cluster, base, the_plan, [uuid.uuid4() for _ in the_plan.runs])
+    return _fit(user, course, template, base, the_plan, runs, at_once)
 
 
-def _fit(user, course, template, base: dict, the_plan: SweepPlan, at_once: int | None) -> fitting.Fit:
-    gpus = requested_gpus(base)
-    minutes = int(base.get("time_minutes") or 0)
-    return fitting.fit(user, course, template, runs=the_plan.size, gpus=gpus, minutes=minutes, asked_at_once=at_once)
+def _fit(user, course, template, base: dict, the_plan: SweepPlan, runs: list[Rendered], at_once) -> fitting.Fit:
+    values = [{**base, **run} for run in the_plan.runs]
+    shapes = [(rendered.gpus, int(run.get("time_minutes") or 0)) for rendered, run in zip(runs, values, strict=True)]
+    return fitting.fit(user, course, template, shapes=shapes, asked_at_once=at_once)
+
+
+def _rendered(user, course, template, cluster, base: dict, the_plan: SweepPlan, run_ids: list) -> list[Rendered]:
+    """What each run will submit: one array script for them all (each task reads its own values), or, where an array
+    cannot hold the sweep (sweeps/release.py), each run's own script with its values written in."""
+    kind = kinds.kind_of(cluster.kind)
+    names = tuple(the_plan.swept)
+    as_array = kind.sweep_as_array(names)
+    requests = [
+        RenderRequest(
+            job_id=run_id,
+            values={**base, **run},
+            template=template,
+            course=course,
+            user=user,
+            cluster=cluster,
+            swept=names if as_array else (),
+        )
+        for run_id, run in zip(run_ids, the_plan.runs, strict=True)
+    ]
+    try:
+        if as_array:  # one script; each run holds what its header asks for, which no swept value changes
+            return [kind.render(requests[0])] * len(requests)
+        return [kind.render(request) for request in requests]
+    except RenderRefused as exc:
+        raise access.LaunchRefused(str(exc)) from None
 
 
 def launch_sweep(user, *, course, template, cluster, raw_params, swept, mode, at_once: int | None = None) -> Sweep:
@@ -82,19 +103,10 @@ def launch_sweep(user, *, course, template, cluster, raw_params, swept, mode, at
     sweep_id = uuid.uuid4()
     run_ids = [uuid.uuid4() for _ in the_plan.runs]
     names = tuple(the_plan.swept)
-    request = RenderRequest(
-        job_id=sweep_id,
-        values={**base, **the_plan.runs[0]},
-        template=template,
-        course=course,
-        user=user,
-        cluster=cluster,
-        swept=names,
-    )
-    try:
-        rendered = kinds.kind_of(cluster.kind).render(request)
-    except RenderRefused as exc:
-        raise access.LaunchRefused(str(exc)) from None
+    as_array = kinds.kind_of(cluster.kind).sweep_as_array(names)
+    # An array renders once, keyed by the sweep's id; each run of a sweep that goes run by run, by its own.
+    keys = [sweep_id] * len(run_ids) if as_array else run_ids
+    rendered = _rendered(user, course, template, cluster, base, the_plan, keys)
     schema = {p.name: p for p in template.schema()}
     values_file = arrays.values_file(
         [
@@ -104,7 +116,7 @@ def launch_sweep(user, *, course, template, cluster, raw_params, swept, mode, at
     )
     with transaction.atomic():
         get_user_model().objects.select_for_update().filter(pk=user.pk).first()
-        fit = _fit(user, course, template, base, the_plan, at_once)
+        fit = _fit(user, course, template, base, the_plan, rendered, at_once)
         if fit.refusal:
             raise SweepRefused(fit.refusal)
         sweep = Sweep.objects.create(
@@ -118,7 +130,8 @@ def launch_sweep(user, *, course, template, cluster, raw_params, swept, mode, at
             swept=the_plan.swept,
             mode=the_plan.mode,
             max_concurrent=fit.at_once,
-            script=rendered.script,
+            submission=SweepSubmission.ARRAY if as_array else SweepSubmission.RUNS,
+            script=rendered[0].script,
             values_file=values_file,
         )
         jobs = Job.objects.bulk_create(
@@ -130,17 +143,17 @@ def launch_sweep(user, *, course, template, cluster, raw_params, swept, mode, at
                 cluster=cluster,
                 account=account,
                 params={**base, **run},
-                script=rendered.script,
-                gpus=rendered.gpus,
+                script=script.script,
+                gpus=script.gpus,
                 in_array=True,
             )
-            for run_id, run in zip(run_ids, the_plan.runs, strict=True)
+            for run_id, run, script in zip(run_ids, the_plan.runs, rendered, strict=True)
         )
         SweepRun.objects.bulk_create(SweepRun(sweep=sweep, job=job, index=i) for i, job in enumerate(jobs))
         record_many(
             jobs, EventKind.LAUNCH, f"Launched as a run of sweep {sweep.short_id} ({fit.summary()})", actor=user
         )
-        send_on_commit(SUBMIT_SWEEP, str(sweep.pk))
+        send_on_commit(SUBMIT_SWEEP, str(sweep.pk))  # the array's submission, or the first runs let out
     return sweep
 
 

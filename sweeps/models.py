@@ -1,4 +1,5 @@
-"""A sweep: one template's parameters expanded into runs, submitted together (one SLURM job array).
+"""A sweep: one template's parameters expanded into runs, submitted together (one SLURM job array), or run by run
+where an array cannot hold them (sweeps/release.py).
 
 Each run is a Job like any other (its own page, log, curves, cancel, clone); `SweepRun` ties it to its sweep and its
 task index. The link lives here, not on Job, because the jobs app stands below this one and never needs the sweep:
@@ -19,8 +20,16 @@ class SweepMode(models.TextChoices):
     ZIP = "zip", "Zip: the lists side by side"
 
 
+class SweepSubmission(models.TextChoices):
+    ARRAY = "array", "One job array"
+    # A kind without arrays (Kubernetes), or runs that ask for different resources: an array's tasks all hold what
+    # its one header asks for.
+    RUNS = "runs", "Run by run"
+
+
 class SweepState(models.TextChoices):
-    """The array's submission; how its runs fare is read from the runs themselves (sweeps/progress.py)."""
+    """The sweep's submission (run by run: submitting until its last run is let out); how its runs fare is read from
+    the runs themselves (sweeps/progress.py)."""
 
     QUEUED = "queued", "Queued"
     SUBMITTING = "submitting", "Submitting"
@@ -40,7 +49,8 @@ class Sweep(models.Model):
     swept = models.JSONField("swept parameters and their values", default=dict)  # {name: [value, …]}, in order
     mode = models.CharField(max_length=8, choices=SweepMode.choices, default=SweepMode.GRID)
     max_concurrent = models.PositiveIntegerField("runs at once")
-    script = models.TextField(help_text="The array's script, exactly as submitted.")
+    submission = models.CharField(max_length=8, choices=SweepSubmission.choices, default=SweepSubmission.ARRAY)
+    script = models.TextField(help_text="The array's script, exactly as submitted (run by run: the first run's).")
     values_file = models.TextField(help_text="One line per task: the run's id and its swept values.")
     state = models.CharField(max_length=16, choices=SweepState.choices, default=SweepState.QUEUED)
     scheduler_id = models.CharField("array job id", max_length=64, blank=True)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.templating.params import Param
-from core.templating.resources import RESOURCES
 
 from .models import SweepMode
 
@@ -65,8 +64,6 @@ def plan(schema: list[Param], asked: Mapping[str, Sequence[Any]], mode: str) -> 
             errors[name] = "This template has no such parameter."
         elif not param.sweep:
             errors[name] = f"{param.label} cannot be swept in this template."
-        elif name in RESOURCES:
-            errors[name] = f"{param.label} is what every run of the sweep holds; launch separate jobs to compare it."
         else:
             values = _typed(param, raw_values, errors)
             if values is not None:

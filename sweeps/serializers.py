@@ -67,6 +67,7 @@ class SweepSerializer(serializers.ModelSerializer):
             "swept",
             "base_params",
             "max_concurrent",
+            "submission",
             "state",
             "scheduler_id",
             "error",

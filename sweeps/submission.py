@@ -29,12 +29,15 @@ from jobs.states import transition
 from jobs.submission import Outcome, retry_delay
 
 from .cancellation import SUBMIT_SWEEP
-from .models import Sweep, SweepState
+from .models import Sweep, SweepState, SweepSubmission
+from .release import release
 
 logger = logging.getLogger(__name__)
 
 
 def submit(sweep_id) -> Outcome:
+    if Sweep.objects.filter(pk=sweep_id, submission=SweepSubmission.RUNS).exists():
+        return release(sweep_id)  # no array: the next runs are let out, each submitted as a job
     moved = Sweep.objects.filter(pk=sweep_id, state=SweepState.QUEUED).update(
         state=SweepState.SUBMITTING, updated_at=timezone.now()
     )
@@ -148,7 +151,8 @@ def _fail(sweep: Sweep, live: list, why: str) -> Outcome:
 def resume_stale() -> int:
     """A sweep whose submit message died with its worker: queued or submitting for longer than SUBMIT_STALE_AFTER is
     sent again (harmless: the sweep's UUID finds an earlier array), and one whose attempts are used up fails, saying
-    what to do. Run at a worker's start and by the beat."""
+    what to do. A sweep going run by run counts no attempts of its own (its runs do): it is sent again, which lets
+    out any run whose turn came while no message was on its way. Run at a worker's start and by the beat."""
     stale_before = timezone.now() - timedelta(seconds=settings.GPULAB_SUBMIT_STALE_AFTER)
     stale = Sweep.objects.filter(
         state__in=[SweepState.QUEUED, SweepState.SUBMITTING], updated_at__lt=stale_before

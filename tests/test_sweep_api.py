@@ -185,11 +185,14 @@ def test_the_estimate_comes_from_earlier_runs_of_the_template_when_there_are_som
         Job.objects.filter(pk=job.pk).update(
             state=JobState.COMPLETED, started_at=end - timedelta(minutes=minutes), finished_at=end
         )
-    estimate = fit(alice, course, sleep_template, runs=4, gpus=2, minutes=30)
+    estimate = fit(alice, course, sleep_template, shapes=[(2, 30)] * 4)
     assert estimate.from_runs == 3 and estimate.hours_per_run == pytest.approx(2 * 20 / 60)
     assert "median of 3 earlier run(s)" in estimate.summary()
-    capped = fit(alice, course, sleep_template, runs=4, gpus=1, minutes=15)  # never above the run's time limit
+    capped = fit(alice, course, sleep_template, shapes=[(1, 15)] * 4)  # never above the run's time limit
     assert capped.hours_per_run == pytest.approx(15 / 60)
+    # A sweep of GPUs: the hours of each run by its own GPUs, and runs at once counted as the largest run
+    mixed = fit(alice, course, sleep_template, shapes=[(1, 30), (2, 30), (4, 30)])
+    assert mixed.total_hours == pytest.approx((1 + 2 + 4) * 20 / 60) and mixed.gpus_per_run == 4
 
 
 def test_the_sweep_list_costs_the_same_queries_for_one_sweep_as_for_three(

@@ -60,7 +60,7 @@ def test_plan_types_the_values_it_is_given():
         ({"lr": [0.1, 2]}, "grid", "lr", "at most 1"),
         ({"lr": [0.1, 0.1]}, "grid", "lr", "listed twice"),
         ({"lr": "0.1"}, "grid", "lr", "list of values"),
-        ({"gpus_per_node": [1, 2]}, "grid", "gpus_per_node", "launch separate jobs"),
+        ({"gpus_per_node": [1, 5]}, "grid", "gpus_per_node", "at most 4"),
         ({"lr": [0.1, 0.2], "batch": [8]}, "zip", "mode", "as long as each other"),
         ({"lr": [0.1]}, "diagonal", "mode", "grid"),
         ({}, "grid", "sweep", "at least one parameter"),

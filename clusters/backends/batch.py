@@ -27,6 +27,7 @@ from core.templating.rendering import (
     unix_lines,
     value_exports,
 )
+from core.templating.resources import RESOURCES
 from core.templating.script_safety import PLACEHOLDER
 
 from . import arrays, as_student, batch_notebook, lab_files, ssh, terminal
@@ -122,6 +123,10 @@ class BatchKind(Kind):
         except RenderError as exc:
             raise RenderRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
         return Rendered(script=script, gpus=requested_gpus(request.values))
+
+    def sweep_as_array(self, swept: tuple[str, ...]) -> bool:
+        """Not when a resource is swept: an array's tasks all hold what its one #SBATCH header asks for."""
+        return self.sweeps_as_arrays and not any(name in RESOURCES for name in swept)
 
     def _array_parts(self, request: RenderRequest, schema) -> dict:
         """For a sweep's array: its swept parameters and the lines with which each task reads its values."""

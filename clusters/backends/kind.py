@@ -175,6 +175,11 @@ class Kind:
     # Whether a sweep runs here as one scheduler array (render with `swept`, submit with SubmitRequest.array).
     sweeps_as_arrays: bool = False
 
+    def sweep_as_array(self, swept: tuple[str, ...]) -> bool:
+        """Whether a sweep of these parameters goes as one array; if not, its runs go to the cluster one by one,
+        each rendered with its own values."""
+        return self.sweeps_as_arrays
+
     def render(self, request: RenderRequest) -> Rendered:
         """The template and values as what will be submitted; RenderRefused names what is wrong."""
         raise RenderRefused(f"Templates cannot be launched on {self.name} clusters yet.")

@@ -1,5 +1,5 @@
 """A sweep on the local SLURM cluster: one sbatch --array, each task its own values, runs followed as jobs, at most
-K at once, cancelled with one request, one message at its end."""
+K at once, cancelled with one request, one message at its end; a sweep of GPUs, which no array can hold, run by run."""
 
 import re
 import time
@@ -194,3 +194,90 @@ def test_a_running_run_s_terminal_opens_in_its_own_directory_with_its_own_values
     answer = re.search(r"in-dir=(\S+) job-var=(\S+) seconds=(\S+)\r\n", plain(output))
     assert answer, (output, closed)
     assert answer[1].endswith(f"/jobs/{run.pk}") and answer[2] == str(run.pk) and answer[3] == "121", output
+
+
+@pytest.fixture
+def gpus_template(course):
+    """GPUs per node marked sweepable, and each run saying what SLURM gave it."""
+    course.max_gpus = 4
+    course.save()
+    template = JobTemplate.objects.create(
+        name="GPUs and echo",
+        slug="gpus-echo",
+        body='echo "gpus=$SLURM_GPUS_ON_NODE"\n' + SLEEP_TEMPLATE_BODY,
+        parameters=[{**p, "sweep": True} if p["name"] == "gpus_per_node" else p for p in SLEEP_TEMPLATE_PARAMS],
+        status=JobTemplate.Status.PUBLISHED,
+        max_gpus=4,
+        max_minutes=10,
+    )
+    template.courses.add(course)
+    return template
+
+
+def gpu_sweep(api_for, user, gpus: list[int], seconds: int, at_once: int) -> Sweep:
+    body = {
+        "template": "gpus-echo",
+        "cluster": "local",
+        "params": {"partition": "gpu", "time_minutes": 2, "seconds": seconds},
+        "swept": {"gpus_per_node": gpus},
+        "mode": "grid",
+        "max_concurrent": at_once,
+    }
+    response = api_for(user).post("/api/v1/sweeps/", body, format="json")
+    assert response.status_code == 201, response.json()
+    sweep = Sweep.objects.get(pk=response.json()["id"])
+    assert sweep.submission == "runs"
+    return sweep
+
+
+def accounted(ids: list[str]) -> dict[str, list[str]]:
+    """JobID → [Start, End, AllocTRES] as slurmdbd recorded them, once every job has its end."""
+
+    def read():
+        listed = slurm("sacct", "-n", "-X", "-P", f"--jobs={','.join(ids)}", "--format=JobID,Start,End,AllocTRES")
+        rows = {line.split("|")[0]: line.split("|")[1:] for line in listed.splitlines() if line.strip()}
+        return rows if set(rows) == set(ids) and all(row[1][:1].isdigit() for row in rows.values()) else None
+
+    return wait_for(read, what="the runs in SLURM's accounting")
+
+
+def test_a_sweep_of_gpus_goes_run_by_run_one_at_a_time_each_run_holding_its_own_gpus(
+    worker, api_for, alice, cluster, gpus_template
+):
+    sweep = gpu_sweep(api_for, alice, [1, 2], seconds=2, at_once=1)
+    wait_for(
+        lambda: set(Job.objects.filter(sweep_run__sweep=sweep).values_list("state", flat=True)) == {"completed"},
+        timeout=150,
+        what="both runs to complete",
+    )
+    runs = list(Job.objects.filter(sweep_run__sweep=sweep).order_by("sweep_run__index"))
+    ids = [run.scheduler_id for run in runs]
+    assert all(i.isdigit() for i in ids) and len(set(ids)) == 2  # two jobs of their own, no array
+    for run, gpus in zip(runs, [1, 2], strict=True):
+        assert f"gpus={gpus}" in read_whole_log(api_for, alice, run)
+    rows = accounted(ids)
+    assert "gres/gpu=1" in rows[ids[0]][2] and "gres/gpu=2" in rows[ids[1]][2]
+    assert rows[ids[1]][0] >= rows[ids[0]][1]  # on SLURM's clock: the second started once the first had ended
+    assert Sweep.objects.get(pk=sweep.pk).state == "submitted"
+    ended = wait_for(lambda: Notification.objects.filter(user=alice, event="sweep_ended").first(), what="the message")
+    assert "2 runs, 2 completed" in ended.text
+    assert Notification.objects.filter(user=alice).count() == 1  # once for the sweep, none per run
+
+
+def test_cancelling_a_run_by_run_sweep_stops_the_run_out_and_the_rest_never_reach_slurm(
+    worker, api_for, alice, cluster, gpus_template
+):
+    sweep = gpu_sweep(api_for, alice, [1, 2, 3], seconds=120, at_once=1)
+    first = wait_for(lambda: Job.objects.filter(sweep_run__sweep=sweep, state="running").first(), what="a run")
+    assert api_for(alice).post(f"/api/v1/sweeps/{sweep.pk}/cancel/").status_code == 202
+    wait_for(
+        lambda: set(Job.objects.filter(sweep_run__sweep=sweep).values_list("state", flat=True)) == {"cancelled"},
+        what="every run cancelled",
+    )
+    state = wait_for(
+        lambda: slurm("sacct", "-n", "-X", "-P", f"--jobs={first.scheduler_id}", "--format=State").strip() or None,
+        what="the run in SLURM's accounting",
+    )
+    assert state.startswith("CANCELLED"), state
+    rest = Job.objects.filter(sweep_run__sweep=sweep).exclude(pk=first.pk)
+    assert set(rest.values_list("scheduler_id", flat=True)) == {""}  # never submitted
