@@ -49,6 +49,12 @@ def setup_database():
     connection.creation.create_test_db(verbosity=0, autoclobber=True)
 
     def teardown():
+        # A worker's pool process may still hold a connection as it exits: the bench's database is its own to drop.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
         connection.creation.destroy_test_db(old_name, verbosity=0)
 
     return teardown

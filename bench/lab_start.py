@@ -113,7 +113,9 @@ class GridInChromium:
         self.playwright = sync_playwright().start()
         self.browser = self.playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         context = self.browser.new_context(viewport={"width": 1280, "height": 900})
-        context.add_cookies([{"name": "sessionid", "value": cookie, "url": url}])
+        # For the whole site: a cookie set for the page's URL would be scoped to its path, and the grid's socket
+        # (/ws/…) would open without it and be refused.
+        context.add_cookies([{"name": "sessionid", "value": cookie, "domain": "127.0.0.1", "path": "/"}])
         self.page = context.new_page()
         self.page.add_init_script(PROBE)
         self.page.goto(url, wait_until="load", timeout=120_000)
