@@ -8,14 +8,22 @@ document.addEventListener("click", (event) => {
 });
 
 // Long actions show that they are under way: a form marked data-busy="Launching…" disables its buttons on submit.
+// A disabled button is left out of what the form sends, so the one pressed is carried in a hidden field: a form with
+// two actions ("Check" beside "Launch sweep") must still say which one was asked for.
 document.addEventListener("submit", (event) => {
   const form = event.target;
   const label = form.dataset && form.dataset.busy;
   if (!label) return;
+  const pressed = event.submitter;
+  if (pressed && pressed.name) {
+    const carried = document.createElement("input");
+    Object.assign(carried, { type: "hidden", name: pressed.name, value: pressed.value });
+    form.append(carried);
+  }
   for (const button of form.querySelectorAll("button[type=submit], button:not([type])")) {
     button.dataset.label = button.textContent;
     button.disabled = true;
-    button.textContent = label;
+    if (!pressed || button === pressed) button.textContent = label;
   }
 });
 

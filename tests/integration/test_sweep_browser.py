@@ -55,3 +55,21 @@ def test_the_sweep_page_shows_the_best_run_and_its_charts_on_a_phone_and_a_lapto
     page.click("#launch-best")
     expect(page.locator("#id_param_seconds")).to_have_value(str(runs[0].params["seconds"]))
     assert f"/courses/{course.slug}/launch/{sleep_template.slug}/?from={runs[0].pk}" in page.url
+
+
+@pytest.mark.timeout(120)
+def test_check_on_the_sweep_form_says_what_the_sweep_takes_and_launches_nothing_then_launch_does(
+    live_server, browser, alice, course, cluster, sleep_template, monkeypatch
+):
+    """The form disables its buttons as it is sent (data-busy): the button pressed must still reach the server."""
+    monkeypatch.setattr("core.enqueue.send", lambda name, args: None)  # no worker: the sweep stays queued
+    page = signed_in(browser, live_server, "alice", 1280)
+    page.goto(f"{live_server.url}/courses/{course.slug}/sweep/{sleep_template.slug}/")
+    page.fill("input[name=sweep_seconds]", "1, 2, 3")
+    page.click("#check")
+    expect(page.locator("#sweep-fit")).to_contain_text("3 run(s)")
+    assert not Sweep.objects.exists()
+    expect(page.locator("input[name=sweep_seconds]")).to_have_value("1, 2, 3")  # the form as the student left it
+    page.click("#launch")
+    expect(page.locator("#progress-done")).to_have_text("0 of 3 done")
+    assert Sweep.objects.get().runs.count() == 3
