@@ -57,8 +57,8 @@ def make_runs(count: int, points: int):
         wall = timedelta(seconds=10 * points)
         job = Job.objects.create(
             owner=student, course=course, template=template, cluster=cluster, account=account, script="true",
-            params={"seconds": 1, "batch_size": 8 * (index + 1)}, gpus=1, state="completed", exit_code=0,
-            started_at=start, finished_at=start + wall,
+            params={"seconds": 1, "batch_size": 8 * (index + 1), "seq_len": 128}, gpus=1, state="completed",
+            exit_code=0, started_at=start, finished_at=start + wall,
         )  # fmt: skip
         steps = [10 * (i + 1) for i in range(points)]
         times = [int(start.timestamp() * 1000) + 10_000 * i for i in range(points)]

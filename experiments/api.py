@@ -72,7 +72,8 @@ class ComparisonSerializer(serializers.Serializer):
     note = serializers.CharField(help_text="Runs left out (not yours to see, or deleted), in words; empty if none.")
     live = serializers.BooleanField(help_text="A run is still going: ask again for new points.")
     figures = serializers.DictField(
-        child=serializers.JSONField(), help_text="Plotly figures by chart (loss, tokens, gpu-util, gpu-memory)."
+        child=serializers.JSONField(),
+        help_text="Plotly figures by chart (loss, tokens, step-time, gpu-util, gpu-memory).",
     )
 
 

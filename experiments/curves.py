@@ -2,9 +2,10 @@
 
 Read from what the collector stored while the run ran (telemetry's SeriesChunk rows: every trainer point by step,
 ten-second GPU buckets by time), never from its log; a run still going adds the trainer points the collector keeps
-in Redis for it (jobs/trainer_curve.py), which are not stored until its next flush. A run's several GPUs become one
-line: the mean utilization of its GPUs, and the memory of its fullest GPU (what decides whether a run fits). Points by
-time are made relative to the run's start, so runs launched hours apart line up.
+in Redis for it (jobs/trainer_curve.py), which are not stored until its next flush. Step time is not stored: it is
+derived from tok/s (step_time.py). A run's several GPUs become one line: the mean utilization of its GPUs, and the
+memory of its fullest GPU (what decides whether a run fits). Points by time are made relative to the run's start, so
+runs launched hours apart line up.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from jobs.trainer_curve import CURVE_POINTS, recent_curve_points
 from telemetry import series as charts
 from telemetry.models import SeriesChunk
 
-STEP_CHARTS = ("loss", "tokens")  # x: the trainer's step
+from .step_time import seconds_per_step, tokens_per_step
+
+TRAINER_CHARTS = ("loss", "tokens")  # stored by the collector, by step
+STEP_CHARTS = (*TRAINER_CHARTS, "step-time")  # x: the trainer's step; step time is derived (step_time.py)
 TIME_CHARTS = ("gpu-util", "gpu-memory")  # x: seconds since the run started
 CHARTS = STEP_CHARTS + TIME_CHARTS
 COMBINE = {"gpu-util": "mean", "gpu-memory": "max"}  # a run's GPUs as one line
@@ -68,11 +72,14 @@ def _unstored(job: Job) -> dict[str, list[tuple[float, float]]]:
 def _run_curves(job: Job, series: charts.Series, unstored: dict[str, list[tuple[float, float]]]) -> RunCurves:
     start_ms = int(job.started_at.timestamp() * 1000) if job.started_at else None
     curves: dict[str, Curve] = {}
-    for chart in STEP_CHARTS:
+    for chart in TRAINER_CHARTS:
         points = [(x, y) for t in series.get(chart, {}).values() for x, y in zip(t.x, t.y, strict=True)]
         points += unstored.get(chart, [])
         if points:
             curves[chart] = by_step(points)
+    per_step = tokens_per_step(job)
+    if per_step and "tokens" in curves:
+        curves["step-time"] = Curve(*seconds_per_step(curves["tokens"].x, curves["tokens"].y, per_step))
     for chart in TIME_CHARTS:
         traces = series.get(chart, {})
         points = [(x, y) for t in traces.values() for x, y in zip(t.x, t.y, strict=True) if y is not None]

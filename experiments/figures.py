@@ -23,6 +23,7 @@ COLOURS = [
 TITLES = {
     "loss": ("Loss", "step", "loss"),
     "tokens": ("Throughput", "step", "tok/s"),
+    "step-time": ("Step time", "step", "seconds per step"),
     "gpu-util": ("GPU utilization (mean of the run's GPUs)", "minutes since the run started", "%"),
     "gpu-memory": ("GPU memory (the run's fullest GPU)", "minutes since the run started", "MiB"),
 }

@@ -1,10 +1,10 @@
 // The comparison page (experiments/templates/experiments/compare.html): draws the figures the server built
-// (experiments/figures.py) with Plotly, smooths loss and tok/s on request (an exponential moving average of the
+// (experiments/figures.py) with Plotly, smooths loss, tok/s and step time on request (an exponential moving average of the
 // points drawn), puts the GPU charts on the clock on request, sorts the results table, and, while a run is still
 // going, asks GET /api/v1/compare/ for new figures and the page's ?part=tables for new tables every few seconds.
 "use strict";
 
-const SMOOTHED = new Set(["loss", "tokens"]);
+const SMOOTHED = new Set(["loss", "tokens", "step-time"]);
 const CONFIG = { responsive: true, displaylogo: false, toImageButtonOptions: { format: "png", filename: "comparison" } };
 let figures = {};
 
