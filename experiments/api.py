@@ -2,7 +2,7 @@
 
 The same comparison as the page (comparison.py), under the same access: a run the caller may not see is left out and
 counted in `note`; none visible is 404. Refusals (400) name the `jobs` field: an id that is not one, fewer than two,
-more than twelve.
+more than sixty (selection.MAX_RUNS).
 """
 
 from __future__ import annotations
@@ -45,6 +45,19 @@ class ResultsSerializer(serializers.Serializer):
     verdict = serializers.CharField(help_text="The right-size report in a few words; empty before the run ends.")
 
 
+class LoadTestSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The load generator's Kubernetes Job.")
+    read_at = serializers.DateTimeField(help_text="When the portal read its report from the cluster.")
+    requests_per_s = serializers.FloatField(allow_null=True, help_text="Requests answered per second.")
+    ttft_p50_ms = serializers.FloatField(allow_null=True, help_text="Time to first token, median, ms.")
+    ttft_p95_ms = serializers.FloatField(allow_null=True, help_text="Time to first token, 95th percentile, ms.")
+    tpot_p50_ms = serializers.FloatField(allow_null=True, help_text="Time per output token after the first, median.")
+    tpot_p95_ms = serializers.FloatField(allow_null=True, help_text="Time per output token, 95th percentile, ms.")
+    prompts = serializers.IntegerField(allow_null=True)
+    concurrency = serializers.IntegerField(allow_null=True, help_text="Requests in flight at once.")
+    failed = serializers.IntegerField(allow_null=True)
+
+
 class RunSerializer(serializers.Serializer):
     id = serializers.UUIDField(source="job.pk")
     name = serializers.CharField(help_text="The run by what differs: its legend entry.")
@@ -56,6 +69,9 @@ class RunSerializer(serializers.Serializer):
     exit_code = serializers.IntegerField(source="job.exit_code", allow_null=True)
     gpus = serializers.IntegerField(source="job.gpus")
     results = ResultsSerializer()
+    load_test = LoadTestSerializer(
+        allow_null=True, help_text="A server's last load test the portal read; null for a run without one."
+    )
 
 
 class ParameterSerializer(serializers.Serializer):
@@ -87,7 +103,9 @@ class CompareView(APIView):
         parameters=[CompareQuerySerializer],
         responses={
             200: ComparisonSerializer,
-            400: OpenApiResponse(ValidationErrorSerializer, description="`jobs`: not ids, fewer than 2 or over 12."),
+            400: OpenApiResponse(
+                ValidationErrorSerializer, description=f"`jobs`: not ids, fewer than 2 or over {MAX_RUNS}."
+            ),
             404: OpenApiResponse(ErrorSerializer, description="None of the runs may be shown to you."),
         },
     )

@@ -1,7 +1,8 @@
 """A comparison of runs: what the page, its CSV files and GET /api/v1/compare/ show, built once.
 
 `compare_runs(viewer, job_ids)` is the whole of it: the runs the viewer may see (selection.py), their parameters
-(parameters.py), results and speed-ups (results.py) and charts (figures.py). A sweep's page calls it with its runs.
+(parameters.py), results and speed-ups (results.py), charts (figures.py) and servers' load tests (load_tests.py). A
+sweep's page calls it with its runs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from jobs.models import Job
 
 from .curves import RunCurves, stored_curves
 from .figures import colour, figures
+from .load_tests import LoadTest, load_test_of
 from .parameters import ParamRow, legend_names, parameter_rows
 from .results import Results, add_speedups, results_for
 from .selection import visible_runs
@@ -28,6 +30,7 @@ class Run:
     colour: str
     results: Results
     curves: RunCurves
+    load_test: LoadTest | None = None  # a server's last kept load test
 
 
 @dataclass
@@ -41,6 +44,11 @@ class Comparison:
     @property
     def differing(self) -> list[ParamRow]:
         return [row for row in self.parameters if row.differs]
+
+    @property
+    def load_tested(self) -> list[Run]:
+        """The runs with a kept load test: the load-test table's rows (none: no table)."""
+        return [run for run in self.runs if run.load_test is not None]
 
     @property
     def simulated(self) -> bool:
@@ -66,7 +74,7 @@ def compare_runs(viewer, job_ids: Sequence[UUID | str], baseline: str | None = N
     names = legend_names(jobs, rows)
     curves = stored_curves(jobs)
     runs = [
-        Run(job, name, colour(i), results_for(job, curves[str(job.pk)]), curves[str(job.pk)])
+        Run(job, name, colour(i), results_for(job, curves[str(job.pk)]), curves[str(job.pk)], load_test_of(job))
         for i, (job, name) in enumerate(zip(jobs, names, strict=True))
     ]
     base = next((i for i, run in enumerate(runs) if str(run.job.pk) == str(baseline)), 0)

@@ -1,5 +1,5 @@
-"""A comparison as CSV: its parameter table, its results table and its aligned series (every stored point, not the
-charts' downsampled ones), through the portal's formula-safe writer (core/csv_cells.py)."""
+"""A comparison as CSV: its parameter table, its results table, its aligned series (every stored point, not the
+charts' downsampled ones) and its servers' load tests, through the portal's formula-safe writer (core/csv_cells.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from core import csv_cells
 
 from .comparison import Comparison
 from .curves import CHARTS, STEP_CHARTS
+from .load_tests import FIGURES
 
-TABLES = ("parameters", "results", "series")
+TABLES = ("parameters", "results", "series", "load-tests")
 RESULT_COLUMNS = [
     "job",
     "run",
@@ -38,7 +39,8 @@ RESULT_COLUMNS = [
 def csv_text(comparison: Comparison, table: str) -> str:
     out = io.StringIO()
     writer = csv_cells.writer(out)
-    writer.writerows({"parameters": _parameters, "results": _results, "series": _series}[table](comparison))
+    tables = {"parameters": _parameters, "results": _results, "series": _series, "load-tests": _load_tests}
+    writer.writerows(tables[table](comparison))
     return out.getvalue()
 
 
@@ -88,4 +90,18 @@ def _series(comparison: Comparison) -> list[list]:
             unit = "step" if chart in STEP_CHARTS else "seconds_since_start"
             for x, y in zip(curve.x, curve.y, strict=True) if curve else ():
                 rows.append([str(run.job.pk), run.name, chart, unit, x, _blank(y)])
+    return rows
+
+
+LOAD_TEST_COLUMNS = ["job", "run", "load_test", "read_at", *FIGURES, "prompts", "concurrency", "failed"]
+
+
+def _load_tests(comparison: Comparison) -> list[list]:
+    """A row per run with a kept load test; only the header where none has one."""
+    rows: list[list] = [LOAD_TEST_COLUMNS]
+    for run in comparison.load_tested:
+        t = run.load_test
+        assert t is not None
+        numbers = [getattr(t, name) for name in (*FIGURES, "prompts", "concurrency", "failed")]
+        rows.append([str(run.job.pk), run.name, t.name, t.read_at.isoformat(), *map(_blank, numbers)])
     return rows

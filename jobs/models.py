@@ -383,3 +383,20 @@ class QueueStep(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id} {self.condition} {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class LoadTestResult(models.Model):
+    """The last load test of a server job whose report the portal read (jobs/servers.py: load_test_report), kept so
+    that a comparison still shows its figures once the cluster's copy is gone: the load generator's pod lives an hour
+    after it ends, and a finished server's namespace not at all. Numbers only, as REPORT_FIGURES names them."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, primary_key=True, related_name="load_test")
+    name = models.CharField(max_length=128, help_text="The load generator's Kubernetes Job.")
+    figures = models.JSONField(default=dict, blank=True, help_text="Its report's figures: requests/s, TTFT, TPOT…")
+    read_at = models.DateTimeField("report read at", auto_now=True)
+
+    class Meta:
+        verbose_name = "load test result"
+
+    def __str__(self) -> str:
+        return f"load test {self.name} of {self.job_id}"

@@ -1,13 +1,15 @@
 """What a student does with a running server from its job page, whatever its cluster's kind: scale it, send it a
 prompt, load-test it. The kind checks and performs each action (Kind.plan_scale, scale, try_it, start_load_test);
 this module holds what the portal owes around it: the course's term (no action once it ended, as for launches), the
-course quota for a new size, the job's script and GPU count, and the events on the job's timeline.
+course quota for a new size, the job's script and GPU count, the events on the job's timeline, and the last load test's
+figures, kept for comparisons once the cluster no longer has them.
 
 Every function takes a job the caller already got through jobs.access; nothing here looks jobs up.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from django.db import transaction
@@ -20,10 +22,10 @@ from courses import terms
 
 from .access import NOT_YOURS_TO_ACT, may_act, may_teach
 from .launch import QuotaExceeded, check_quota
-from .models import Job
+from .models import Job, LoadTestResult
 from .states import record
 
-__all__ = ["ActionRefused", "load_test_report", "refusal", "scale", "start_load_test", "try_it"]
+__all__ = ["ActionRefused", "keep", "load_test_report", "refusal", "scale", "start_load_test", "try_it"]
 
 
 def _kind(job: Job):
@@ -72,5 +74,40 @@ def start_load_test(user, job: Job, *, prompts: int = 64, concurrency: int = 8, 
     return name
 
 
+# The figures of a load generator's report (workloads/inference/loadgen.py) a comparison puts side by side.
+REPORT_FIGURES = (
+    "num_prompts",
+    "max_concurrency",
+    "output_len",
+    "completed",
+    "failed",
+    "requests_per_s",
+    "output_tokens_per_s",
+    "ttft_p50_ms",
+    "ttft_p95_ms",
+    "tpot_p50_ms",
+    "tpot_p95_ms",
+)
+
+
 def load_test_report(job: Job):
-    return _kind(job).load_test_report(job)
+    """The newest load test's report, read from the cluster; one with figures is kept as the job's last (keep)."""
+    report = _kind(job).load_test_report(job)
+    if report is not None and report.figures:
+        keep(job, report.name, report.figures)
+    return report
+
+
+def keep(job: Job, name: str, figures: dict) -> None:
+    """Store a report's figures as the job's last load test: its numbers only (a pod's log line is the student's to
+    write), and no write when the same report was kept already."""
+    numbers = {
+        key: float(value)
+        for key in REPORT_FIGURES
+        if isinstance(value := figures.get(key), int | float) and not isinstance(value, bool) and math.isfinite(value)
+    }
+    name = str(name)[:128]
+    kept = LoadTestResult.objects.filter(job=job).first()
+    if kept is not None and kept.name == name and kept.figures == numbers:
+        return
+    LoadTestResult.objects.update_or_create(job=job, defaults={"name": name, "figures": numbers})
