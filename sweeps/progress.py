@@ -21,6 +21,7 @@ class Progress:
     running: int
     waiting: int
     completed: int
+    held: int = 0  # of the waiting, those a sweep going run by run has not let out yet (sweeps/release.py)
 
     @property
     def ended(self) -> bool:
@@ -51,6 +52,7 @@ def progress(jobs: list[Job]) -> Progress:
         running=states.count(JobState.RUNNING),
         waiting=sum(state in WAITING for state in states),
         completed=states.count(JobState.COMPLETED),
+        held=sum(job.state == JobState.QUEUED and job.submit_attempts == 0 for job in jobs),
     )
 
 

@@ -82,12 +82,16 @@ def test_a_sweep_of_values_alone_is_still_one_array(api_for, alice, cluster, gpu
     assert Sweep.objects.get().submission == SweepSubmission.ARRAY
 
 
-def test_at_most_k_runs_are_let_out_and_each_end_lets_the_next_one_go(api_for, alice, cluster, gpu_template, sent):
+def test_at_most_k_runs_are_let_out_and_each_end_lets_the_next_one_go(
+    api_for, login, alice, cluster, gpu_template, sent
+):
     sweep = gpu_sweep(api_for, alice, max_concurrent=2)
     sent.clear()
     release(sweep.pk)
     first, second, third = runs_of(sweep)
     assert [first.state, second.state, third.state] == [JobState.SUBMITTING, JobState.SUBMITTING, JobState.QUEUED]
+    page = login(alice).get(sweep.get_absolute_url()).content.decode()
+    assert '3 waiting</span> (<span id="progress-held">1 for its turn</span>)' in page and "run by run" in page
     assert sent == [(SUBMIT_JOB, (str(first.pk),)), (SUBMIT_JOB, (str(second.pk),))]
     assert Sweep.objects.get(pk=sweep.pk).state == SweepState.SUBMITTING
     sent.clear()
