@@ -4,7 +4,8 @@ scratch is cleaned.
 Invariant: a job that has ended has at most one KeptLog, holding the END of its log, its last GPULAB_KEPT_LOG_BYTES
 from the first whole line (where a failed job says why); `truncated` says the beginning was cut, and the kept log then
 opens with a line saying so. It is written after the job ends (polling sends the task) and read only when the cluster
-no longer has the log or cannot be reached.
+no longer has the log or cannot be reached; a load generator's report in it is kept then as the job's last load test
+(jobs/servers.py), so a batch-inference run's TTFT and TPOT outlive its pods.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from clusters.backends.base import LogChunk, complete_utf8
 from clusters.kinds import get_backend
 
 from .models import Job, KeptLog
+from .servers import keep_report_in_log
 
 TRUNCATED_NOTE = "[The portal kept the last {size} of this log; its beginning was cut.]\n"
 # Past the end of any real log: a backend answers a read from here with where the log ends (jobs/logs.py clamps to it).
@@ -43,6 +45,7 @@ def keep(job: Job) -> KeptLog | None:
     if start > 0:  # cut at a line's start, not inside a line or a character
         data = data.partition("\n")[2]
     kept, _ = KeptLog.objects.update_or_create(job=job, defaults={"data": data, "truncated": start > 0})
+    keep_report_in_log(job, data)
     return kept
 
 

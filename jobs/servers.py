@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
 
 from clusters import kinds
 from clusters.backends.kind import ActionRefused
+from core import load_reports
 from core.choices import EventKind
 from courses import terms
 
@@ -25,7 +27,16 @@ from .launch import QuotaExceeded, check_quota
 from .models import Job, LoadTestResult
 from .states import record
 
-__all__ = ["ActionRefused", "keep", "load_test_report", "refusal", "scale", "start_load_test", "try_it"]
+__all__ = [
+    "ActionRefused",
+    "keep",
+    "keep_report_in_log",
+    "load_test_report",
+    "refusal",
+    "scale",
+    "start_load_test",
+    "try_it",
+]
 
 
 def _kind(job: Job):
@@ -74,28 +85,39 @@ def start_load_test(user, job: Job, *, prompts: int = 64, concurrency: int = 8, 
     return name
 
 
-# The figures of a load generator's report (workloads/inference/loadgen.py) a comparison puts side by side.
-REPORT_FIGURES = (
-    "num_prompts",
-    "max_concurrency",
-    "output_len",
-    "completed",
-    "failed",
-    "requests_per_s",
-    "output_tokens_per_s",
-    "ttft_p50_ms",
-    "ttft_p95_ms",
-    "tpot_p50_ms",
-    "tpot_p95_ms",
-)
+# The figures of a load generator's report (core/load_reports.py) a comparison puts side by side.
+REPORT_FIGURES = load_reports.FIGURES
+
+
+@dataclass(frozen=True)
+class KeptReport:
+    """The last report the portal kept, shown where the cluster has none any more (its pods are gone)."""
+
+    name: str
+    figures: dict
+    phase: str = "as the portal kept it"
+    error: str = ""
 
 
 def load_test_report(job: Job):
-    """The newest load test's report, read from the cluster; one with figures is kept as the job's last (keep)."""
+    """The newest load test's report, read from the cluster; one with figures is kept as the job's last (keep). Where
+    the cluster has none, the last one kept."""
     report = _kind(job).load_test_report(job)
     if report is not None and report.figures:
         keep(job, report.name, report.figures)
+    if report is None:
+        kept = LoadTestResult.objects.filter(job=job).first()
+        return KeptReport(kept.name, kept.figures) if kept is not None and kept.figures else None
     return report
+
+
+def keep_report_in_log(job: Job, log: str) -> bool:
+    """Keep the report a load generator printed in the job's own log (vLLM's benchmark beside its server in one pod),
+    read from the log the portal kept when the job ended; False when the log holds none."""
+    figures = load_reports.read_report(log)
+    if figures:
+        keep(job, load_reports.IN_JOB, figures)
+    return bool(figures)
 
 
 def keep(job: Job, name: str, figures: dict) -> None:
