@@ -17,7 +17,7 @@ from core.templating.params import parse_schema
 from jobs.builtin import builtin_definitions
 
 ROOT = Path(__file__).resolve().parent.parent
-COREUTILS = {"sh", "[", "sleep", "touch", "echo", "hostname"}  # Debian/Ubuntu base: dash, coreutils, hostname
+COREUTILS = {"sh", "[", "sleep", "touch", "echo", "hostname", "exit", "trap"}  # Ubuntu: dash, coreutils, hostname
 
 IMAGES: dict[str, set[str]] = {
     # docker/Dockerfile of vllm-project/vllm: Ubuntu 22.04 + python3; `vllm` is the package's console script
@@ -159,9 +159,7 @@ def test_builtin_template_passes_only_options_the_portal_images_accept(definitio
 def test_the_vllm_template_no_longer_runs_a_command_its_old_image_lacked():
     vllm = next(d for d in KUBERNETES_TEMPLATES if d["slug"] == "k8s-vllm-benchmark")
     generator = next(c for _, c in containers(vllm) if c["name"] == "load-generator")
-    assert missing_programs("vllm/vllm-openai:v0.7.3", generator) == [
-        "python3 -m vllm.entrypoints.cli.main bench serve"
-    ]
+    assert missing_programs("vllm/vllm-openai:v0.7.3", generator) == ["vllm bench serve"]
     assert {image for image, _ in containers(vllm)} == {"vllm/vllm-openai:v0.10.1.1"}
 
 

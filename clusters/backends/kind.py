@@ -78,6 +78,7 @@ class ServerPanel:
     replicas: int = 0
     max_replicas: int = 0
     answers_prompts: bool = False  # the page offers Try it and Load test
+    reports_load: bool = False  # the job's own pod runs a load generator: the page shows its report
 
 
 @dataclass(frozen=True)

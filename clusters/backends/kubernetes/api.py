@@ -66,6 +66,7 @@ KINDS = {
         Kind("v1", "Namespace", "namespaces", namespaced=False),
         Kind("apps/v1", "Deployment", "deployments"),
         Kind("batch/v1", "Job", "jobs"),
+        Kind("workload.codeflare.dev/v1beta2", "AppWrapper", "appwrappers"),
         Kind("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
         Kind("networking.k8s.io/v1", "Ingress", "ingresses"),
         Kind("kubeflow.org/v2beta1", "MPIJob", "mpijobs"),

@@ -48,7 +48,7 @@ from ..base import (
     SubmitRequest,
     complete_utf8,
 )
-from . import kueue, kueue_queue, kueue_status
+from . import appwrapper, appwrapper_status, kueue, kueue_queue, kueue_status
 from . import status as kube_status
 from .api import KINDS, NAMESPACE, POD, Conflict, KubeAPI, NotFound, kind_of
 from .manifests import (
@@ -75,6 +75,7 @@ HPA = KINDS[("autoscaling/v2", "HorizontalPodAutoscaler")]
 SERVICE = KINDS[("v1", "Service")]
 # Deleted in this order on cancel: what makes pods first, pods last.
 OWNED = [
+    appwrapper.APPWRAPPER,
     KINDS[("apps/v1", "Deployment")],
     KINDS[("batch/v1", "Job")],
     MPIJOB,
@@ -315,16 +316,27 @@ class KubernetesBackend(ClusterBackend):
         for namespace, jobs in by_namespace.items():
             pods_by_job = self._job_pods(namespace)
             workloads = self._queue_workloads(namespace, jobs) if queued else {}
+            wrappers = self._wrappers(namespace) if self._has("appwrapper") else {}
             for job, scheduler_id in jobs.items():
-                status = self._status(namespace, job, scheduler_id, pods_by_job.get(job, []), workloads.get(job))
+                pods = pods_by_job.get(job, [])
+                status = self._status(namespace, job, scheduler_id, pods, workloads.get(job), wrappers.get(job))
                 if status is not None:
                     statuses[scheduler_id] = status
         self._pending = [status for status in statuses.values() if status.state == JobState.PENDING]
         return statuses
 
     def _status(
-        self, namespace: str, job: str, scheduler_id: str, pods: list[dict], queued: dict | None
+        self,
+        namespace: str,
+        job: str,
+        scheduler_id: str,
+        pods: list[dict],
+        queued: dict | None,
+        wrapper: dict | None = None,
     ) -> SchedulerStatus | None:
+        if wrapper is not None:  # the AppWrapper has the last word over its Job's pods (retries, resets)
+            wrapped = appwrapper_status.status(scheduler_id, wrapper, pods, queued)
+            return wrapped if queued is None else self._in_queue(wrapped, namespace, queued)
         workload = labels(pods[0]).get(LABEL_WORKLOAD, "") if pods else ""
         status = kube_status.from_pods(scheduler_id, workload, pods) if workload else None
         # No pods yet, or only ended ones of a run Kueue stopped (evicted, no longer admitted): in Kueue's hands.
@@ -355,7 +367,8 @@ class KubernetesBackend(ClusterBackend):
                     status.reason,
                 )
             )
-        return dataclasses.replace(status, reason=reason[:255], milestones=kueue_status.milestones(queued))
+        steps = sorted([*status.milestones, *kueue_status.milestones(queued)], key=lambda step: step.at)
+        return dataclasses.replace(status, reason=reason[:255], milestones=tuple(steps))
 
     def _queue_workloads(self, namespace: str, jobs: dict[str, str]) -> dict[str, dict]:
         """Kueue's Workloads in a namespace, by the portal job whose Job owns each: one list per namespace per cycle.
@@ -368,7 +381,7 @@ class KubernetesBackend(ClusterBackend):
         found: dict[str, dict] = {}
         for workload in sorted(workloads, key=lambda w: (w.get("metadata") or {}).get("creationTimestamp") or ""):
             for owner in (workload.get("metadata") or {}).get("ownerReferences") or []:
-                if owner.get("kind") in {"Job", "MPIJob", "PyTorchJob"} and owner.get("name") in by_name:
+                if owner.get("kind") in {"Job", "MPIJob", "PyTorchJob", "AppWrapper"} and owner.get("name") in by_name:
                     found[by_name[owner["name"]]] = workload
         return found
 
@@ -398,6 +411,14 @@ class KubernetesBackend(ClusterBackend):
             if pod_labels.get(MANAGED_BY_LABEL) == MANAGED_BY and not pod_labels.get(LABEL_ROLE):
                 grouped[pod_labels.get(LABEL_JOB, "")].append(pod)
         return grouped
+
+    def _wrappers(self, namespace: str) -> dict[str, dict]:
+        """The portal's AppWrappers in a namespace, by job: one list per namespace per cycle, where the CRD is."""
+        try:
+            found = self.api.list(appwrapper.APPWRAPPER.collection(namespace), f"{MANAGED_BY_LABEL}={MANAGED_BY}")
+        except NotFound:
+            return {}
+        return {labels(w).get(LABEL_JOB, ""): w for w in found if not labels(w).get(LABEL_ROLE)}
 
     def _has(self, addon: str) -> bool:
         return bool((self.cluster.kube_addons or {}).get(addon))
@@ -445,8 +466,10 @@ class KubernetesBackend(ClusterBackend):
     def _owned(self, namespace: str, job: str) -> list[tuple[str, dict]]:
         found = []
         for kind in OWNED:
-            if (kind is MPIJOB and not self.cluster.has_mpi_operator) or (
-                kind is PYTORCHJOB and not self._has("training_operator")
+            if (
+                (kind is MPIJOB and not self.cluster.has_mpi_operator)
+                or (kind is PYTORCHJOB and not self._has("training_operator"))
+                or (kind is appwrapper.APPWRAPPER and not self._has("appwrapper"))
             ):
                 continue
             try:
@@ -597,6 +620,8 @@ class KubernetesBackend(ClusterBackend):
         addons = {fact: self._serves(kind) for fact, kind, _, _ in kueue.ADDONS}
         if addons["kueue"]:
             missing += self._missing(kueue.NEEDED_ACCESS)
+        if addons["appwrapper"]:
+            missing += self._missing(appwrapper.NEEDED_ACCESS)
         lines += missing or ["The portal's identity may do everything it needs."]
         facts = {"server_version": version, "has_mpi_operator": self._serves(MPIJOB), "has_metrics_api": False}
         facts["has_metrics_api"] = self._serves(KINDS[("metrics.k8s.io/v1beta1", "PodMetrics")])

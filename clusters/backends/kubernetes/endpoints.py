@@ -19,17 +19,29 @@ from django.utils import timezone
 
 from clusters import kinds
 from clusters.backends import BackendError
+from core import load_reports
 from core.choices import EndpointAPI, JobState
 
 from .. import kind
 from ..kind import Scaled
 from .backend import KubernetesBackend
 from .launch import first_service
-from .manifests import LABEL_ROLE, ManifestContext, check_object, dump, load, requested_resources
+from .manifests import (
+    LABEL_ROLE,
+    WORKLOAD_KINDS,
+    ManifestContext,
+    check_object,
+    dump,
+    load,
+    pod_specs,
+    requested_resources,
+)
 
 LOADTEST_ROLE = "loadtest"
 LOADGEN_IMAGE = "gpulab/tinylm-server:0.1.0-cpu"  # the bundled server image carries the load generator
-REPORT_PREFIX = "GPULAB_REPORT"
+# The container whose log holds a load generator's report: the load test's own, and, as the MLBatch handout names it,
+# the one beside a server in a batch-inference job's pod.
+LOADGEN_CONTAINER = "load-generator"
 MAX_PROMPT_CHARS = 4000
 MAX_REPLICAS = 8
 
@@ -60,6 +72,12 @@ class Server:
     @property
     def workload(self) -> dict | None:
         return next((o for o in self.objects if o["kind"] in {"Deployment", "Job", "MPIJob"}), None)
+
+    @property
+    def runs_load_generator(self) -> bool:
+        """Its own pod runs a load generator beside the server (a container named load-generator)."""
+        pods = [pod for obj in self.objects if obj["kind"] in WORKLOAD_KINDS for pod in pod_specs(obj)]
+        return any(LOADGEN_CONTAINER in [c.get("name") for c in pod.get("containers") or []] for pod in pods)
 
     @property
     def scalable(self) -> bool:
@@ -223,7 +241,7 @@ def start_load_test(job, *, prompts: int = 64, concurrency: int = 8, output_len:
                     "securityContext": {"runAsNonRoot": True, "runAsUser": 10001},
                     "containers": [
                         {
-                            "name": "load-generator",
+                            "name": LOADGEN_CONTAINER,
                             "image": LOADGEN_IMAGE,
                             "command": ["python", "/app/inference/loadgen.py", *args],
                             "resources": {
@@ -255,23 +273,48 @@ class LoadTestReport:
     error: str = ""
 
 
+REPORT_READ_BYTES = 256 * 1024  # a report ends a log of a few pages (the benchmark's progress bar is off)
+NO_REPORT = "The load generator ended without a report; its log says why."
+
+
 def load_test_report(job) -> LoadTestReport | None:
-    """The newest load test's state, and its figures once the load generator printed them."""
+    """The newest load test's state, and its figures once the load generator printed them: the one in the job's own
+    pod where its template runs one, else the newest the student started from the page."""
     if not job.scheduler_id:
         return None
+    if Server(job).runs_load_generator:
+        return _report_in_job(job)
     backend = _backend(job)
     pods = backend.pods(job.scheduler_id, LOADTEST_ROLE)
     if not pods:
         return None
     pod = max(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "")
     name, phase = pod["metadata"]["name"], (pod.get("status") or {}).get("phase", "Pending")
-    stream = f"{name}/load-generator"
-    chunk = backend.read_log(job.pk, 0, 256 * 1024, scheduler_id=job.scheduler_id, stream=stream)
-    for line in reversed(chunk.data.splitlines()):
-        if line.startswith(REPORT_PREFIX + " "):
-            try:
-                return LoadTestReport(name, phase, json.loads(line[len(REPORT_PREFIX) + 1 :]))
-            except ValueError:
-                break
-    error = "The load generator ended without a report; its log says why." if phase == "Failed" else ""
-    return LoadTestReport(name, phase, None, error)
+    figures = _figures(backend, job, f"{name}/{LOADGEN_CONTAINER}")
+    return LoadTestReport(name, phase, figures or None, NO_REPORT if phase == "Failed" and not figures else "")
+
+
+def _report_in_job(job) -> LoadTestReport | None:
+    """The report of the load generator beside the server in the job's own pod (the newest such pod: a reset makes
+    the pod again), and how far its container got."""
+    backend = _backend(job)
+    pods = [p for p in backend.pods(job.scheduler_id, "") if LOADGEN_CONTAINER in _container_names(p)]
+    if not pods:
+        return None
+    pod = max(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "")
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    state = next(((s.get("state") or {}) for s in statuses if s.get("name") == LOADGEN_CONTAINER), {})
+    phase = "Finished" if "terminated" in state else "Running" if "running" in state else "Waiting"
+    figures = _figures(backend, job, f"{pod['metadata']['name']}/{LOADGEN_CONTAINER}")
+    return LoadTestReport(
+        load_reports.IN_JOB, phase, figures or None, NO_REPORT if phase == "Finished" and not figures else ""
+    )
+
+
+def _container_names(pod: dict) -> list[str]:
+    return [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
+
+
+def _figures(backend: KubernetesBackend, job, stream: str) -> dict:
+    chunk = backend.read_log(job.pk, 0, REPORT_READ_BYTES, scheduler_id=job.scheduler_id, stream=stream)
+    return load_reports.read_report(chunk.data)

@@ -162,6 +162,7 @@ class KubernetesKind(Kind):
             replicas=server.replicas,
             max_replicas=endpoints.MAX_REPLICAS,
             answers_prompts=bool(job.template.endpoint_api and server.service),
+            reports_load=server.runs_load_generator,
         )
 
     def plan_scale(self, job, replicas: int) -> Scaled:

@@ -183,17 +183,19 @@ def put_in_queue(objects: list[dict], queue: str, job_name: str) -> None:
     """Label the job's workload with its queue; a Job is created suspended, for Kueue to start it when admitted.
 
     Kueue's Workload names the object that owns it: the portal finds a job's Workload by that name (one list per
-    namespace per cycle), so a Job, MPIJob or PyTorchJob must be named {{ job_name }}."""
+    namespace per cycle), so a Job, MPIJob, PyTorchJob or AppWrapper must be named {{ job_name }}. An AppWrapper is
+    itself what Kueue admits: it is labelled and suspended, and the Job it wraps is neither (its controller creates
+    the Job only once Kueue has let the AppWrapper go)."""
     for obj in objects:
-        if obj["kind"] not in {"Job", "Deployment", "MPIJob", "PyTorchJob"}:
+        if obj["kind"] not in {"Job", "Deployment", "MPIJob", "PyTorchJob", "AppWrapper"}:
             continue
         obj["metadata"].setdefault("labels", {})[QUEUE_LABEL] = queue
-        if obj["kind"] in {"Job", "MPIJob", "PyTorchJob"} and obj["metadata"]["name"] != job_name:
+        if obj["kind"] in {"Job", "MPIJob", "PyTorchJob", "AppWrapper"} and obj["metadata"]["name"] != job_name:
             raise ManifestError(
                 f"On a cluster with Kueue the {obj['kind']} must be named {{{{ job_name }}}}, not "
                 f"{obj['metadata']['name']}."
             )
-        if obj["kind"] == "Job":
+        if obj["kind"] in {"Job", "AppWrapper"}:
             obj["spec"]["suspend"] = True
         elif obj["kind"] in {"MPIJob", "PyTorchJob"}:  # the operators' own suspend, which Kueue's integrations use
             obj["spec"].setdefault("runPolicy", {})["suspend"] = True

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..kind import RenderRefused
-from . import kueue
+from . import appwrapper, kueue
 from .manifests import (
     ManifestContext,
     ManifestError,
@@ -20,6 +20,7 @@ from .manifests import (
     dump,
     render_manifests,
     requested_resources,
+    wrapped_objects,
 )
 from .namespaces import namespace_for
 
@@ -101,11 +102,13 @@ def render(
                 f"This template runs a PyTorchJob, and {cluster.display_name} has no Kubeflow Training Operator "
                 "(Test connection finds it). Pick another cluster, or ask an admin to install it."
             )
+        if cluster is not None and not appwrapper.available(cluster):  # the wrapped Job alone, as a plain Job
+            objects = appwrapper.unwrapped(objects)
         if cluster is not None and kueue.uses_kueue(cluster):  # every workload in the course's queue
             kueue.put_in_queue(objects, kueue.local_queue_name(course), ctx.job_name)
     except ManifestError as exc:
         raise RenderRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
-    for obj in objects:
+    for obj in [*objects, *(inner for o in objects for inner in wrapped_objects(o))]:
         limit = template.max_minutes * 60
         if obj["kind"] == "Job":  # the template's time limit, enforced by Kubernetes (DeadlineExceeded)
             obj["spec"]["activeDeadlineSeconds"] = min(obj["spec"].get("activeDeadlineSeconds") or limit, limit)

@@ -53,8 +53,11 @@ ALLOWED_KINDS = {
     ("networking.k8s.io/v1", "Ingress"),
     ("kubeflow.org/v2beta1", "MPIJob"),  # offered only where the MPI Operator's CRD exists
     ("kubeflow.org/v1", "PyTorchJob"),  # launched only where the Training Operator's CRD exists
+    ("workload.codeflare.dev/v1beta2", "AppWrapper"),  # a plain Job where the cluster has no AppWrapper (launch.py)
 }
-WORKLOAD_KINDS = {"Deployment", "Job", "MPIJob", "PyTorchJob"}
+WORKLOAD_KINDS = {"Deployment", "Job", "MPIJob", "PyTorchJob", "AppWrapper"}
+# What an AppWrapper of the portal may wrap: its one Job (the portal follows the Job's pods by their labels).
+WRAPPABLE_KINDS = {("batch/v1", "Job")}
 # Operator kinds whose pod templates sit in a map of replica types: kind → that map's field in the spec.
 REPLICA_SPECS = {"MPIJob": "mpiReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs"}
 FORBIDDEN_CAPABILITIES = {"ALL", "SYS_ADMIN", "NET_ADMIN", "SYS_PTRACE", "SYS_MODULE", "DAC_READ_SEARCH"}
@@ -147,11 +150,28 @@ def render_manifests(body: str, schema: list[Param], values: Mapping[str, Any], 
 
 
 def check_object(obj: dict, ctx: ManifestContext) -> dict:
-    """Refuse what the portal does not allow, force namespace and labels, validate against the schema."""
+    """Refuse what the portal does not allow, force namespace and labels, validate against the schema. An
+    AppWrapper's wrapped objects are checked the same way first, each as if it stood alone."""
+    if obj.get("kind") == "AppWrapper":
+        _check_wrapped(obj, ctx)
     _check(obj, ctx)
     _force(obj, ctx)
     _validate(obj)
     return obj
+
+
+def _check_wrapped(obj: dict, ctx: ManifestContext) -> None:
+    components = (obj.get("spec") or {}).get("components")
+    wrapped = wrapped_objects(obj)
+    if not isinstance(components, list) or len(wrapped) != len(components) or len(wrapped) != 1:
+        raise ManifestError(f"{_describe(obj)} must wrap exactly one Job (one component with a template).")
+    for inner in wrapped:
+        if (inner.get("apiVersion"), inner.get("kind")) not in WRAPPABLE_KINDS:
+            raise ManifestError(
+                f"{_describe(obj)}: an AppWrapper of the portal wraps one batch/v1 Job, not "
+                f"{inner.get('apiVersion')}/{inner.get('kind')}."
+            )
+        check_object(inner, ctx)
 
 
 def _exec_commands(pod: dict) -> Iterator[tuple[str, list]]:
@@ -206,13 +226,25 @@ def _describe(obj: dict) -> str:
 
 
 def pod_specs(obj: dict) -> Iterator[dict]:
-    """Every pod spec in an object: Deployments and Jobs have one, an MPIJob or PyTorchJob one per replica type."""
+    """Every pod spec in an object: Deployments and Jobs have one, an MPIJob or PyTorchJob one per replica type, an
+    AppWrapper those of the objects it wraps."""
     spec = obj.get("spec") or {}
     if obj.get("kind") in {"Deployment", "Job"}:
         yield ((spec.get("template") or {}).get("spec")) or {}
     elif obj.get("kind") in REPLICA_SPECS:
         for replica in (spec.get(REPLICA_SPECS[obj["kind"]]) or {}).values():
             yield (((replica or {}).get("template") or {}).get("spec")) or {}
+    elif obj.get("kind") == "AppWrapper":
+        for wrapped in wrapped_objects(obj):
+            yield from pod_specs(wrapped)
+
+
+def wrapped_objects(obj: dict) -> list[dict]:
+    """The objects an AppWrapper wraps (its components' templates), as they are; [] for any other object."""
+    if obj.get("kind") != "AppWrapper":
+        return []
+    components = (obj.get("spec") or {}).get("components") or []
+    return [c["template"] for c in components if isinstance(c, dict) and isinstance(c.get("template"), dict)]
 
 
 def pod_templates(obj: dict) -> Iterator[dict]:
@@ -335,6 +367,9 @@ def _pods_at_once(obj: dict, autoscaled: dict[str, int]) -> Iterator[tuple[dict,
                 ((replica or {}).get("template") or {}).get("spec") or {},
                 int((replica or {}).get("replicas", 1) or 1),
             )
+    elif obj["kind"] == "AppWrapper":
+        for wrapped in wrapped_objects(obj):
+            yield from _pods_at_once(wrapped, autoscaled)
 
 
 def requested_resources(objects: list[dict]) -> Resources:
