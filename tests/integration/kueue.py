@@ -41,6 +41,12 @@ class Kueue:
                 {"name": replica.lower(), "count": spec.get("replicas", 1), "template": spec["template"]}
                 for replica, spec in job["spec"]["pytorchReplicaSpecs"].items()
             ]
+        elif kind == "AppWrapper":  # Kueue's AppWrapper integration: <name>-<i> for each wrapped pod template
+            pod_sets = [
+                {"name": f"{meta['name']}-{i}", "count": c["template"]["spec"].get("parallelism", 1), "template": t}
+                for i, c in enumerate(job["spec"]["components"])
+                for t in [c["template"]["spec"]["template"]]
+            ]
         else:
             pod_sets = [
                 {"name": "main", "count": job["spec"].get("parallelism", 1), "template": job["spec"]["template"]}
