@@ -7,12 +7,14 @@ itself has nothing to do here: an admin's queue in the cohort is created as an a
 from __future__ import annotations
 
 import html
+import os
 import time
 from datetime import timedelta
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
+from playwright.sync_api import expect
 from rest_framework.test import APIClient
 
 from clusters.backends.kubernetes import crds
@@ -21,13 +23,16 @@ from clusters.models import AuthMethod, Cluster, ClusterAccount
 from courses import lab_reservations
 from courses.models import LabSession, LabSessionState
 
+from . import test_browser
 from .conftest import K8S_TOKEN, wait_for
 from .k8s import Emulator
 from .kueue import KUEUE
+from .test_browser import log_in
 
 QUEUE = f"{KUEUE}/clusterqueues/gpulab-hpc"  # the course's ClusterQueue, which the portal manages
 LENDER = "physics-queue"  # an admin's ClusterQueue in the same cohort
 SESSION = "gpulab.io/lab-session"
+SHOTS = os.environ.get("GPULAB_SCREENSHOT_DIR", "/tmp")
 
 
 @pytest.fixture(scope="module")
@@ -323,3 +328,41 @@ def test_the_other_student_the_ta_and_anonymous_cannot_book_or_cancel_a_session(
     session.refresh_from_db()
     assert session.state == LabSessionState.BOOKED and LabSession.objects.count() == 1
     assert sessions_kube.get(QUEUE) is None
+
+
+page = test_browser.page  # the Chromium fixture
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_instructor_books_on_the_kueue_cluster_and_the_page_shows_the_gpus_the_queue_holds(
+    page, live_server, instructor, course, kueue_cluster, sessions_kube, width
+):
+    lender(sessions_kube, gpus=6)
+    page.set_viewport_size({"width": width, "height": 800})
+    log_in(page, live_server, "ines")
+    page.goto(f"{live_server.url}/courses/{course.slug}/lab-sessions/")
+    expect(page.locator("#book-session")).to_contain_text(
+        "During a session on Kueue cluster the course's Kueue queue gets the session's GPUs on top of its quota"
+    )
+    start = timezone.localtime()
+    page.fill("#id_date", start.strftime("%Y-%m-%d"))
+    page.fill("#id_time", start.strftime("%H:%M"))
+    page.fill("#id_minutes", "90")
+    page.fill("#id_gpus", "4")
+    page.click("text=Book the session")
+    expect(page.locator(".flash.success")).to_contain_text("Booked.")
+    session = LabSession.objects.get()
+    assert lab_reservations.make(session.pk) == "held"  # the worker's task, run here (no worker in this test)
+    page.reload()
+    row = page.locator(f"#lab-session-{session.pk}")
+    expect(row).to_contain_text("Held")
+    expect(row).to_contain_text(
+        "The course's ClusterQueue gpulab-hpc now holds 12 GPUs (8 of its own and the session's 4)"
+    )
+    notice = page.locator("#lab-session-notice")
+    expect(notice).to_contain_text("Lab session on now")
+    expect(notice).to_contain_text("4 GPUs held for this course")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.screenshot(path=f"{SHOTS}/gpulab-kueue-lab-session-{width}.png", full_page=True)
