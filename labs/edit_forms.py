@@ -38,7 +38,7 @@ class LabForm(forms.ModelForm):
             del self.fields["slug"]  # the lab's address: students' links and bookmarks keep working
         else:
             self.fields["slug"].required = False
-            self.fields["slug"].help_text = "Its address: /courses/…/labs/<slug>/. Empty: made from the title."
+            self.fields["slug"].help_text = "Its address: /courses/…/labs/this-name/. Empty: made from the title."
         self.fields["summary"].max_length = MAX_TEXT  # type: ignore[attr-defined]
 
     def clean_summary(self):

@@ -197,6 +197,8 @@ TABLE: dict[tuple[str, str], str] = {
     ("labs:step_remove", "GET"): MANAGE,
     ("labs:step_remove", "POST"): MANAGE_DO,
     ("api:labs", "GET"): API_MEMBER,
+    ("api:labs", "POST"): API_MANAGE_DO,  # a lab file imported
+    ("api:lab_file", "GET"): API_MANAGE,
     ("api:lab", "GET"): API_MEMBER,
     ("api:lab_progress", "GET"): API_MEMBER,
     ("api:lab_class", "GET"): API_TEACH,

@@ -441,3 +441,31 @@ def test_sections_and_steps_close_ranks_after_a_removal(lab):
     assert list(section.steps.values_list("title", "position")) == [("Two", 1), ("Three", 2)]
     assert not editing.move(section.steps.get(position=2), 1)  # already last
     assert Section.objects.filter(lab=lab).count() == 2
+
+
+# -- The API ---------------------------------------------------------------------------------------------------------
+
+
+def test_the_api_shows_a_choices_correct_answer_to_teachers_only(api_for, lab, alice, ta, instructor):
+    path = f"/api/v1/courses/{lab.course.slug}/labs/{lab.slug}/"
+    for user, sees in ((alice, False), (ta, True), (instructor, True)):
+        check = api_for(user).get(path).json()["sections"][1]["steps"][0]["check"]
+        assert ("correct" in check) is sees and check["choices"] == ["A", "B"]
+
+
+def test_the_api_gives_instructors_the_lab_file_and_imports_one(api_for, lab, instructor, ta, alice, course):
+    path = f"/api/v1/courses/{course.slug}/labs/"
+    definition = api_for(instructor).get(f"{path}{lab.slug}/file/").json()
+    assert definition == lab_files.definition_of(lab)
+    assert api_for(ta).get(f"{path}{lab.slug}/file/").status_code == 403
+    assert api_for(alice).get(f"{path}{lab.slug}/file/").status_code == 404
+    assert api_for(ta).post(path, definition, format="json").status_code == 403
+    made = api_for(instructor).post(path, definition, format="json")
+    assert made.status_code == 201 and made.json()["slug"] == "warm-up-2"
+    copy = Lab.objects.get(course=course, slug="warm-up-2")
+    assert lab_files.definition_of(copy) == {**definition, "slug": "warm-up-2"}
+    definition["sections"][0]["steps"][0]["check"] = {"kind": "log", "pattern": ".*"}
+    refused = api_for(instructor).post(path, definition, format="json")
+    assert refused.status_code == 400 and "looks like a regular expression" in refused.json()["problems"][0]
+    assert refused.json()["problems"][0].startswith("Section 1 “Start”, step 1 “Say the word”, check, pattern:")
+    assert Lab.objects.filter(course=course).count() == 2
