@@ -469,3 +469,40 @@ def test_the_api_gives_instructors_the_lab_file_and_imports_one(api_for, lab, in
     assert refused.status_code == 400 and "looks like a regular expression" in refused.json()["problems"][0]
     assert refused.json()["problems"][0].startswith("Section 1 “Start”, step 1 “Say the word”, check, pattern:")
     assert Lab.objects.filter(course=course).count() == 2
+
+
+def test_the_editor_counts_progress_by_step_in_the_same_queries_however_big_the_class(
+    client, lab, instructor, alice, bob, make_job, sleep_template
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from labs import editing
+
+    client.force_login(instructor)
+    with CaptureQueriesContext(connection) as small:
+        client.get(url("edit", lab))
+    section = lab.sections.get(position=1)
+    for n in range(3):
+        editing.add_step(section, {"title": f"Run {n}", "instructions": "", "template": sleep_template, "preset": {},
+                                   "fixed": [], "check_spec": {}, "quick_fixes": []})  # fmt: skip
+    make_job(alice, message="lab-word-42")
+    make_job(bob, message="another-word")
+    Answer.objects.create(step=Step.objects.get(section__lab=lab, title="Which?"), student=bob, text="A")
+    with CaptureQueriesContext(connection) as big:
+        page = client.get(url("edit", lab)).content.decode()
+    assert len(big.captured_queries) == len(small.captured_queries)
+    said = Step.objects.get(section__lab=lab, title="Say the word")
+    assert "1 with progress" in page.split(f'id="step-{said.pk}"', 1)[1].split("</li>")[0]  # alice's run keeps message
+    assert page.count("2 with progress") == 3  # the new steps fix nothing: both runs count
+
+
+def test_the_admin_checks_a_preset_against_the_steps_template_too(client, admin_user, lab):
+    step = Step.objects.get(section__lab=lab, title="Say the word")
+    client.force_login(admin_user)
+    data = {"section": step.section_id, "position": 1, "title": "x", "instructions": "", "template": step.template_id}
+    data |= {"preset": '{"seconds": 9000}', "fixed": "[]", "quick_fixes": "[]", "check_spec": "{}"}
+    answer = client.post(reverse("admin:labs_step_change", args=[step.pk]), data)
+    assert answer.status_code == 200 and "Must be at most 600" in answer.content.decode()
+    step.refresh_from_db()
+    assert step.preset == {"message": "lab-word-42", "exit_code": 0}
