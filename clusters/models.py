@@ -70,11 +70,8 @@ class Cluster(models.Model):
     lab_reservations = models.BooleanField(
         "lab sessions",
         default=False,
-        help_text="Instructors may book GPUs for a lab session. On SLURM the portal makes a reservation for the "
-        "course's users: the service account must be a SLURM operator (sacctmgr modify user NAME set "
-        "adminlevel=operator); students' jobs never run as it, so their scripts cannot make reservations. With "
-        "Kueue the course's ClusterQueue gets the session's GPUs while it is on, lent by the other queues of the "
-        "cluster's cohort.",
+        help_text="Instructors may book GPUs for a lab session. What the cluster does to hold them is its kind's (the "
+        "cluster's page says so once its kind is chosen).",
     )
     # {partition: PartitionLimits.as_dict()}: learnt at Test connection and every PARTITION_LIMITS_REFRESH_SECONDS.
     partition_limits = models.JSONField(

@@ -71,6 +71,8 @@ class LabSessionHolds:
         "During a session on {cluster} its GPUs are held for this course: your students' jobs there use them without "
         "doing anything new."
     )
+    # What the cluster admin's "lab sessions" switch does on this kind, and what it needs of the cluster.
+    admin_help: ClassVar[str] = "Instructors may book GPUs for a lab session."
     teacher_note: ClassVar[str] = "Your students' new jobs on {cluster} use the session's GPUs by themselves."
     student_note: ClassVar[str] = "Your jobs on {cluster} use the course's session GPUs: launch as usual."
 

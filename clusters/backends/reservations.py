@@ -214,6 +214,11 @@ class SlurmReservations(LabSessionHolds):
     session's window; the backend's scontrol vocabulary above does the work."""
 
     jobs_go_in = True
+    admin_help = (
+        "Instructors may book GPUs for a lab session: the portal makes a reservation for the course's users. The "
+        "service account must be a SLURM operator (sacctmgr modify user NAME set adminlevel=operator); students' "
+        "jobs never run as it, so their scripts cannot make reservations."
+    )
     booking_note = (
         "During a session on {cluster} the GPUs are held for this course alone: your students' jobs there go into the "
         "reservation without them doing anything, and other courses' jobs wait. Where SLURM cannot reserve single "

@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='cluster',
             name='lab_reservations',
-            field=models.BooleanField(default=False, help_text="Instructors may book GPUs for a lab session. On SLURM the portal makes a reservation for the course's users: the service account must be a SLURM operator (sacctmgr modify user NAME set adminlevel=operator); students' jobs never run as it, so their scripts cannot make reservations. With Kueue the course's ClusterQueue gets the session's GPUs while it is on, lent by the other queues of the cluster's cohort.", verbose_name='lab sessions'),
+            field=models.BooleanField(default=False, help_text="Instructors may book GPUs for a lab session. What the cluster does to hold them is its kind's (the cluster's page says so once its kind is chosen).", verbose_name='lab sessions'),
         ),
     ]

@@ -81,6 +81,11 @@ class KueueSessionHolds(LabSessionHolds):
     """A session on a cluster with Kueue: the course's ClusterQueue's GPU quota raised for the session's window."""
 
     applied_while_on = True
+    admin_help = (
+        "Instructors may book GPUs for a lab session: while it is on, the course's ClusterQueue gets the session's "
+        "GPUs, lent by the other queues of the cluster's Kueue cohort. Needs Kueue and course queues the portal "
+        "manages."
+    )
     booking_note = (
         "During a session on {cluster} the course's Kueue queue gets the session's GPUs on top of its quota, lent by "
         "the other courses' queues in its cohort, from the session's start to its end: your students' jobs there use "
