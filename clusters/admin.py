@@ -126,6 +126,10 @@ class ClusterAdmin(admin.ModelAdmin):
         elif field is not None:  # a new cluster: each student's own identity unless the admin picks otherwise
             field.choices = [(NEW_CLUSTER_RUN_AS, NEW_CLUSTER_RUN_AS_LABEL), *RunAs.choices]
             field.initial = NEW_CLUSTER_RUN_AS
+        sessions = form.base_fields.get("lab_reservations")
+        holds = kinds.kind_of(obj.kind).lab_holds if obj is not None and obj.kind in kinds.KINDS else None
+        if sessions is not None and holds is not None:  # what the switch does is the kind's own
+            sessions.help_text = holds.admin_help
         return form
 
     def change_view(self, request, object_id, form_url="", extra_context=None):

@@ -68,11 +68,10 @@ class Cluster(models.Model):
         help_text="Detected by “Test connection”; unknown until it runs.",
     )
     lab_reservations = models.BooleanField(
-        "lab sessions (SLURM reservations)",
+        "lab sessions",
         default=False,
-        help_text="Instructors may book GPUs for a lab session; the portal then makes a SLURM reservation for the "
-        "course's users. The service account must be a SLURM operator (sacctmgr modify user NAME set "
-        "adminlevel=operator); students' jobs never run as it, so their scripts cannot make reservations.",
+        help_text="Instructors may book GPUs for a lab session. What the cluster does to hold them is its kind's (the "
+        "cluster's page says so once its kind is chosen).",
     )
     # {partition: PartitionLimits.as_dict()}: learnt at Test connection and every PARTITION_LIMITS_REFRESH_SECONDS.
     partition_limits = models.JSONField(

@@ -66,7 +66,7 @@ class CourseLabSession(APIView):
 
     @extend_schema(request=None, responses=LabSessionSerializer, operation_id="lab_sessions_cancel")
     def delete(self, request, slug: str, session_id: int):
-        """Cancel the session; its reservation is removed from the cluster by the workers."""
+        """Cancel the session; the workers give its GPUs back on the cluster."""
         session = access.get_lab_session(request.user, slug, session_id, write=True)
         if not lab_sessions.cancel(session, actor=request.user):
             return Response({"detail": "That session had already ended or been cancelled."}, status.HTTP_409_CONFLICT)

@@ -1,28 +1,31 @@
-"""The cluster side of lab sessions: making, removing and cleaning up their SLURM reservations (Celery task bodies).
+"""The cluster side of lab sessions: holding their GPUs, checking the hold while they are on, and giving the GPUs
+back (Celery task bodies). How a cluster holds them is its kind's (clusters/backends/lab_holds.py): a SLURM
+reservation made at booking for the whole window, or on Kueue the course's ClusterQueue raised while the session is on.
 
-Retry-safe: a reservation is named after its session, and making one first asks the cluster for that name, so a
-retried or repeated task adopts the reservation an earlier attempt made instead of making a second. An unreachable
-cluster is retried (the task raises; the sweep asks again later), never a reason to refuse the session. The
-reservation is for the identities the course's jobs run as on that cluster (clusters/identity.py).
+Retry-safe: a hold is named after its session, and holding again finds what an earlier attempt made instead of making
+a second. An unreachable cluster is retried (the task raises; the sweep asks again later), never a reason to refuse
+the session. A SLURM reservation is for the identities the course's jobs run as on that cluster
+(clusters/identity.py).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+from django.db import transaction
 from django.utils import timezone
 
 from clusters.backends import BackendError
-from clusters.backends.reservations import ReservationRequest
+from clusters.backends.lab_holds import HoldRequest, LabSessionHolds
 from clusters.choices import RunAs
-from clusters.kinds import get_backend
+from clusters.kinds import kind_of
 from clusters.models import AuthMethod, Cluster, ClusterAccount, ClusterIdentity
 from core.enqueue import send_on_commit
 
-from .lab_sessions import MAKE_RESERVATION, REMOVE_RESERVATION, move
-from .models import LIVE_LAB_SESSION_STATES, Course, LabSession, LabSessionState
+from .lab_sessions import KEEP_HOLD, MAKE_RESERVATION, REMOVE_RESERVATION, holding_kinds, move, overlapping
+from .models import LIVE_LAB_SESSION_STATES, Course, LabSession, LabSessionEvent, LabSessionState
 
 logger = logging.getLogger(__name__)
 
@@ -43,50 +46,90 @@ def cluster_users(course: Course, cluster: Cluster) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
+def holds_of(session: LabSession) -> LabSessionHolds:
+    return kind_of(session.cluster.kind).lab_session_holds(session.cluster)
+
+
+def hold_request(session: LabSession, now: datetime) -> HoldRequest:
+    """The session as its cluster's holder reads it, with the GPUs other courses' sessions take at the same time."""
+    others = overlapping(session.cluster, session.starts_at, session.ends_at).exclude(course_id=session.course_id)
+    return HoldRequest(
+        name=session.reservation_name,
+        course=session.course,
+        starts_at=session.starts_at,
+        ends_at=session.ends_at,
+        gpus=session.gpus,
+        now=now,
+        users=cluster_users(session.course, session.cluster),
+        others_gpus=sum(max(s.gpus, s.gpus_held) for s in others),
+        held_before=session.gpus_held,
+    )
+
+
+def _session(session_id: int) -> LabSession | None:
+    return LabSession.objects.select_related("course", "cluster").filter(pk=session_id).first()
+
+
 def make(session_id: int) -> str:
-    """Make (or find) the reservation of a booked session and record what the cluster holds. BackendErrors that are
+    """Hold (or find held) the GPUs of a booked session and record what the cluster holds. BackendErrors that are
     worth retrying are raised for the task's retry."""
-    session = LabSession.objects.select_related("course", "cluster").filter(pk=session_id).first()
+    session = _session(session_id)
     if session is None or session.state != LabSessionState.BOOKED:
         return "nothing"
     now = timezone.now()
     if session.ends_at <= now:
         return _close(session, LabSessionState.ENDED, "Its time passed before the cluster answered.")
-    users = cluster_users(session.course, session.cluster)
-    if not users:
-        return _close(
-            session,
-            LabSessionState.REFUSED,
-            "Nobody in the course has a cluster user on this cluster yet, so there is no one to hold GPUs for.",
-        )
-    start = max(session.starts_at, now)
-    request = ReservationRequest(
-        name=session.reservation_name,
-        starts_at=start,
-        minutes=max(1, -(-int((session.ends_at - start).total_seconds()) // 60)),
-        gpus=session.gpus,
-        users=users,
-    )
-    backend = get_backend(session.cluster)
     try:
-        held = backend.find_reservation(request.name) or backend.create_reservation(request)
-    except BackendError as exc:  # ReservationRefused among them: SLURM's refusal, in words
+        held = holds_of(session).hold(hold_request(session, now))
+    except BackendError as exc:  # HoldRefused among them: the cluster's refusal, in words
         if exc.transient:
             raise
         return _close(session, LabSessionState.REFUSED, str(exc))
-    where = f" on {held.nodes}" if held.nodes else ""
-    message = f"The cluster holds {held.gpus} GPU(s){where} as reservation {held.name}."
     if not move(
         session.pk,
         [LabSessionState.BOOKED],
         LabSessionState.HELD,
-        message=message,
+        message=held.words,
         gpus_held=held.gpus,
-        nodes=held.nodes[:255],
+        nodes=held.where[:255],
     ):
-        remove(session.pk)  # cancelled while the cluster was asked: what was just made goes again
+        _release(session)  # cancelled while the cluster was asked: what was just made goes again
         return "cancelled"
     return "held"
+
+
+def keep(session_id: int) -> str:
+    """A held session on now, on a cluster that holds GPUs only while a session is on: hold them at its start, and
+    after that check they are still held, putting them back where they were lost. Each change is an event."""
+    session = _session(session_id)
+    now = timezone.now()
+    if session is None or session.state != LabSessionState.HELD or not session.starts_at <= now < session.ends_at:
+        return "nothing"
+    holds = holds_of(session)
+    if not holds.applied_while_on:
+        return "nothing"
+    try:
+        held = holds.hold(hold_request(session, now))
+    except BackendError as exc:
+        if exc.transient:
+            raise
+        message = f"At its start the cluster would not hold the session's GPUs: {exc}"
+        move(session.pk, [LabSessionState.HELD], LabSessionState.REFUSED, message=message, removed_at=now)
+        return "refused"
+    if not held.changed:
+        return "in place"
+    with transaction.atomic():
+        still_held = LabSession.objects.filter(pk=session.pk, state=LabSessionState.HELD)
+        if still_held.update(gpus_held=held.gpus, message=held.words[:500], updated_at=now):
+            LabSessionEvent.objects.create(
+                session=session,
+                from_state=LabSessionState.HELD,
+                to_state=LabSessionState.HELD,
+                message=held.words[:500],
+            )
+            return "held"
+    _release(session)  # cancelled or ended while the cluster was asked: what was just held goes again
+    return "cancelled"
 
 
 def _close(session: LabSession, state: str, message: str) -> str:
@@ -96,13 +139,21 @@ def _close(session: LabSession, state: str, message: str) -> str:
 
 
 def remove(session_id: int) -> str:
-    """Remove the reservation of a cancelled or ended session (once: removed_at is set)."""
-    session = LabSession.objects.select_related("course", "cluster").filter(pk=session_id).first()
+    """Give back the GPUs of a cancelled or ended session (once: removed_at is set)."""
+    session = _session(session_id)
     if session is None or session.state in LIVE_LAB_SESSION_STATES or session.removed_at is not None:
         return "nothing"
-    get_backend(session.cluster).delete_reservation(session.reservation_name)
-    LabSession.objects.filter(pk=session.pk, removed_at=None).update(removed_at=timezone.now())
+    _release(session)
     return "removed"
+
+
+def _release(session: LabSession) -> None:
+    """Give the session's GPUs back on the cluster, whatever was recorded; what that undid becomes an event."""
+    words = holds_of(session).release(hold_request(session, timezone.now()))
+    LabSession.objects.filter(pk=session.pk, removed_at=None).update(removed_at=timezone.now())
+    if words:
+        state = LabSession.objects.filter(pk=session.pk).values_list("state", flat=True).first() or session.state
+        LabSessionEvent.objects.create(session=session, from_state=state, to_state=state, message=words[:500])
 
 
 @dataclass
@@ -110,11 +161,13 @@ class SweepReport:
     ended: list[int] = field(default_factory=list)
     removing: list[int] = field(default_factory=list)
     asked_again: list[int] = field(default_factory=list)
+    kept: list[int] = field(default_factory=list)
 
 
 def sweep(now=None) -> SweepReport:
-    """The beat's pass: sessions past their end are ended, reservations of ended and cancelled sessions removed (again
-    where the cluster was down), and bookings whose task was lost asked for again."""
+    """The beat's pass: sessions past their end are ended, the GPUs of ended and cancelled sessions given back (again
+    where the cluster was down), bookings whose task was lost asked for again, and sessions on now whose cluster holds
+    GPUs only while they are on checked (held at the start, put back where lost)."""
     now = now or timezone.now()
     report = SweepReport()
     for session_id in LabSession.objects.filter(state=LabSessionState.HELD, ends_at__lte=now).values_list(
@@ -134,4 +187,10 @@ def sweep(now=None) -> SweepReport:
         report.asked_again.append(session_id)
     for session_id in report.ended:
         send_on_commit(REMOVE_RESERVATION, session_id)
+    on_now = LabSession.objects.filter(state=LabSessionState.HELD, starts_at__lte=now, ends_at__gt=now)
+    for session_id in on_now.filter(cluster__kind__in=holding_kinds(applied_while_on=True)).values_list(
+        "pk", flat=True
+    ):
+        send_on_commit(KEEP_HOLD, session_id)
+        report.kept.append(session_id)
     return report

@@ -36,6 +36,7 @@ def lab_sessions_page(request, slug: str):
         "past": sessions.exclude(state__in=LIVE_LAB_SESSION_STATES, ends_at__gt=now)[:PAST_SHOWN],
         "read_only": terms.has_ended(course),
         "no_cluster": not lab_sessions.lab_clusters(course).exists(),
+        "booking_notes": lab_sessions.booking_notes(course),
     }
     return render(request, "courses/lab_sessions.html", context, status=400 if form.errors else 200)
 

@@ -1,12 +1,16 @@
 """Lab sessions: GPUs an instructor books on one of the course's clusters for a live lab.
 
 A booking is a LabSession row; the row is the record. Its moves (booked → held | refused, booked | held →
-cancelled | ended) are conditional updates, each with a LabSessionEvent. The cluster side (making and removing the
-SLURM reservation) runs in Celery tasks, courses/lab_reservations.py. While a held session is on, the course's jobs
-on that cluster are submitted into its reservation (jobs/submission.py asks `reservation_for`).
+cancelled | ended, held → refused where the cluster holds GPUs only from the start and then will not) are conditional
+updates, each with a LabSessionEvent. The cluster side (holding the GPUs and giving them back, the way the cluster's
+kind does: clusters/backends/lab_holds.py) runs in Celery tasks, courses/lab_reservations.py. While a held session is
+on, the course's jobs on that cluster are submitted into its hold where the kind's holds take jobs in (a SLURM
+reservation: jobs/submission.py asks `reservation_for`).
 
 Refused bookings: a start in the past or too far ahead, too short or too long, more GPUs than the cluster has,
-a second session of the course at the same time, or more GPUs than other courses' sessions leave free then.
+a second session of the course at the same time, or more GPUs than other courses' sessions leave free then; what the
+kind knows without asking the cluster (a course queue it does not manage). What only the cluster can say comes back
+from it as a refusal in words.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from .models import LIVE_LAB_SESSION_STATES, Course, LabSession, LabSessionEvent
 
 MAKE_RESERVATION = "workers.tasks.make_lab_reservation"
 REMOVE_RESERVATION = "workers.tasks.remove_lab_reservation"
+KEEP_HOLD = "workers.tasks.keep_lab_session_held"
 # A start earlier than this is "in the past": a session booked for the current minute still starts now.
 PAST_GRACE = timedelta(minutes=1)
 
@@ -51,17 +56,28 @@ class Booking:
         return self.starts_at + timedelta(minutes=self.minutes)
 
 
+def holding_kinds(**flags: bool) -> list[str]:
+    """The kinds whose clusters can hold lab sessions, with the holder's flags as given (e.g. jobs_go_in=True)."""
+    return [
+        name
+        for name in kinds.KINDS
+        if (holder := kinds.kind_of(name).lab_holds) is not None
+        and all(getattr(holder, flag) == wanted for flag, wanted in flags.items())
+    ]
+
+
 def lab_clusters(course: Course) -> QuerySet[Cluster]:
     """The course's clusters on which its admin allows lab sessions and whose kind can hold them."""
-    holding = [name for name in kinds.KINDS if kinds.kind_of(name).holds_lab_sessions]
-    return course.clusters.filter(enabled=True, lab_reservations=True, kind__in=holding).order_by("name")
+    return course.clusters.filter(enabled=True, lab_reservations=True, kind__in=holding_kinds()).order_by("name")
 
 
-def cluster_gpus(cluster: Cluster) -> int:
-    """The most GPUs one session can hold there: the largest partition's, as the scheduler last reported them."""
-    return max(
-        (p.get("nodes", 0) * p.get("gpus_per_node", 0) for p in (cluster.partition_limits or {}).values()), default=0
-    )
+def booking_notes(course: Course) -> list[str]:
+    """What a session does on each of the course's lab clusters, as the booking page says it."""
+    notes = []
+    for cluster in lab_clusters(course):
+        holds = kinds.kind_of(cluster.kind).lab_holds
+        notes.append(holds.booking_note.format(cluster=cluster.display_name) if holds else "")
+    return [note for note in notes if note]
 
 
 def _when(moment: datetime) -> str:
@@ -88,7 +104,8 @@ def booking_errors(course: Course, booking: Booking, now: datetime | None = None
     low, high = settings.GPULAB_LAB_SESSION_MIN_MINUTES, settings.GPULAB_LAB_SESSION_MAX_MINUTES
     if not low <= booking.minutes <= high:
         errors["minutes"] = f"A session lasts from {low} to {high} minutes; split a longer lab into two sessions."
-    total = cluster_gpus(booking.cluster)
+    holds = kinds.kind_of(booking.cluster.kind).lab_session_holds(booking.cluster)
+    total = holds.most_gpus()  # None: the cluster says when it is asked to hold the session
     if booking.gpus < 1:
         errors["gpus"] = "Book at least one GPU."
     elif total == 0:
@@ -96,8 +113,11 @@ def booking_errors(course: Course, booking: Booking, now: datetime | None = None
             f"The portal does not know yet how many GPUs “{booking.cluster.display_name}” has. Ask an admin to run "
             "Test connection on it, or try again in a few minutes."
         )
-    elif booking.gpus > total:
+    elif total is not None and booking.gpus > total:
         errors["gpus"] = f"“{booking.cluster.display_name}” has {total} GPU(s); book at most {total}."
+    problem = holds.booking_problem(course)
+    if problem:
+        errors["cluster"] = problem
     if errors:
         return errors
     others = list(overlapping(booking.cluster, booking.starts_at, booking.ends_at))
@@ -109,7 +129,7 @@ def booking_errors(course: Course, booking: Booking, now: datetime | None = None
         )
         return errors
     taken = sum(max(s.gpus, s.gpus_held) for s in others)
-    if taken + booking.gpus > total:
+    if total is not None and taken + booking.gpus > total:
         free = max(total - taken, 0)
         errors["gpus"] = (
             f"Other courses' sessions hold {taken} of the cluster's {total} GPUs at that time"
@@ -120,7 +140,7 @@ def booking_errors(course: Course, booking: Booking, now: datetime | None = None
 
 
 def book(course: Course, booking: Booking, *, actor) -> LabSession:
-    """Record the booking and ask the workers to make its reservation; BookingRefused says what is wrong."""
+    """Record the booking and ask the workers to hold its GPUs; BookingRefused says what is wrong."""
     with transaction.atomic():
         Cluster.objects.select_for_update().filter(pk=booking.cluster.pk).first()  # one booking check at a time
         errors = booking_errors(course, booking)
@@ -145,7 +165,7 @@ def book(course: Course, booking: Booking, *, actor) -> LabSession:
 
 
 def cancel(session: LabSession, *, actor) -> bool:
-    """Cancel a booked or held session; its reservation is removed by the workers. False: it had already ended."""
+    """Cancel a booked or held session; the workers give its GPUs back. False: it had already ended."""
     moved = move(session.pk, LIVE_LAB_SESSION_STATES, LabSessionState.CANCELLED, actor=actor, message="Cancelled.")
     if moved:
         send_on_commit(REMOVE_RESERVATION, session.pk)
@@ -169,11 +189,12 @@ def move(session_id: int, from_states, to: str, *, actor=None, message: str = ""
 
 
 def reservation_for(course_id: int, cluster_id: int, now: datetime | None = None) -> str:
-    """The reservation a job of this course on this cluster goes into now, or ""."""
+    """The hold a job of this course on this cluster goes into now (a SLURM reservation), or ""."""
     now = now or timezone.now()
     session = (
         LabSession.objects.select_related("course")
         .filter(course_id=course_id, cluster_id=cluster_id, state=LabSessionState.HELD)
+        .filter(cluster__kind__in=holding_kinds(jobs_go_in=True))
         .filter(starts_at__lte=now, ends_at__gt=now)
         .first()
     )

@@ -89,7 +89,10 @@ class ComparisonSerializer(serializers.Serializer):
     live = serializers.BooleanField(help_text="A run is still going: ask again for new points.")
     figures = serializers.DictField(
         child=serializers.JSONField(),
-        help_text="Plotly figures by chart (loss, tokens, step-time, gpu-util, gpu-memory).",
+        help_text=(
+            "Plotly figures by chart (loss, tokens, step-time, gpu-util, gpu-memory), without a legend of their own: "
+            "a trace's uid is its run's place in `runs`, whose names and colours are the legend."
+        ),
     )
 
 

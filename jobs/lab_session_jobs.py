@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from clusters.kinds import get_backend
 from core.choices import EventKind, JobState
+from courses import lab_reservations
+from courses.lab_sessions import holding_kinds
 from courses.models import LabSession, LabSessionState
 
 from .models import Job
@@ -21,9 +22,10 @@ MOVE_PENDING = "workers.tasks.move_pending_into_lab_session"
 
 
 def due(now=None) -> list[int]:
-    """Held sessions on now whose course's waiting jobs have not been moved in yet."""
+    """Held sessions on now whose course's waiting jobs have not been moved in yet (where jobs go into a hold)."""
     now = now or timezone.now()
     on = LabSession.objects.filter(state=LabSessionState.HELD, starts_at__lte=now, ends_at__gt=now)
+    on = on.filter(cluster__kind__in=holding_kinds(jobs_go_in=True))
     return list(on.filter(pending_moved_at=None).values_list("pk", flat=True))
 
 
@@ -31,7 +33,7 @@ def move_pending(session_id: int) -> list[Job]:
     """Move the course's pending jobs on the session's cluster into its reservation; the jobs moved, each with an
     event. BackendErrors are raised for the task's retry (the session stays due)."""
     now = timezone.now()
-    session = LabSession.objects.select_related("course").filter(pk=session_id).first()
+    session = LabSession.objects.select_related("course", "cluster").filter(pk=session_id).first()
     if session is None or session.state != LabSessionState.HELD or not session.starts_at <= now < session.ends_at:
         return []
     waiting = list(
@@ -41,8 +43,9 @@ def move_pending(session_id: int) -> list[Job]:
     )
     moved_ids = set()
     if waiting:
-        backend = get_backend(session.cluster)
-        moved_ids = set(backend.move_into_reservation(session.reservation_name, [j.scheduler_id for j in waiting]))
+        holds = lab_reservations.holds_of(session)
+        request = lab_reservations.hold_request(session, now)
+        moved_ids = set(holds.move_jobs_in(request, [j.scheduler_id for j in waiting]))
     moved = [job for job in waiting if job.scheduler_id in moved_ids]
     if moved:
         record_many(

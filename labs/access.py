@@ -1,6 +1,6 @@
 """Who may see which lab: the course's members see its labs (each student only their own progress); its teachers
-(instructors and TAs) see everyone's; only those who manage the course load labs into it. Everything else is 404,
-through the course access helper (courses/access.py)."""
+(instructors and TAs) see everyone's; only those who manage the course load, write and change its labs (a TA is told
+so, 403). Everything else is 404, through the course access helper (courses/access.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,21 @@ from django.http import Http404
 from courses.access import get_course, get_managed_course, may_manage, may_teach
 from courses.models import Course, Enrollment, Role
 
-from .models import Lab
+from .models import Lab, Section, Step
 
-__all__ = ["get_lab", "get_managed_course", "may_manage", "may_teach", "students_of"]
+__all__ = [
+    "EDIT_LABS",
+    "get_editable_lab",
+    "get_editable_section",
+    "get_editable_step",
+    "get_lab",
+    "get_managed_course",
+    "may_manage",
+    "may_teach",
+    "students_of",
+]
+
+EDIT_LABS = "write and change its labs"  # a TA is told "Only the course's instructors write and change its labs."
 
 
 def get_lab(user, course_slug: str, lab_slug: str, *, teach: bool = False) -> Lab:
@@ -22,6 +34,31 @@ def get_lab(user, course_slug: str, lab_slug: str, *, teach: bool = False) -> La
     if lab is None:
         raise Http404("No such lab.")
     return lab
+
+
+def get_editable_lab(user, course_slug: str, lab_slug: str, *, write: bool = False) -> Lab:
+    """A lab of a course the user manages; write=True: about to change it (a course whose term ended refuses)."""
+    course = get_managed_course(user, course_slug, EDIT_LABS, write=write)
+    lab = Lab.objects.select_related("course").filter(course=course, slug=lab_slug).first()
+    if lab is None:
+        raise Http404("No such lab.")
+    return lab
+
+
+def get_editable_section(user, course_slug: str, lab_slug: str, section_id: int, *, write: bool = False) -> Section:
+    lab = get_editable_lab(user, course_slug, lab_slug, write=write)
+    section = Section.objects.select_related("lab__course").filter(lab=lab, pk=section_id).first()
+    if section is None:
+        raise Http404("No such section.")
+    return section
+
+
+def get_editable_step(user, course_slug: str, lab_slug: str, step_id: int, *, write: bool = False) -> Step:
+    lab = get_editable_lab(user, course_slug, lab_slug, write=write)
+    step = Step.objects.select_related("section__lab__course", "template").filter(section__lab=lab, pk=step_id).first()
+    if step is None:
+        raise Http404("No such step.")
+    return step
 
 
 def students_of(course: Course):

@@ -61,6 +61,7 @@ def lab_page(request, slug: str, lab_slug: str):
         "current": next((c for c in counted if c.state != State.DONE), None),
         "notes": notes_for(lab, request.user),
         "teaches": access.may_teach(request.user, lab.course),
+        "manages": may_manage(request.user, lab.course),
         "running": any(c.state == State.RUNNING for c in progress),
     }
     return render(request, "labs/lab_page.html", context)

@@ -16,7 +16,7 @@ from rest_framework.throttling import AnonRateThrottle
 from courses.api import CourseLabSession, CourseLabSessions, CourseRoster
 from experiments.api import CompareView
 from jobs.api import ClusterViewSet, JobViewSet, TemplateViewSet
-from labs.api import ClassLabProgress, CourseLab, CourseLabs, MyLabProgress
+from labs.api import ClassLabProgress, CourseLab, CourseLabFile, CourseLabs, MyLabProgress
 from sessions.api_urls import urlpatterns as files_urls
 from signon import credentials
 from signon.cli_api import CliLoginPoll, CliLoginStart
@@ -113,6 +113,7 @@ urlpatterns = [
     path("courses/<slug:slug>/dashboard/", CourseDashboard.as_view(), name="course_dashboard"),
     path("courses/<slug:slug>/labs/", CourseLabs.as_view(), name="labs"),
     path("courses/<slug:slug>/labs/<slug:lab_slug>/", CourseLab.as_view(), name="lab"),
+    path("courses/<slug:slug>/labs/<slug:lab_slug>/file/", CourseLabFile.as_view(), name="lab_file"),
     path("courses/<slug:slug>/labs/<slug:lab_slug>/progress/", MyLabProgress.as_view(), name="lab_progress"),
     path("courses/<slug:slug>/labs/<slug:lab_slug>/progress/class/", ClassLabProgress.as_view(), name="lab_class"),
 ]

@@ -22,6 +22,12 @@ class Progress:
     waiting: int
     completed: int
     held: int = 0  # of the waiting, those a sweep going run by run has not let out yet (sweeps/release.py)
+    cancelled: int = 0  # of the done: a run cancelled (by its student, cancel-all, a budget) did not fail
+
+    @property
+    def failed(self) -> int:
+        """Of the done, those that neither completed nor were cancelled: failed, timed out, lost, refused."""
+        return self.done - self.completed - self.cancelled
 
     @property
     def ended(self) -> bool:
@@ -53,6 +59,7 @@ def progress(jobs: list[Job]) -> Progress:
         waiting=sum(state in WAITING for state in states),
         completed=states.count(JobState.COMPLETED),
         held=sum(job.state == JobState.QUEUED and job.submit_attempts == 0 for job in jobs),
+        cancelled=states.count(JobState.CANCELLED),
     )
 
 

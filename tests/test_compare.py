@@ -88,6 +88,8 @@ def test_the_page_shows_the_legend_the_differing_row_and_the_speedup(login, alic
     assert text.count('class="differs" data-param=') == 1 and 'data-param="seconds"' in text
     assert "1.90\N{MULTIPLICATION SIGN}" in text and "1.00\N{MULTIPLICATION SIGN}" in text  # 200 / 105; the baseline 1
     assert '"name": "seconds=2"' in text  # the figures, built on the server
+    legend = text.split('id="compare-legend"', 1)[1].split("</fieldset>", 1)[0]  # the page's one legend
+    assert legend.count("data-run>") == 2 and "seconds=1</label>" in legend and "seconds=2</label>" in legend
     assert "plotly" not in login(alice).get(reverse("jobs:my_jobs")).content.decode()  # loaded on this page only
 
 
@@ -270,10 +272,13 @@ def test_a_running_run_adds_the_trainer_points_not_stored_yet(api_for, make_job,
 
 
 def test_a_class_of_runs_shares_out_the_points_a_chart_draws():
-    """A few runs keep every line's 1,000 points; fifty share 24,000 a chart, so the browser draws a class at once."""
-    assert figures.points_per_line(2) == figures.points_per_line(24) == 1000
-    assert figures.points_per_line(50) == 480 and figures.points_per_line(60) == 400
-    steps = list(range(2000))
-    run = curves.RunCurves({"loss": curves.Curve(steps, [float(s) for s in steps])}, start_ms=0)
+    """A few runs keep every line's 1,000 points; fifty share 10,000 a chart (200 a line, a chart's width), which
+    halves the page a class's comparison sends."""
+    assert figures.points_per_line(2) == figures.points_per_line(10) == 1000
+    assert figures.points_per_line(25) == 400 and figures.points_per_line(50) == figures.points_per_line(60) == 200
+    steps = [float(step) for step in range(2000)]
+    run = curves.RunCurves({"loss": curves.Curve(steps, steps)}, start_ms=0)
     drawn = figures.figures([f"run {i}" for i in range(50)], [run] * 50)
-    assert all(len(trace["x"]) <= 480 for trace in drawn["loss"]["data"]) and len(drawn["loss"]["data"]) == 50
+    assert all(len(trace["x"]) <= 200 for trace in drawn["loss"]["data"]) and len(drawn["loss"]["data"]) == 50
+    assert [trace["uid"] for trace in drawn["loss"]["data"]] == [str(i) for i in range(50)]  # the legend's handle
+    assert drawn["loss"]["layout"]["showlegend"] is False  # the page names the runs once, for every chart

@@ -2,6 +2,7 @@
 see and cancel a session, the conditional and audited moves, the retry-safe reservation task against the fake
 backend, and the job submitted into the reservation of its course's session."""
 
+import html
 from datetime import timedelta
 
 import pytest
@@ -207,7 +208,7 @@ def test_a_student_cannot_book_or_cancel_but_sees_that_a_session_is_on(
     catalog = login(alice).get(reverse("jobs:catalog")).content.decode()
     assert "Lab session on now" in catalog and "4 GPUs held for this course" in catalog
     launch = login(alice).get(reverse("jobs:launch", args=[course.slug, sleep_template.slug])).content.decode()
-    assert "Your jobs on Local SLURM go into the course's reserved GPUs" in launch
+    assert "Your jobs on Local SLURM go into the course's reserved GPUs" in html.unescape(launch)
 
 
 def test_the_catalog_asks_one_query_for_every_courses_session(

@@ -58,12 +58,16 @@ def test_slurm_cluster_admin_shows_slurm_fields_and_the_key_as_its_fingerprint(l
     body = login(admin_user).get(f"/admin/clusters/cluster/{cluster.pk}/change/").content.decode()
     assert "SLURM: login node" in body and "Kubernetes" not in body and "id_api_url" not in body
     assert fingerprint(public) in body and public.split()[1] not in body  # the fingerprint, never the raw key
+    assert (
+        "must be a SLURM operator" in body and "ClusterQueue" not in body
+    )  # the lab-sessions switch, in SLURM's words
 
 
 def test_kubernetes_cluster_admin_shows_no_slurm_fields(login, admin_user):
     cluster = Cluster.objects.create(name="k8s", kind="kubernetes", api_url="https://k8s.example.edu:6443")
     body = login(admin_user).get(f"/admin/clusters/cluster/{cluster.pk}/change/").content.decode()
     assert "Kubernetes: API server" in body and "SLURM" not in body and "id_host" not in body
+    assert "Kueue cohort" in body  # what the lab-sessions switch does here, in Kueue's words
 
 
 def test_new_cluster_form_offers_each_kinds_fields_and_saves_only_the_chosen_kinds(login, admin_user):

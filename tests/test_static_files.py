@@ -9,10 +9,24 @@ import tracemalloc
 import pytest
 from asgiref.sync import async_to_sync
 from django.contrib.staticfiles import finders
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 
 from portal.static_files import StreamingFilesHandler
 
 SIZE = 24 * 2**20
+
+
+@pytest.fixture(autouse=True)
+def _no_database_between_requests():
+    """A static file touches no database, but Django's handler closes stale connections at each request's start and
+    end, and an earlier test in this process may have left one open in this thread: as Django's own test client does,
+    those signals are off while these requests run (else pytest-django refuses the database access)."""
+    for signal in (request_started, request_finished):
+        signal.disconnect(close_old_connections)
+    yield
+    for signal in (request_started, request_finished):
+        signal.connect(close_old_connections)
 
 
 @pytest.fixture

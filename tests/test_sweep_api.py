@@ -211,3 +211,18 @@ def test_the_sweep_list_costs_the_same_queries_for_one_sweep_as_for_three(
     for _ in range(2):
         api_for(alice).post("/api/v1/sweeps/", SWEEP, format="json")
     assert queries() == one
+
+
+def test_the_sweep_page_says_how_its_ended_runs_ended_not_only_that_they_are_done(
+    api_for, login, alice, cluster, sleep_template, sent
+):
+    sweep_id = api_for(alice).post("/api/v1/sweeps/", SWEEP, format="json").json()["id"]
+    runs = Job.objects.filter(sweep_run__sweep_id=sweep_id).order_by("sweep_run__index")
+    for job, state in zip(
+        runs, [JobState.COMPLETED, JobState.CANCELLED, JobState.CANCELLED, JobState.TIMED_OUT], strict=True
+    ):
+        Job.objects.filter(pk=job.pk).update(state=state)
+    body = login(alice).get(f"/sweeps/{sweep_id}/").content.decode()
+    assert "4 of 4 done" in body and "(1 completed, 2 cancelled, 1 failed or timed out)" in body
+    Job.objects.filter(sweep_run__sweep_id=sweep_id).update(state=JobState.COMPLETED)
+    assert 'id="progress-ended"' not in login(alice).get(f"/sweeps/{sweep_id}/").content.decode()

@@ -141,13 +141,19 @@ def evaluate_budgets() -> dict:
 
 @shared_task(name=lab_sessions.MAKE_RESERVATION, autoretry_for=(BackendError,), retry_backoff=5, max_retries=6)
 def make_lab_reservation(session_id: int) -> str:
-    """Make a booked lab session's SLURM reservation (or adopt the one an earlier attempt made)."""
+    """Hold a booked lab session's GPUs as its cluster does (or adopt what an earlier attempt made)."""
     return lab_reservations.make(session_id)
 
 
 @shared_task(name=lab_sessions.REMOVE_RESERVATION, autoretry_for=(BackendError,), retry_backoff=5, max_retries=6)
 def remove_lab_reservation(session_id: int) -> str:
     return lab_reservations.remove(session_id)
+
+
+@shared_task(name=lab_sessions.KEEP_HOLD, autoretry_for=(BackendError,), retry_backoff=5, max_retries=6)
+def keep_lab_session_held(session_id: int) -> str:
+    """A session on now whose cluster holds GPUs only while it is on: held at its start, put back where lost."""
+    return lab_reservations.keep(session_id)
 
 
 @shared_task(name=lab_session_jobs.MOVE_PENDING, autoretry_for=(BackendError,), retry_backoff=5, max_retries=6)
@@ -158,8 +164,8 @@ def move_pending_into_lab_session(session_id: int) -> int:
 
 @shared_task
 def sweep_lab_sessions() -> dict:
-    """The beat task: ended sessions closed and their reservations removed, lost bookings asked for again, and the
-    jobs waiting as a session began moved into it."""
+    """The beat task: ended sessions closed and their GPUs given back, lost bookings asked for again, sessions held
+    only while on checked, and the jobs waiting as a session began moved into it."""
     report = lab_reservations.sweep()
     starting = lab_session_jobs.due()
     for session_id in starting:
@@ -168,6 +174,7 @@ def sweep_lab_sessions() -> dict:
         "ended": len(report.ended),
         "removing": len(report.removing),
         "asked_again": len(report.asked_again),
+        "kept": len(report.kept),
         "moving_pending": len(starting),
     }
 

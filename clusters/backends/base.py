@@ -50,7 +50,6 @@ from .queue import QueueView as QueueView
 
 if TYPE_CHECKING:
     from .accounting import AccountedUsage
-    from .reservations import HeldReservation, ReservationRequest
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,8 @@ class SubmitRequest:
     job_id: uuid.UUID
     script: str  # a batch script, or Kubernetes objects as YAML documents
     namespace: NamespacePlan | None = None
-    reservation: str = ""  # the course's lab session on now: the job goes into its SLURM reservation
+    # The hold of the course's lab session on now, by name, where the kind's holds take jobs in (lab_holds.py).
+    reservation: str = ""
     # An interactive session's secret, made by the portal (jobs/session_tokens.py): the kind hands it to the job
     # outside its script and its run directory, and never logs it.
     session_token: str = field(default="", repr=False)
@@ -264,24 +264,6 @@ class ClusterBackend(ABC):
         """What accounting recorded of these finished jobs, in one call; empty where the cluster keeps no accounting
         (a job with no record is absent)."""
         return {}
-
-    # Lab sessions (courses/lab_sessions.py): GPUs held for a course's users, where the kind can hold them.
-    def create_reservation(self, request: ReservationRequest) -> HeldReservation:
-        """Make the reservation; raises ReservationRefused with SLURM's refusal in words."""
-        raise NotSupported(f"{self.cluster.display_name} cannot hold GPUs for a lab session.")
-
-    def find_reservation(self, name: str) -> HeldReservation | None:
-        """The reservation of that name as the scheduler lists it, or None: a retried create looks first."""
-        raise NotSupported(f"{self.cluster.display_name} cannot hold GPUs for a lab session.")
-
-    def delete_reservation(self, name: str) -> None:
-        """Remove it; one already gone (ended, or removed by hand) is not an error."""
-        raise NotSupported(f"{self.cluster.display_name} cannot hold GPUs for a lab session.")
-
-    def move_into_reservation(self, name: str, scheduler_ids: list[str]) -> list[str]:
-        """Move these pending jobs into the reservation; the ids now waiting in it (a job that started or ended
-        meanwhile is left as it is)."""
-        raise NotSupported(f"{self.cluster.display_name} cannot hold GPUs for a lab session.")
 
     # The queue: why pending jobs wait, read once per poll cycle for every job (clusters/backends/queue.py).
     def queue(self) -> QueueView:

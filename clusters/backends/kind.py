@@ -21,6 +21,7 @@ from clusters.choices import AuthMethod, RunAs
 
 if TYPE_CHECKING:
     from .base import ClusterBackend, NamespacePlan
+    from .lab_holds import LabSessionHolds
     from .queue import QueueSummary
     from .terminal import Terminal
 
@@ -244,8 +245,21 @@ class Kind:
         """The newest load test's name, phase, figures and error (jobs/_load_test.html), or None."""
         return None
 
-    # Lab sessions: GPUs held for a course's users (clusters/backends/reservations.py), where the admin allows it.
-    holds_lab_sessions: ClassVar[bool] = False
+    # Lab sessions: GPUs held for a course during a live lab where the admin allows it, by the kind's holder class
+    # (clusters/backends/lab_holds.py); None where its clusters cannot hold them.
+    lab_holds: ClassVar[type[LabSessionHolds] | None] = None
+
+    @property
+    def holds_lab_sessions(self) -> bool:
+        return self.lab_holds is not None
+
+    def lab_session_holds(self, cluster: Any) -> LabSessionHolds:
+        """How this cluster holds lab sessions; NotSupported where the kind cannot."""
+        from .base import NotSupported
+
+        if self.lab_holds is None:
+            raise NotSupported(f"{cluster.display_name} cannot hold GPUs for a lab session.")
+        return self.lab_holds(self, cluster)
 
     # A shell inside a running job, relayed to the browser by sessions/terminal.py.
     opens_terminals: ClassVar[bool] = False

@@ -5,6 +5,9 @@ reserve GPUs as TRES (the release table below), the reservation asks for `TRES=g
 whole nodes that carry the GPUs (`Nodes=`), and the session holds every GPU on them. Commands are argument lists
 from a fixed vocabulary (`scontrol create|show|delete reservation`); the only values in them are the portal's own
 reservation name, validated numbers, node names SLURM printed and POSIX user names (clusters/identity.py).
+
+`SlurmReservations` is how both SLURM kinds hold a lab session (clusters/backends/lab_holds.py): the reservation is
+made when the session is booked, for its whole window, and the course's jobs are submitted into it by name.
 """
 
 from __future__ import annotations
@@ -14,8 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from clusters.errors import BackendError
-
+from .lab_holds import Held, HoldRefused, HoldRequest, LabSessionHolds
 from .nodes import NodeInfo
 
 NAME = re.compile(r"^gpulab-[a-z0-9-]{1,48}$")
@@ -49,7 +51,7 @@ def release(version_text: str) -> SlurmRelease:
     return next(row for row in RELEASES if version >= row.since)
 
 
-class ReservationRefused(BackendError):
+class ReservationRefused(HoldRefused):
     """SLURM (or the cluster's nodes) cannot hold this session; the message says why in words, and what to do."""
 
 
@@ -205,3 +207,52 @@ def refusal(message: str) -> str:
     said = message.strip().splitlines()[-1] if message.strip() else "no answer"
     words = next((text for pattern, text in REFUSALS if pattern.search(message)), "SLURM refused the reservation.")
     return f"{words} (SLURM: {said[:300]})"
+
+
+class SlurmReservations(LabSessionHolds):
+    """A lab session as a SLURM reservation for the identities the course's jobs run as, made at booking for the
+    session's window; the backend's scontrol vocabulary above does the work."""
+
+    jobs_go_in = True
+    admin_help = (
+        "Instructors may book GPUs for a lab session: the portal makes a reservation for the course's users. The "
+        "service account must be a SLURM operator (sacctmgr modify user NAME set adminlevel=operator); students' "
+        "jobs never run as it, so their scripts cannot make reservations."
+    )
+    booking_note = (
+        "During a session on {cluster} the GPUs are held for this course alone: your students' jobs there go into the "
+        "reservation without them doing anything, and other courses' jobs wait. Where SLURM cannot reserve single "
+        "GPUs, the whole nodes that hold them are reserved."
+    )
+    teacher_note = "Your students' new jobs on {cluster} go into the reservation by themselves."
+    student_note = "Your jobs on {cluster} go into the course's reserved GPUs: launch as usual."
+
+    def most_gpus(self) -> int:
+        """The largest partition's GPUs, as the scheduler last reported them (0: not known yet)."""
+        partitions = (self.cluster.partition_limits or {}).values()
+        return max((p.get("nodes", 0) * p.get("gpus_per_node", 0) for p in partitions), default=0)
+
+    def hold(self, request: HoldRequest) -> Held:
+        if not request.users:
+            raise HoldRefused(
+                "Nobody in the course has a cluster user on this cluster yet, so there is no one to hold GPUs for."
+            )
+        start = max(request.starts_at, request.now)
+        wanted = ReservationRequest(
+            name=request.name,
+            starts_at=start,
+            minutes=max(1, -(-int((request.ends_at - start).total_seconds()) // 60)),
+            gpus=request.gpus,
+            users=request.users,
+        )
+        held = self.backend.find_reservation(wanted.name) or self.backend.create_reservation(wanted)
+        where = f" on {held.nodes}" if held.nodes else ""
+        words = f"The cluster holds {held.gpus} GPU(s){where} as reservation {held.name}."
+        return Held(gpus=held.gpus, words=words, where=held.nodes)
+
+    def release(self, request: HoldRequest) -> str:
+        self.backend.delete_reservation(request.name)
+        return ""
+
+    def move_jobs_in(self, request: HoldRequest, scheduler_ids: list[str]) -> list[str]:
+        return self.backend.move_into_reservation(request.name, scheduler_ids)

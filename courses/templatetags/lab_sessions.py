@@ -4,6 +4,7 @@ from django import template
 from django.utils import timezone
 from django.utils.timesince import timeuntil
 
+from clusters import kinds
 from courses.lab_sessions import current_or_next
 
 register = template.Library()
@@ -16,9 +17,12 @@ def lab_session_notice(session, teaches: bool = False):
     if not session:
         return {"session": None}
     now = timezone.now()
+    holds = kinds.kind_of(session.cluster.kind).lab_holds if session.cluster.kind in kinds.KINDS else None
+    note = (holds.teacher_note if teaches else holds.student_note) if holds else ""
     return {
         "session": session,
         "teaches": teaches,
+        "note": note.format(cluster=session.cluster.display_name),
         "on_now": session.starts_at <= now < session.ends_at,
         "held": session.gpus_held or session.gpus,
         "ends_in": timeuntil(session.ends_at, now, depth=2),

@@ -117,8 +117,9 @@ def test_two_tiny_lm_runs_differing_in_precision_compare_by_precision(
     page = _page(chromium, "phone")
     log_in(page, live_server, "bob")
     page.goto(f"{live_server.url}/compare/?jobs={ids}")
-    legend = page.locator("#chart-loss .legendtext")
+    legend = page.locator("#compare-legend label")
     expect(legend).to_have_text(["precision=fp32", "precision=bf16"], timeout=15_000)
+    expect(page.locator("#chart-loss .scatterlayer .trace")).to_have_count(2)
     expect(page.locator("#compare-parameters tr.differs th")).to_have_text(["Precision"])
     speedup = f"{results[1]['speedup']:.2f}\N{MULTIPLICATION SIGN}"
     expect(page.locator(f'#compare-results tr[data-run="{bf16.pk}"] td.speedup')).to_contain_text(speedup)

@@ -47,6 +47,7 @@ def test_the_sweep_page_shows_the_best_run_and_its_charts_on_a_phone_and_a_lapto
         expect(page.locator("#progress-done")).to_have_text("4 of 4 done")
         expect(page.locator("#best-run")).to_contain_text(runs[1].short_id)  # the lowest final loss, 1.25
         expect(page.locator("#sweep-parcoords .main-svg").first).to_be_visible()
+        page.locator("[data-chart=loss]").scroll_into_view_if_needed()  # drawn once it is in view
         expect(page.locator("[data-chart=loss] .main-svg").first).to_be_visible()
         no_sideways_scroll(page) if width == 390 else None
         page.screenshot(path=f"{SHOTS}/sweep-{width}.png", full_page=True)

@@ -48,7 +48,7 @@ from ..base import (
     SubmitRequest,
     complete_utf8,
 )
-from . import appwrapper, appwrapper_status, kueue, kueue_queue, kueue_status
+from . import appwrapper, appwrapper_status, kueue, kueue_queue, kueue_sessions, kueue_status
 from . import status as kube_status
 from .api import KINDS, NAMESPACE, POD, Conflict, KubeAPI, NotFound, kind_of
 from .manifests import (
@@ -153,9 +153,9 @@ class KubernetesBackend(ClusterBackend):
         (
             "Kubernetes: Kueue",
             {
-                "fields": ["kube_addons", "kueue_cohort", "kueue_flavor"],
+                "fields": ["kube_addons", "kueue_cohort", "kueue_flavor", "lab_reservations"],
                 "description": "Where Test connection finds Kueue, every course's jobs go in the course's queue "
-                "(set per course).",
+                "(set per course), and lab sessions raise the course's queue while they are on.",
             },
         ),
     )
@@ -276,10 +276,12 @@ class KubernetesBackend(ClusterBackend):
                     "“existing Kueue LocalQueue” so that the portal manages the course's queue."
                 ) from None
             return
-        self._apply(kueue.CLUSTER_QUEUE, "", queue.cluster_queue)
+        # A lab session on now keeps its GPUs on the queue (kueue_sessions.py).
+        self._apply(kueue.CLUSTER_QUEUE, "", queue.cluster_queue, keep=kueue_sessions.keep_raise)
         self._apply(kueue.LOCAL_QUEUE, namespace, kueue.local_queue(queue, namespace, course_label))
 
-    def _apply(self, kind, namespace: str, obj: dict) -> None:
+    def _apply(self, kind, namespace: str, obj: dict, keep=None) -> None:
+        """`keep(existing, obj)`: what of the object on the cluster the update keeps."""
         path = kind.item(namespace, name_of(obj))
         try:
             existing = self.api.get(path)
@@ -287,6 +289,7 @@ class KubernetesBackend(ClusterBackend):
             with contextlib.suppress(Conflict):  # another worker made it just now
                 self.api.create(kind.collection(namespace), obj)
             return
+        obj = keep(existing, obj) if keep else obj
         if existing.get("spec") != obj["spec"]:
             dropped = {
                 k: None for k in kueue.OPTIONAL_SPEC if k in (existing.get("spec") or {}) and k not in obj["spec"]

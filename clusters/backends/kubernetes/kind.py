@@ -27,6 +27,7 @@ from ..queue import QueueSummary
 from . import endpoints, kueue, launch, namespaces, notebook, shell
 from .api import kubeconfig_contexts
 from .backend import KubernetesBackend
+from .kueue_sessions import KueueSessionHolds
 from .manifests import ManifestError, dump, preview_context, render_manifests
 
 MPIJOB_KIND = re.compile(r"^\s*kind:\s*MPIJob\s*$", re.MULTILINE)
@@ -47,6 +48,8 @@ class KubernetesKind(Kind):
         "services. The portal's template checks keep a student's values out of code; they do not separate students. "
         "Where students must not reach each other's work, set the course's namespaces to one per student."
     )
+
+    lab_holds = KueueSessionHolds  # the course's ClusterQueue gets a session's GPUs while it is on
 
     opens_terminals = True
     terminal_note = "A login shell in a container of the job's pod, through the Kubernetes API's exec (kubectl exec)."

@@ -1,6 +1,7 @@
 """The `slurm` kind as the registry hands it out: batch scripts submitted over SSH."""
 
 from ..batch import BatchKind
+from ..reservations import SlurmReservations
 from .backend import SlurmBackend
 
 
@@ -9,7 +10,7 @@ class SlurmKind(BatchKind):
     label = "SLURM (over SSH)"
     backend_class = SlurmBackend
     admin_fieldsets = SlurmBackend.admin_fieldsets
-    holds_lab_sessions = True
+    lab_holds = SlurmReservations
     sweeps_as_arrays = True  # one sbatch --array per sweep
 
     def missing_fields(self, cluster) -> dict[str, str]:
