@@ -27,6 +27,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from django.shortcuts import resolve_url
 from starlette.responses import Response
 from yarl import URL
 
@@ -330,7 +331,7 @@ async def _to_login(scope, send) -> None:
     raw = scope.get("raw_path") or scope["path"].encode()
     query = scope.get("query_string") or b""
     back = raw + (b"?" + query if query else b"")
-    location = f"{settings.LOGIN_URL}?next={quote(back.decode('latin-1'), safe='/')}"
+    location = f"{resolve_url(settings.LOGIN_URL)}?next={quote(back.decode('latin-1'), safe='/')}"
     headers = [(b"location", location.encode("latin-1")), (b"content-length", b"0")]
     await send({"type": "http.response.start", "status": 302, "headers": headers})
     await send({"type": "http.response.body", "body": b""})

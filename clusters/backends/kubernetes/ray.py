@@ -125,10 +125,19 @@ def status_of(scheduler_id: str, rayjob: dict, pods: list[dict], raycluster: dic
 def _starting_words(pods: list[dict], raycluster: dict | None) -> str:
     waiting = [p for p in pods if phase(p) in {"Pending", "Unknown"}]
     if waiting:
-        return f"Starting the Ray cluster: {pending_reason(waiting[0])}"
+        return f"Starting the Ray cluster: {_role(waiting[0])}: {pending_reason(waiting[0])}"
     if pods:
         return f"Starting the Ray cluster: {len(pods)} pod(s) started, waiting for the head to be ready"
     return f"Starting the Ray cluster: {cluster_words(raycluster) or 'KubeRay is creating its pods'}"
+
+
+def _role(pod: dict) -> str:
+    """Which of the RayJob's pods this is, as KubeRay labels them: the head, a worker of a group, or the submitter."""
+    pod_labels = (pod.get("metadata") or {}).get("labels") or {}
+    node_type = pod_labels.get(NODE_TYPE_LABEL, "")
+    if node_type == "worker":
+        return f"worker ({pod_labels.get('ray.io/group', '?')})"
+    return node_type or "submitter"
 
 
 def _running_words(ray_job: str, cluster: str) -> str:
@@ -160,7 +169,8 @@ def _failed(
     if reason == "DeadlineExceeded":
         state, words = JobState.TIMED_OUT, "The Ray job ran past the job's time limit; KubeRay stopped it"
     else:
-        words = FAILED_WORDS.get(reason, f"KubeRay reports {reason}").capitalize()
+        said = FAILED_WORDS.get(reason, f"KubeRay reports {reason}")
+        words = said[0].upper() + said[1:]
         if message:
             words += f": {message}"
     code = EXIT_CODE.search(status.get("message", "") or "")
