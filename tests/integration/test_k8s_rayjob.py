@@ -338,3 +338,31 @@ def test_the_ray_dashboard_goes_with_the_job(running_rayjob, web, alice, api_for
     assert job.exit_code == 1 and job.scheduler_state == "AppFailed"
     assert job.error.startswith("The Ray job failed. (KubeRay: Job entrypoint command failed with exit code 1")
     assert get(web, alice, f"/jobs/{job.pk}/dashboard/").status_code == 410
+
+
+def test_a_poll_asks_for_the_namespaces_rayjobs_once_whatever_their_number(
+    worker,
+    api_for,
+    alice,
+    bob,
+    course,
+    ray_cluster,
+    k8s_templates,
+    kueue_kube,  # noqa: F811
+    kuberay,
+    job_state,
+):
+    """Three RayJobs in the course's namespace: a poll cycle lists the namespace's RayJobs once, never once per job."""
+    from jobs.polling import poll_cluster
+
+    jobs = [job_state(launch(api_for, user), "pending") for user in (alice, bob, alice)]
+    for job in jobs:
+        kuberay.initialize(*kuberay.rayjob(job))
+    kueue_kube.clear_requests()
+    report = poll_cluster(ray_cluster.pk)
+    assert report.polled == 3 and not report.error
+    # The session's worker may poll too: its cycles make the same calls, never one per job.
+    asked = {r for r in kueue_kube.requests() if r.startswith("GET ") and r.split("?")[0].endswith("/rayjobs")}
+    assert asked == {
+        f"GET /apis/ray.io/v1/namespaces/{NS}/rayjobs?labelSelector=app.kubernetes.io/managed-by%3Dgpulab-portal"
+    }

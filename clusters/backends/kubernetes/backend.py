@@ -181,6 +181,7 @@ class KubernetesBackend(ClusterBackend):
         self._pending: list[SchedulerStatus] = []  # what this cycle's poll found waiting, for queue()
         self._waiting: list[kueue_queue.Waiting] = []  # of those, the ones waiting in Kueue
         self._usage: dict[str, kueue_status.QueueUsage] = {}  # this cycle's ClusterQueues
+        self._rayjobs: dict[str, dict[str, dict]] = {}  # this cycle's RayJobs: namespace → job → RayJob
 
     @cached_property
     def api(self) -> KubeAPI:
@@ -328,7 +329,7 @@ class KubernetesBackend(ClusterBackend):
                 namespace, job = split_id(scheduler_id)
                 by_namespace[namespace][job] = scheduler_id
         statuses: dict[str, SchedulerStatus] = {}
-        self._waiting, self._usage = [], {}
+        self._waiting, self._usage, self._rayjobs = [], {}, {}
         queued = kueue.uses_kueue(self.cluster)
         if queued:
             self._usage = kueue_queue.cluster_queues(self.api, kueue.CLUSTER_QUEUE)
@@ -381,11 +382,22 @@ class KubernetesBackend(ClusterBackend):
         held = queued is not None and not kueue_status.holds(queued, "Admitted")
         if held and not pods and not kueue_status.holds(queued or {}, "Finished"):
             return kueue_status.waiting(scheduler_id, queued or {})
-        rayjob = self.rayjob(namespace, job)
+        rayjob = self._cycle_rayjob(namespace, job)
         if rayjob is None:
             return None
         raycluster = self._raycluster(namespace, job) if kube_ray.needs_cluster(rayjob, pods) else None
         return kube_ray.status_of(scheduler_id, rayjob, pods, raycluster)
+
+    def _cycle_rayjob(self, namespace: str, job: str) -> dict | None:
+        """The job's RayJob from this poll cycle's one list of the namespace's RayJobs, made when first needed: a
+        cycle asks once per namespace, never once per job."""
+        if namespace not in self._rayjobs:
+            try:
+                found = self.api.list(RAYJOB.collection(namespace), f"{MANAGED_BY_LABEL}={MANAGED_BY}")
+            except NotFound:
+                found = []
+            self._rayjobs[namespace] = {labels(r).get(LABEL_JOB, ""): r for r in found if not labels(r).get(LABEL_ROLE)}
+        return self._rayjobs[namespace].get(job)
 
     def rayjob(self, namespace: str, job: str) -> dict | None:
         """The job's RayJob (the one object of its kind with the job's label), or None."""
