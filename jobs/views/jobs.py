@@ -53,6 +53,7 @@ def detail(request, job_id):
     if server is not None:  # what the kind lets a student do with a running server, and its separate logs
         context["server"] = server
         context["server_refusal"] = servers.refusal(request.user, job)
+        context["in_job_report"] = servers.IN_JOB_REPORT
         context["stream"] = request.GET.get("stream", "")
         if job.scheduler_id and not job.is_terminal:
             try:

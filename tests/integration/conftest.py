@@ -37,8 +37,9 @@ REQUIRED = ["GPULAB_SSH_HOST", "GPULAB_SSH_PORT", "GPULAB_SERVICE_KEY", "GPULAB_
 # except a test marked `slurm_exclusive` (it stops a daemon, reserves the node, holds its GPUs, reads the whole
 # queue): that one waits until the other lanes' tests are done and runs alone (node_turn, below). The exclusive tests
 # run first, one after another, in the first lane, so the node is handed over once, not before each of them; the
-# other tests are dealt to the lanes one by one, longest first, each to the lane with the least to do, which evens
-# out what the lanes do after that block; each lane runs its longest tests first, so the short ones fill its end.
+# other modules are dealt to the lanes whole (a module's tests may share what lives on the node, such as a lab folder
+# in a student's home), longest first, each to the lane with the least to do, to even out what the lanes do after
+# that block; each lane runs its longest tests first, so the short ones fill its end.
 #
 # A test marked `slurm_outage` takes away what every user of the cluster needs (it stops slurmctld, freezes or kills
 # the service account's SSH sessions, changes a partition's limits): besides the node, it waits for and holds off
@@ -97,23 +98,24 @@ def _recorded_seconds() -> dict[str, float]:
 
 def _deal_to_lanes(modules: dict[str, list]) -> Callable:
     """The exclusive tests to the first lane (the other lanes wait through them, so they are not counted against
-    any); then the other tests, longest first, each to the lane with the least to do so far (tests share no fixture
-    narrower than the session, so a module may span lanes). Returns the seconds each test is expected to take."""
+    any); then each module's other tests, whole, longest module first, to the lane with the least to do so far.
+    Returns the seconds each test is expected to take."""
     recorded = _recorded_seconds()
 
     def seconds(item) -> float:
         return recorded.get(item.nodeid.split("@")[0], TEST_SECONDS)
 
     load = dict.fromkeys(SLURM_LANES, 0.0)
-    on_node = [item for tests in modules.values() for item in tests]
-    for item in on_node:
-        if item.get_closest_marker("slurm_exclusive"):
-            item.add_marker(pytest.mark.xdist_group(SLURM_LANES[0]))
-    shared = [item for item in on_node if not item.get_closest_marker("slurm_exclusive")]
-    for item in sorted(shared, key=lambda item: (-seconds(item), item.nodeid)):
+    for tests in modules.values():
+        for item in tests:
+            if item.get_closest_marker("slurm_exclusive"):
+                item.add_marker(pytest.mark.xdist_group(SLURM_LANES[0]))
+    for _, tests in sorted(modules.items(), key=lambda module: -sum(seconds(item) for item in module[1])):
+        shared = [item for item in tests if not item.get_closest_marker("slurm_exclusive")]
         lane = min(SLURM_LANES, key=load.__getitem__)
-        item.add_marker(pytest.mark.xdist_group(lane))
-        load[lane] += seconds(item)
+        for item in shared:
+            item.add_marker(pytest.mark.xdist_group(lane))
+        load[lane] += sum(seconds(item) for item in shared)
     return seconds
 
 
