@@ -154,12 +154,12 @@ def test_a_load_test_just_started_is_awaited_by_name_until_its_pod_shows(login, 
     assert "No load test has run yet" in card() and "every 3s" not in card()  # nothing started: nothing to ask for
     waiting = card("?expect=load-7")
     assert "load-7 is starting" in waiting and f'hx-get="{url}?expect=load-7"' in waiting and "every 3s" in waiting
-    cluster_has[0] = LoadTestReport("load-6", "Succeeded", dict(REPORT))  # an older test's report: still waiting
+    cluster_has[0] = LoadTestReport("load-6-ab12c", "Succeeded", dict(REPORT))  # an older test's pod: still waiting
     assert "load-7 is starting" in card("?expect=load-7")
-    cluster_has[0] = LoadTestReport("load-7", "Running", None)  # its pod: the usual poll, now without the name
+    cluster_has[0] = LoadTestReport("load-7-x4k2p", "Running", None)  # its pod: the usual poll, without the name
     running = card("?expect=load-7")
-    assert "load-7 is running" in running and f'hx-get="{url}"' in running and "every 3s" in running
-    cluster_has[0] = LoadTestReport("load-7", "Succeeded", dict(REPORT))
+    assert "load-7-x4k2p is running" in running and f'hx-get="{url}"' in running and "every 3s" in running
+    cluster_has[0] = LoadTestReport("load-7-x4k2p", "Succeeded", dict(REPORT))
     assert 'id="report-rps">12.35<' in card("?expect=load-7") and "every 3s" not in card("?expect=load-7")
     cluster_has[0] = None
     hostile = card("?expect=%3Cimg%20src%3Dx%20onerror%3D1%3E")  # the name is only ever text and a query value

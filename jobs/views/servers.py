@@ -86,6 +86,7 @@ def load_test_report(request, job_id):
     # A test just started (or the in-job generator of a job not yet running) has no pod to read for a while: the card
     # asks again until one of that name shows, as long as the job can still make one.
     expect = request.GET.get("expect", "")[:120]
-    awaited = expect if expect and job.is_active and (report is None or report.name != expect) else ""
+    found = report is not None and (report.name == expect or report.name.startswith(f"{expect}-"))  # or its pod's
+    awaited = expect if expect and job.is_active and not found else ""
     context = {"job": job, "report": report, "error": error, "awaited": awaited}
     return render(request, "jobs/_load_test.html", context)
