@@ -32,7 +32,7 @@ set +a
 export REDIS_URL="${REDIS_URL%/*}/1"
 export GPULAB_REQUIRE_SERVICES=1 DJANGO_SETTINGS_MODULE=tests.settings
 
-echo "[test] lint and checks"
+echo "[test] $(date +%T) lint and checks"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/lint-imports  # the floor plan: contracts in pyproject.toml [tool.importlinter]
@@ -44,15 +44,15 @@ mypy_log=$(mktemp)
 .venv/bin/mypy >"$mypy_log" 2>&1 &
 mypy_pid=$!
 
-echo "[test] portal: unit and integration tests, in parallel (pytest-xdist; the SLURM node's tests in one group)"
+echo "[test] $(date +%T) portal: unit and integration tests, in parallel (pytest-xdist; the SLURM node's tests in one group)"
 .venv/bin/pytest -n "${GPULAB_TEST_PROCESSES:-5}" --dist loadgroup --durations=25 "$@"
 
-echo "[test] type checker (mypy)"
+echo "[test] $(date +%T) type checker (mypy)"
 status=0
 wait "$mypy_pid" || status=$?
 mypy_pid=
 cat "$mypy_log"
 [ "$status" = 0 ] || exit "$status"
 
-echo "[test] workloads: trainer, inference server, load generator, manifests (CPU)"
+echo "[test] $(date +%T) workloads: trainer, inference server, load generator, manifests (CPU)"
 (cd workloads && .venv/bin/pytest)
