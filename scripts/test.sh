@@ -6,6 +6,7 @@ export GPULAB_LOCAL_DIR=${GPULAB_LOCAL_DIR:-/var/lib/gpulab-local}
 
 if [ "$(id -u)" != 0 ]; then echo "make test runs as root (it installs packages and starts daemons)." >&2; exit 1; fi
 
+echo "[test] $(date +%T) packages, environments and services"
 bash scripts/ensure_packages.sh --test
 bash scripts/sign_on.sh install  # slapd and oidc-provider: the sign-on tests start their own
 
@@ -56,3 +57,4 @@ cat "$mypy_log"
 
 echo "[test] $(date +%T) workloads: trainer, inference server, load generator, manifests (CPU)"
 (cd workloads && .venv/bin/pytest)
+echo "[test] $(date +%T) done"
