@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from clusters.backends.accounting import AccountedUsage, parse_cpu_time, parse_sacct, parse_size
+from clusters.backends.slurm_family.accounting import AccountedUsage, parse_cpu_time, parse_sacct, parse_size
 from clusters.models import Cluster
 from core.choices import JobState
 from jobs.models import Job, JobTemplate, JobUsage

@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from clusters.backends import arrays
 from clusters.backends.slurm.backend import _keyed_by_task
+from clusters.backends.slurm_family import arrays
 from core.templating.params import parse_schema
 from core.templating.rendering import RenderContext, render_script, value_text
 from sweeps.plan import MAX_RUNS, SweepInvalid, expand, plan

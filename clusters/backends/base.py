@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clusters.errors import (  # handed on: every backend raises these
     AuthenticationFailed as AuthenticationFailed,
@@ -47,9 +47,6 @@ from .nodes import NodeInfo as NodeInfo
 from .queue import QueuedJob as QueuedJob
 from .queue import QueueSummary as QueueSummary
 from .queue import QueueView as QueueView
-
-if TYPE_CHECKING:
-    from .accounting import AccountedUsage
 
 
 @dataclass(frozen=True)
@@ -93,8 +90,8 @@ class SubmitRequest:
     # An interactive session's secret, made by the portal (jobs/session_tokens.py): the kind hands it to the job
     # outside its script and its run directory, and never logs it.
     session_token: str = field(default="", repr=False)
-    # A job array (a sweep, SLURM kinds): sbatch's --array ("0-3%2"), and the tasks' values file the kind writes
-    # beside the script (one line per task, read by the script as data: clusters/backends/arrays.py).
+    # A job array (a sweep, on a kind whose sweeps go as arrays): its tasks as the kind spells them (Kind.array_spec),
+    # and the tasks' values file the kind writes beside the script (Kind.array_values: one line per task, data).
     array: str = ""
     task_values: str = ""
 
@@ -166,6 +163,20 @@ class NodeUsage:
     node: str
     cpu_millis: float
     memory_bytes: int
+
+
+@dataclass(frozen=True)
+class AccountedUsage:
+    """One finished job as the cluster's accounting recorded it; None where accounting has no figure."""
+
+    scheduler_id: str
+    elapsed_seconds: int
+    cpu_seconds: float  # user + system time of every step
+    cpus: int
+    gpus: int
+    max_rss_bytes: int | None
+    requested_memory_bytes: int | None
+    time_limit_minutes: int | None
 
 
 @dataclass(frozen=True)

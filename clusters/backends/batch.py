@@ -26,13 +26,15 @@ from core.templating.rendering import (
     render_script,
     unix_lines,
     value_exports,
+    value_text,
 )
 from core.templating.resources import RESOURCES
 from core.templating.script_safety import PLACEHOLDER
 
-from . import arrays, as_student, batch_notebook, lab_files, ssh, terminal
+from . import as_student, batch_notebook, lab_files, ssh, terminal
 from .base import BackendError
 from .kind import ActionRefused, Kind, NotebookAddress, Preview, Rendered, RenderRefused, RenderRequest
+from .slurm_family import accounting, arrays
 
 PREVIEW_JOB_ID = uuid.UUID(int=0)
 
@@ -123,6 +125,16 @@ class BatchKind(Kind):
         except RenderError as exc:
             raise RenderRefused(f"The template cannot be rendered ({exc}); tell your instructor.") from None
         return Rendered(script=script, gpus=requested_gpus(request.values))
+
+    usage_arrives_within = accounting.USAGE_RETRY_SECONDS  # slurmdbd stores an end after slurmctld reports it
+
+    def array_spec(self, indexes: list[int], at_once: int) -> str:
+        return arrays.spec_for(indexes, at_once)
+
+    def array_values(self, schema, runs, swept: tuple[str, ...]) -> str:
+        """Each value as the script spells it (core/templating/rendering.value_text), read by the task as data."""
+        params = {p.name: p for p in schema}
+        return arrays.values_file([(run_id, [value_text(params[n], run[n]) for n in swept]) for run_id, run in runs])
 
     def sweep_as_array(self, swept: tuple[str, ...]) -> bool:
         """Not when a resource is swept: an array's tasks all hold what its one #SBATCH header asks for."""

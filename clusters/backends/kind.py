@@ -13,7 +13,7 @@ Inputs and outputs are the dataclasses below. A kind refuses with its own errors
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -182,6 +182,20 @@ class Kind:
         each rendered with its own values."""
         return self.sweeps_as_arrays
 
+    def array_spec(self, indexes: list[int], at_once: int) -> str:
+        """How the scheduler is asked for an array of these task indexes, at most `at_once` running together
+        (SubmitRequest.array); only for a kind whose sweeps go as arrays."""
+        from .base import NotSupported
+
+        raise NotSupported(f"{self.name} clusters run no job arrays.")
+
+    def array_values(
+        self, schema: Any, runs: Sequence[tuple[uuid.UUID, Mapping[str, Any]]], swept: tuple[str, ...]
+    ) -> str:
+        """The file an array's tasks read their run's id and swept values from (SubmitRequest.task_values), one line
+        per run in task order; "" where the kind's sweeps do not go as arrays."""
+        return ""
+
     def render(self, request: RenderRequest) -> Rendered:
         """The template and values as what will be submitted; RenderRefused names what is wrong."""
         raise RenderRefused(f"Templates cannot be launched on {self.name} clusters yet.")
@@ -244,6 +258,10 @@ class Kind:
     def load_test_report(self, job: Any) -> Any:
         """The newest load test's name, phase, figures and error (jobs/_load_test.html), or None."""
         return None
+
+    # Accounting: what finished jobs used, where the kind's clusters record it (ClusterBackend.usage). The record may
+    # come after the job's end: the poll asks again for this many seconds, and pages say the figures are on their way.
+    usage_arrives_within: ClassVar[int] = 0
 
     # Lab sessions: GPUs held for a course during a live lab where the admin allows it, by the kind's holder class
     # (clusters/backends/lab_holds.py); None where its clusters cannot hold them.

@@ -16,7 +16,7 @@ are validated tokens.
 A sweep's array renders once for all its runs: a swept parameter's placeholder becomes "$GPULAB_P_name" (one
 inert word, as the quoted value would be, in the same places the checks allow) and its flag
 ${GPULAB_ON_name:+--flag}; each task sets those variables from its line of the values file, read as data by
-the `task_block` the kind writes (clusters/backends/arrays.py).
+the `task_block` the kind writes (clusters/backends/slurm_family/arrays.py).
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ from django.utils import timezone
 from clusters.choices import accounting_in_words
 from core.choices import JobState
 
-from .. import arrays, as_student, batch_notebook, reservations, runner_check, ssh, sudo_rule
-from ..accounting import SACCT_FIELDS, AccountedUsage, parse_sacct
+from .. import as_student, batch_notebook, reservations, runner_check, ssh, sudo_rule
 from ..base import (
+    AccountedUsage,
     BackendError,
     ClusterBackend,
     ConnectionReport,
@@ -35,8 +35,10 @@ from ..base import (
     SubmitRejected,
     SubmitRequest,
 )
-from ..hostlist import expand_hostlist
-from ..slurm_states import STATE_MAP, TERMINAL_RAW, never_starts, reason_text, shell_exit_code
+from ..slurm_family import arrays
+from ..slurm_family.accounting import SACCT_FIELDS, parse_sacct
+from ..slurm_family.hostlist import expand_hostlist
+from ..slurm_family.states import STATE_MAP, TERMINAL_RAW, never_starts, reason_text, shell_exit_code
 from . import queue as slurm_queue
 from .text import _GPU_COUNT, _parse_time, parse_minutes
 
@@ -45,7 +47,7 @@ logger = logging.getLogger(__name__)
 COMMENT_PREFIX = "gpulab:"
 SCRIPT_NAME = "job.sh"
 LOG_NAME = "output.log"
-SCHEDULER_ID = re.compile(r"^\d+(_\d+)?$")  # a job, or one task of an array (clusters/backends/arrays.py)
+SCHEDULER_ID = re.compile(r"^\d+(_\d+)?$")  # a job, or one task of an array (clusters/backends/slurm_family/arrays.py)
 # What a job's own account runs; with run_as "sudo" these go through the sudo rule as the student.
 STUDENT_COMMANDS = {"sbatch", "scancel", "squeue"}
 

@@ -1,5 +1,5 @@
 """SLURM's text formats shared by the SSH kind's readers (backend.py, queue.py): durations, times, GRES (host lists:
-clusters/backends/hostlist.py, which both SLURM kinds read)."""
+clusters/backends/slurm_family/hostlist.py, which both SLURM kinds read)."""
 
 from __future__ import annotations
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from clusters.choices import RunAs, accounting_in_words
 
-from .. import arrays, as_student, batch_notebook, runner_check, ssh, tokens
-from ..accounting import AccountedUsage
+from .. import as_student, batch_notebook, runner_check, ssh, tokens
 from ..base import (
+    AccountedUsage,
     BackendError,
     ClusterBackend,
     ConnectionReport,
@@ -33,7 +33,8 @@ from ..base import (
     SchedulerStatus,
     SubmitRequest,
 )
-from ..hostlist import expand_hostlist
+from ..slurm_family import arrays
+from ..slurm_family.hostlist import expand_hostlist
 from . import directives, parsing, versions
 from .client import IMPERSONATION_REFUSED, INVALID_JOB_ID, RestClient, error_messages
 from .errors import ImpersonationRefused, LogsUnavailable, RestRejected, TokenRejected, UnsupportedApi

@@ -7,11 +7,10 @@ from datetime import UTC, datetime
 
 from core.choices import JobState
 
-from .. import arrays
-from ..accounting import AccountedUsage
-from ..base import SchedulerStatus
+from ..base import AccountedUsage, SchedulerStatus
 from ..queue import QueuedJob, QueueView
-from ..slurm_states import (  # one table for both SLURM kinds
+from ..slurm_family import arrays
+from ..slurm_family.states import (  # one table for both SLURM kinds
     FOR_RESOURCES,
     STATE_MAP,
     TERMINAL_RAW,
@@ -54,7 +53,7 @@ def status_of(job: dict) -> SchedulerStatus:
 
 def statuses(answer: dict) -> dict[str, SchedulerStatus]:
     """Every job of a GET …/jobs answer, by scheduler id: an array's task as "<array>_<task>" (its own job id is
-    not its key: clusters/backends/arrays.py), an array's tasks still waiting together once each."""
+    not its key: clusters/backends/slurm_family/arrays.py), an array's tasks still waiting together once each."""
     found = {}
     for job in answer.get("jobs") or []:
         if isinstance(job, dict) and isinstance(job.get("job_id"), int):

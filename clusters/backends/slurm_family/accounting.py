@@ -8,7 +8,8 @@ A cluster without accounting has none of this, and the portal then shows no CPU 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from ..base import AccountedUsage as AccountedUsage  # what sacct's lines become
 
 # slurmdbd stores a job's end after slurmctld reports it: the poll asks again this long after the end, and job pages
 # say the figures are on their way until then.
@@ -18,20 +19,6 @@ SACCT_FIELDS = "JobIDRaw,ElapsedRaw,TotalCPU,AllocCPUS,MaxRSS,ReqMem,AllocTRES,T
 _SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)[nc]?$", re.IGNORECASE)
 _GPU_TRES = re.compile(r"(?:^|,)gres/gpu=(\d+)")
-
-
-@dataclass(frozen=True)
-class AccountedUsage:
-    """One finished job as accounting recorded it; None where accounting has no figure."""
-
-    scheduler_id: str
-    elapsed_seconds: int
-    cpu_seconds: float  # TotalCPU: user + system time of every step
-    cpus: int
-    gpus: int
-    max_rss_bytes: int | None
-    requested_memory_bytes: int | None
-    time_limit_minutes: int | None
 
 
 def parse_size(text: str) -> int | None:
