@@ -237,7 +237,7 @@ class ClusterBackend(ABC):
     def stage_lab_files(self, source: Path) -> int:
         """Copy the bundled workloads into the cluster's lab directory; return the number of files copied."""
 
-    # A running job's own files and nodes (batch kinds: where its JupyterLab listens, backends/batch_notebook.py).
+    # A running job's own files and nodes (e.g. where a job's notebook server says it listens).
     def read_job_file(self, job_id: uuid.UUID, name: str, offset: int, limit: int) -> LogChunk:
         """Part of a file the job wrote in its run directory (a fixed name of the portal's), as the job's identity."""
         raise NotSupported(f"The portal cannot read the files of jobs on {self.cluster.display_name}.")

@@ -18,7 +18,7 @@ from django.utils import timezone
 from clusters.choices import accounting_in_words
 from core.choices import JobState
 
-from .. import as_student, batch_notebook, reservations, runner_check, ssh, sudo_rule
+from .. import as_student, ssh
 from ..base import (
     AccountedUsage,
     BackendError,
@@ -35,7 +35,7 @@ from ..base import (
     SubmitRejected,
     SubmitRequest,
 )
-from ..slurm_family import arrays
+from ..slurm_family import arrays, notebook, reservations, runner_check, sudo_rule
 from ..slurm_family.accounting import SACCT_FIELDS, parse_sacct
 from ..slurm_family.hostlist import expand_hostlist
 from ..slurm_family.states import STATE_MAP, TERMINAL_RAW, never_starts, reason_text, shell_exit_code
@@ -274,19 +274,19 @@ class SlurmBackend(ClusterBackend):
 
     def _hand_over_token(self, request: SubmitRequest) -> None:
         """The session's token for the job to read (and delete) at its start: a 0600 file in its private runtime
-        directory, written as the job's identity, outside the run directory and the script (batch_notebook.py)."""
-        text = batch_notebook.session_file(self.cluster, request.session_token)
+        directory, written as the job's identity, outside the run directory and the script (the wing's notebook.py)."""
+        text = notebook.session_file(self.cluster, request.session_token)
         try:
             if self.student:  # 0700 from the lab directory down, as a run directory (a shared lab's stays 1733)
                 lab = self.student.path(self.cluster.lab_dir)
-                runtime = batch_notebook.runtime_dir(lab, request.job_id)
+                runtime = notebook.runtime_dir(lab, request.job_id)
                 self.student.make_private_dir(runtime, below=lab)
                 with self.student.sftp() as sftp:
-                    batch_notebook.write_session_file(sftp, runtime, text)
+                    notebook.write_session_file(sftp, runtime, text)
                 return
-            runtime = batch_notebook.runtime_dir(self.lab_path(), request.job_id)
+            runtime = notebook.runtime_dir(self.lab_path(), request.job_id)
             with ssh.sftp(self.cluster, self.account) as sftp:
-                batch_notebook.write_session_file(sftp, runtime, text)
+                notebook.write_session_file(sftp, runtime, text)
         except OSError as exc:
             raise BackendError(f"Could not hand the session its token on the cluster: {exc}") from None
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from clusters.choices import RunAs, accounting_in_words
 
-from .. import as_student, batch_notebook, runner_check, ssh, tokens
+from .. import as_student, ssh, tokens
 from ..base import (
     AccountedUsage,
     BackendError,
@@ -33,7 +33,7 @@ from ..base import (
     SchedulerStatus,
     SubmitRequest,
 )
-from ..slurm_family import arrays
+from ..slurm_family import arrays, notebook, runner_check
 from ..slurm_family.hostlist import expand_hostlist
 from . import directives, parsing, versions
 from .client import IMPERSONATION_REFUSED, INVALID_JOB_ID, RestClient, error_messages
@@ -154,7 +154,7 @@ class SlurmRestBackend(ClusterBackend):
         if request.array:
             job["array"] = arrays.checked_spec(request.array)
         if request.session_token:  # the job's environment: never in its script or its run directory
-            job["environment"].update(batch_notebook.session_environment(self.cluster, request.session_token))
+            job["environment"].update(notebook.session_environment(self.cluster, request.session_token))
         body = {"script": request.script, "job": job}
         status, answer = self._actor().request("POST", version.path("job/submit"), body=body)
         errors = error_messages(answer)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .ssh import CommandResult
+from ..ssh import CommandResult
 from .sudo_rule import parse as parse_sudo_rule
 
 SUDO_GROUPS = ("sudo", "wheel", "admin")

@@ -31,10 +31,10 @@ from core.templating.rendering import (
 from core.templating.resources import RESOURCES
 from core.templating.script_safety import PLACEHOLDER
 
-from . import as_student, batch_notebook, lab_files, ssh, terminal
-from .base import BackendError
-from .kind import ActionRefused, Kind, NotebookAddress, Preview, Rendered, RenderRefused, RenderRequest
-from .slurm_family import accounting, arrays
+from .. import as_student, ssh, terminal
+from ..base import BackendError
+from ..kind import ActionRefused, Kind, NotebookAddress, Preview, Rendered, RenderRefused, RenderRequest
+from . import accounting, arrays, lab_files, notebook, srun
 
 PREVIEW_JOB_ID = uuid.UUID(int=0)
 
@@ -92,10 +92,10 @@ class BatchKind(Kind):
         if arrays.TASK_ID.match(scheduler_id):  # a sweep's run: its id and values, which its task read from a file
             exports = [line for line in exports if "=" in line] + [f"export GPULAB_JOB_ID={shlex.quote(str(job.pk))}"]
             exports += value_exports(job.template.schema(), job.params)
-        first = terminal.job_shell_line(exports, run_dir)
+        first = srun.job_shell_line(exports, run_dir)
         if arrays.TASK_ID.match(scheduler_id):  # srun takes a task's own job number, never "<array>_<task>"
             scheduler_id = _task_job_number(job.cluster, account, scheduler_id)
-        return terminal.srun_in_job(job.cluster, account, scheduler_id, cols=cols, rows=rows, first_line=first)
+        return srun.in_job(job.cluster, account, scheduler_id, cols=cols, rows=rows, first_line=first)
 
     def unreadable_files(self, cluster, account, user, paths: dict[str, str]) -> dict[str, str]:
         """Each path opened for reading over SFTP as the job's identity (its own login, or the student's user through
@@ -112,7 +112,7 @@ class BatchKind(Kind):
         """The job's node at the address SLURM records for it, on the port the job reports from the portal's range."""
         if not SLURM_JOB_NUMBER.match(job.scheduler_id or ""):
             raise ActionRefused("This job has no SLURM job number yet; open JupyterLab once it runs.")
-        return batch_notebook.address(self.backend(job.cluster, job.account), job)
+        return notebook.address(self.backend(job.cluster, job.account), job)
 
     def render(self, request: RenderRequest) -> Rendered:
         template, cluster = request.template, request.cluster

@@ -14,6 +14,8 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
+from ..as_student import SFTP_SERVER as SFTP_SERVER  # the path the rule names
+
 # What the portal runs through sudo, by command name: the arguments the rule may pin ("" = any arguments).
 REQUIRED = {
     "sbatch": "",
@@ -25,7 +27,6 @@ REQUIRED = {
     "sftp-server": "",
     "srun": "--jobid=",
 }
-SFTP_SERVER = "/usr/lib/openssh/sftp-server"  # Debian's path; the rule must name the login node's own
 TERMINAL_SRUN = ("--overlap", "--pty", "bash", "-l")  # after --jobid=<id>: the only srun the rule may allow
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish", "su", "sudo", "login", "runuser", "script"}
 EDITORS = {"vi", "vim", "nvim", "view", "nano", "emacs", "ed", "ex", "pico", "joe", "mcedit", "sudoedit", "less"}

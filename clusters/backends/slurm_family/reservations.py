@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from .lab_holds import Held, HoldRefused, HoldRequest, LabSessionHolds
-from .nodes import NodeInfo
+from ..lab_holds import Held, HoldRefused, HoldRequest, LabSessionHolds
+from ..nodes import NodeInfo
 
 NAME = re.compile(r"^gpulab-[a-z0-9-]{1,48}$")
 USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")

@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from .kind import ActionRefused, NotebookAddress, NotebookNotReady
-from .ssh import makedirs
+from ..kind import ActionRefused, NotebookAddress, NotebookNotReady
+from ..ssh import makedirs
 
 PORT_FILE = ".gpulab-notebook.json"
 RUNTIME_DIR = ".gpulab-runtime"  # under the lab directory, beside jobs/: one 0700 folder per session

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import paramiko
 
-from . import as_student, ssh
+from .. import as_student, ssh
 
 
 def _lab(cluster) -> str:
