@@ -8,8 +8,8 @@ import pytest
 
 from clusters.backends.slurm.backend import _keyed_by_task
 from clusters.backends.slurm_family import arrays
+from clusters.backends.slurm_family.script.rendering import RenderContext, render_script, value_text
 from core.templating.params import parse_schema
-from core.templating.rendering import RenderContext, render_script, value_text
 from sweeps.plan import MAX_RUNS, SweepInvalid, expand, plan
 
 SCHEMA = parse_schema(

@@ -24,7 +24,7 @@ import kubernetes_validate
 import yaml
 
 from core.templating.params import Param
-from core.templating.rendering import PLACEHOLDER, not_a_parameter, stray_braces
+from core.templating.placeholders import PLACEHOLDER, not_a_parameter, stray_braces
 
 from . import crds
 

@@ -1,7 +1,7 @@
 """Batch-script templates, as both SLURM kinds (over SSH and through slurmrestd) run them.
 
 The template body is a bash script after the portal's own #SBATCH header; placeholders become shell-quoted words
-(core/templating/rendering.py, checked by core/templating/script_safety.py). A preview is published only if every
+(script/rendering.py, checked by script/safety.py). A preview is published only if every
 placeholder passes those checks and the script passes `bash -n`.
 """
 
@@ -17,7 +17,14 @@ import paramiko
 from clusters.identity import IdentityMissing, account_for
 from clusters.lab_space import files_subdir
 from core.templating.params import SchemaError, parse_schema, requested_gpus
-from core.templating.rendering import (
+from core.templating.placeholders import PLACEHOLDER
+from core.templating.resources import RESOURCES
+
+from .. import as_student, ssh, terminal
+from ..base import BackendError
+from ..kind import ActionRefused, Kind, NotebookAddress, Preview, Rendered, RenderRefused, RenderRequest
+from . import accounting, arrays, lab_files, notebook, srun
+from .script.rendering import (
     RenderContext,
     RenderError,
     bash_syntax_error,
@@ -28,13 +35,6 @@ from core.templating.rendering import (
     value_exports,
     value_text,
 )
-from core.templating.resources import RESOURCES
-from core.templating.script_safety import PLACEHOLDER
-
-from .. import as_student, ssh, terminal
-from ..base import BackendError
-from ..kind import ActionRefused, Kind, NotebookAddress, Preview, Rendered, RenderRefused, RenderRequest
-from . import accounting, arrays, lab_files, notebook, srun
 
 PREVIEW_JOB_ID = uuid.UUID(int=0)
 
@@ -132,7 +132,7 @@ class BatchKind(Kind):
         return arrays.spec_for(indexes, at_once)
 
     def array_values(self, schema, runs, swept: tuple[str, ...]) -> str:
-        """Each value as the script spells it (core/templating/rendering.value_text), read by the task as data."""
+        """Each value as the script spells it (script/rendering.value_text), read by the task as data."""
         params = {p.name: p for p in schema}
         return arrays.values_file([(run_id, [value_text(params[n], run[n]) for n in swept]) for run_id, run in runs])
 

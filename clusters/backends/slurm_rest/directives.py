@@ -1,7 +1,7 @@
 """The portal's #SBATCH header, as slurmrestd job properties.
 
 slurmrestd (22.05) ignores #SBATCH lines in an inline script, so the header the portal wrote
-(core/templating/rendering.py: job name, partition, nodes, tasks, GPUs, CPUs, memory, time) is read back here into
+(slurm_family/script/header.py: job name, partition, nodes, tasks, GPUs, CPUs, memory, time) is read back here into
 the job object. Only the leading comment block counts, as with sbatch; an option this table does not know is refused
 rather than dropped, so a job never runs with less than it asked for.
 """

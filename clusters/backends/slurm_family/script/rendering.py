@@ -7,7 +7,7 @@ Placeholders:
     {{ job_id }}            the portal's job UUID
 
 A quoted value is inert only where bash does nothing more with the word than pass it to a program, so
-`script_safety` checks every placeholder's place with bash's own grammar before anything renders, and refuses
+`safety` checks every placeholder's place with bash's own grammar before anything renders, and refuses
 the rest (arithmetic, [[ ]], eval, bash -c, redirections, here-documents, quotes, #SBATCH lines, …). Every value
 is also exported as GPULAB_P_<name>, for templates that need it inside text ("$GPULAB_P_name"). The portal
 writes the #SBATCH header itself from the resource parameters (the table in resources.py), whose values
@@ -29,10 +29,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import script_safety
-from .params import BUILTIN_PLACEHOLDERS, Param
-from .resources import resource_directives
-from .script_safety import ENV_PREFIX, PLACEHOLDER
+from core.templating.params import BUILTIN_PLACEHOLDERS, Param
+from core.templating.placeholders import PLACEHOLDER, not_a_parameter, stray_braces
+
+from . import safety
+from .header import resource_directives
+from .safety import ENV_PREFIX
 
 DEFAULT_LAB_DIR = "~/gpulab"
 SWEPT_FLAG_PREFIX = "GPULAB_ON_"  # set (to 1) for a swept bool that is true in this task
@@ -101,7 +103,7 @@ def placeholder_problems(body: str, schema: list[Param] | None = None) -> list[s
     dash_prone.update({name: _dash_prone(p) for name, p in names.items()})
     dash_prone.update(dict.fromkeys(BUILTIN_PLACEHOLDERS, False))
     durations = {name for name, p in names.items() if _duration_like(p)}
-    return [str(problem) for problem in script_safety.problems(body, dash_prone, durations)]
+    return [str(problem) for problem in safety.problems(body, dash_prone, durations)]
 
 
 def check_placeholder_contexts(body: str, schema: list[Param] | None = None) -> None:
@@ -164,18 +166,6 @@ def render_body(
     if stray:
         raise RenderError(stray)
     return rendered
-
-
-def not_a_parameter(name: str) -> str:
-    return f"{{{{ {name} }}}} is not a parameter of this template."
-
-
-def stray_braces(text: str) -> str | None:
-    """What to say of a "{{" left once every placeholder is replaced (scripts and Kubernetes YAML alike)."""
-    at = text.find("{{")
-    if at == -1:
-        return None
-    return f"Line {text.count(chr(10), 0, at) + 1}: “{{{{” does not start a placeholder the portal knows."
 
 
 def sbatch_header(values: Mapping[str, Any], ctx: RenderContext) -> list[str]:

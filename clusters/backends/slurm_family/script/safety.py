@@ -26,10 +26,11 @@ from functools import cache, lru_cache
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from . import command_rules as rules
-from .resources import names_in_words
+from core.templating.placeholders import PLACEHOLDER
+from core.templating.resources import names_in_words
 
-PLACEHOLDER = re.compile(r"\{\{\s*([a-z][a-z0-9_]*)\s*(?:\|\s*flag\s*:\s*(-{1,2}[A-Za-z0-9][A-Za-z0-9_=.+-]*)\s*)?\}\}")
+from . import command_rules as rules
+
 ENV_PREFIX = "GPULAB_P_"
 ENV_REF = re.compile(r"(?<![A-Za-z0-9_])GPULAB_P_[A-Za-z0-9_]*")
 # Literal text allowed in the same word as a value: no glob, brace, tilde, quote or expansion characters.
