@@ -114,8 +114,8 @@ class SchedulerStatus:
 class Polled(dict):
     """poll()'s answer: scheduler id → SchedulerStatus, and whether the scheduler's controller itself gave it.
 
-    A kind that can answer from a record kept beside the controller (SLURM accounting: sacct reads slurmdbd, which
-    answers while slurmctld is down) says so with from_controller=False and `note` in words for admins: the states
+    A kind that can answer from a record kept beside the controller (an accounting store that answers while the
+    controller is down) says so with from_controller=False and `note` in words for admins: the states
     are then what the controller last reported, so the cluster is not marked as heard from and pages keep saying
     that states may be out of date (jobs/staleness.py). A plain dict counts as the controller's answer.
     """
@@ -181,7 +181,7 @@ class AccountedUsage:
 
 @dataclass(frozen=True)
 class GpuAllocation:
-    """Which GPU indexes of which node the scheduler gave a job (SLURM GRES IDX)."""
+    """Which GPU indexes of which node the scheduler gave a job."""
 
     scheduler_id: str
     node: str

@@ -148,9 +148,8 @@ class Kind:
     student_logins: ClassVar[bool] = False
     # The shared mode (RunAs.SERVICE) runs jobs as the cluster's shared user (Cluster.shared_user), reached through the
     # service account as a student's own user is, and never as the service account, which holds the portal's
-    # privileges (a sudo rule, SLURM operator level, the slurmrestd SlurmUser's token). False: the kind's service
-    # account runs no code of students itself (Kubernetes: pods run with the pod's identity, in the course's
-    # namespace).
+    # privileges (whatever lets it act for students: docs/cluster-identity.md). False: the kind's service account
+    # runs no code of students itself (its jobs run with an identity the cluster gives them).
     shared_user_mode: ClassVar[bool] = False
 
     def backend(self, cluster: Any, account: Any = None) -> ClusterBackend:
@@ -331,8 +330,6 @@ class Kind:
         """Test connection's one-line answer, above the report's lines."""
         if ok:
             return "Login works"
-        if cluster.run_as == RunAs.SUDO:
-            return "Login works; the sudo rule must change"
         if cluster.run_as == RunAs.SERVICE:
             return "Login works; what is marked below must change before students' jobs run here"
         return "Login problem"

@@ -14,6 +14,7 @@ from typing import Any
 
 import paramiko
 
+from clusters.choices import RunAs
 from clusters.identity import IdentityMissing, account_for
 from clusters.lab_space import files_subdir
 from core.templating.params import SchemaError, parse_schema, requested_gpus
@@ -96,6 +97,11 @@ class BatchKind(Kind):
         if arrays.TASK_ID.match(scheduler_id):  # srun takes a task's own job number, never "<array>_<task>"
             scheduler_id = _task_job_number(job.cluster, account, scheduler_id)
         return srun.in_job(job.cluster, account, scheduler_id, cols=cols, rows=rows, first_line=first)
+
+    def connection_verdict(self, cluster, ok: bool) -> str:
+        if not ok and cluster.run_as == RunAs.SUDO:
+            return "Login works; the sudo rule must change"
+        return super().connection_verdict(cluster, ok)
 
     def unreadable_files(self, cluster, account, user, paths: dict[str, str]) -> dict[str, str]:
         """Each path opened for reading over SFTP as the job's identity (its own login, or the student's user through
