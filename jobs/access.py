@@ -48,6 +48,7 @@ __all__ = [
     "get_course",
     "get_files_cluster",
     "get_job",
+    "get_job_dashboard",
     "get_job_files",
     "get_job_notebook",
     "get_job_terminal",
@@ -243,6 +244,20 @@ def get_job_notebook(user, job_id) -> Job:
         raise PermissionDenied(
             "Only the student who launched this JupyterLab may open it: its pages run their server's code in the "
             "browser. Its session page shows you the time left and the GPU charts."
+        )
+    return job
+
+
+def get_job_dashboard(user, job_id) -> Job:
+    """A job whose dashboard (a Ray cluster's, proxied under /jobs/<id>/dashboard/) the user may open: its owner only,
+    as for JupyterLab, and for the same reason: the dashboard is served by the job's own Ray head, where the student's
+    code runs, and its pages run on the portal's origin. Others who may see the job get 403 (the job page tells them
+    whose it is); anyone else 404."""
+    job = get_job(user, job_id)
+    if job.owner_id != user.pk:
+        raise PermissionDenied(
+            "Only the student who launched this job may open its dashboard: its pages come from the job's own "
+            "cluster and run in the browser. The job page shows you its state, log and charts."
         )
     return job
 

@@ -168,6 +168,8 @@ def apply_status(job: Job, status: SchedulerStatus) -> bool:
 
 
 def _ending_message(job: Job, status: SchedulerStatus) -> str:
+    if status.ending:
+        return status.ending
     if status.state == JobState.TIMED_OUT:
         limit = job.params.get("time_minutes")
         return f"The job reached its time limit{f' of {limit} minutes' if limit else ''} and was stopped."

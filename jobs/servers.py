@@ -87,6 +87,7 @@ def start_load_test(user, job: Job, *, prompts: int = 64, concurrency: int = 8, 
 
 # The figures of a load generator's report (core/load_reports.py) a comparison puts side by side.
 REPORT_FIGURES = load_reports.FIGURES
+IN_JOB_REPORT = load_reports.IN_JOB  # the name the report of a generator in the job's own pod goes by
 
 
 @dataclass(frozen=True)

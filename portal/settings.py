@@ -240,6 +240,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],  # the schema and docs need a login
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # A job's state is one enum in the schema wherever it appears (a job, a lab step's quick fix), under one name.
+    "ENUM_NAME_OVERRIDES": {"JobStateEnum": "core.choices.JobState"},
 }
 
 # Celery: the job row is the record; a task message may come twice and must change nothing the second time.

@@ -45,7 +45,7 @@ mypy_log=$(mktemp)
 mypy_pid=$!
 
 echo "[test] portal: unit and integration tests, in parallel (pytest-xdist; the SLURM node's tests in one group)"
-.venv/bin/pytest -n "${GPULAB_TEST_PROCESSES:-4}" --dist loadgroup --durations=25 "$@"
+.venv/bin/pytest -n "${GPULAB_TEST_PROCESSES:-5}" --dist loadgroup --durations=25 "$@"
 
 echo "[test] type checker (mypy)"
 status=0

@@ -77,15 +77,16 @@ def forget(job_id) -> None:
 
 def upstream_headers(found: NotebookAddress) -> dict[str, str]:
     """What authenticates the portal on the way: the server's token, or the headers of a proxy in between (none
-    where it signs in with a client certificate: the token then travels in the query alone)."""
-    if found.token_in_query:
+    where it signs in with a client certificate: the token then travels in the query alone). A server with no token
+    of its own (a job's dashboard) gets the proxy's headers alone."""
+    if found.token_in_query or not found.token:
         return dict(found.headers)
     return {"Authorization": f"token {found.token}"}
 
 
 def upstream_query(found: NotebookAddress) -> str:
     """The token as a query parameter, where a proxy in between takes the Authorization header for itself."""
-    return urlencode({"token": found.token}) if found.token_in_query else ""
+    return urlencode({"token": found.token}) if found.token_in_query and found.token else ""
 
 
 def upstream_cert(found: NotebookAddress) -> tuple[str, str] | None:
@@ -108,12 +109,14 @@ def _tls_context(ca_pem: str, cert_file: str, key_file: str) -> ssl.SSLContext |
     return context
 
 
-def unrewritten(text: bytes, found: NotebookAddress) -> bytes:
-    """A page without the links a proxy on the way rewrote to its own path: the browser asks the portal's path."""
+def unrewritten(text: bytes, found: NotebookAddress, served_at: str = "/") -> bytes:
+    """A page without the links a proxy on the way rewrote to its own path: the browser asks the portal's path.
+    `served_at`: the portal's path for the server's root ("/" for JupyterLab, which serves under the portal's own
+    path; a job's dashboard serves from its root, which the portal proxies under /jobs/<id>/dashboard/)."""
     if not found.rewritten_prefix:
         return text
     for rewritten in (found.url, found.rewritten_prefix):  # as a whole URL (Location) or as a path (links)
-        text = text.replace(f"{rewritten}/".encode(), b"/")
+        text = text.replace(f"{rewritten}/".encode(), served_at.encode())
     return text
 
 

@@ -1,11 +1,14 @@
-"""The JupyterLab proxy: /jobs/<id>/lab/… (HTTP and WebSockets) to the job's notebook server, through asgiproxy.
+"""The JupyterLab proxy: /jobs/<id>/lab/… (HTTP and WebSockets) to the job's notebook server, through asgiproxy; and
+the same proxy for a job's dashboard (KubeRay's Ray dashboard): /jobs/<id>/dashboard/… to the dashboard's root.
 
-Invariant: every request and every socket is authorized by the access helper (jobs/access.get_job_notebook) before
-anything reaches the server: another student's job answers 404, the same as a missing one, on HTTP and on the
-WebSocket handshake. The server's token is added here (Authorization header) and never sent to the browser; the
-browser's portal cookies and credentials are never sent to the server (it runs the student's code), and the
-server's cookies never reach the browser. Unsafe methods must come from the portal's own pages (Origin).
-Bodies stream both ways; sockets relay frame by frame (kernels, terminals).
+Invariant: every request and every socket is authorized by the access helper (jobs/access.get_job_notebook, or
+get_job_dashboard: the job's owner alone, both) before anything reaches the server: another student's job answers
+404, the same as a missing one, on HTTP and on the WebSocket handshake. The path is normalized first and must stay
+under the job's prefix, so no request reaches anything but that job's server. The server's token is added here
+(Authorization header) and never sent to the browser; the browser's portal cookies and credentials are never sent
+to the server (it runs the student's code), and the server's cookies never reach the browser. Unsafe methods must
+come from the portal's own pages (Origin). Bodies stream both ways; sockets relay frame by frame (kernels,
+terminals). A browser nobody signed in to is sent to sign in to a dashboard; JupyterLab answers it 404.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import posixpath
-from urllib.parse import quote_from_bytes, unquote_to_bytes, urlsplit
+from urllib.parse import quote, quote_from_bytes, unquote_to_bytes, urlsplit
 
 import aiohttp
 from asgiproxy.config import ProxyConfig
@@ -21,8 +24,10 @@ from asgiproxy.context import ProxyContext
 from asgiproxy.proxies.http import convert_proxy_response_to_user_response, get_proxy_response
 from asgiproxy.proxies.websocket import proxy_websocket
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from django.shortcuts import resolve_url
 from starlette.responses import Response
 from yarl import URL
 
@@ -31,7 +36,7 @@ from clusters.backends.kind import ActionRefused, NotebookNotReady
 from core.choices import JobState
 from jobs import access
 
-from . import notebook
+from . import dashboard, notebook
 
 logger = logging.getLogger(__name__)
 
@@ -103,17 +108,21 @@ class Refused(Exception):
         self.status, self.text = status, text
 
 
-def upstream_path(scope, job_id) -> str:
+def upstream_path(scope, job_id, prefix: str | None = None, *, keep_prefix: bool = True) -> str:
     """The request's path as the server gets it: percent-escapes decoded, backslashes read as slashes, `.`, `..` and
     doubled slashes resolved, then each part escaped again; Refused(404) when the result leaves the session's prefix
-    (a `..` or `%2e%2e` reaching past it toward the portal's, or a proxy's, other paths)."""
+    (a `..` or `%2e%2e` reaching past it toward the portal's, or a proxy's, other paths). `prefix`: the session's
+    (JupyterLab's by default); keep_prefix=False: the server serves from its root, which gets the rest after it."""
+    prefix = prefix or notebook.prefix(job_id)
     raw = scope.get("raw_path") or scope["path"].encode()
     decoded = unquote_to_bytes(raw).replace(b"\\", b"/")
     normal = posixpath.normpath(decoded)
     if decoded.endswith(b"/") and not normal.endswith(b"/"):
         normal += b"/"
-    if not normal.startswith(notebook.prefix(job_id).encode()):
+    if not normal.startswith(prefix.encode()):
         raise Refused(404, "No such page.")
+    if not keep_prefix:
+        normal = b"/" + normal[len(prefix) :]
     return "/".join(quote_from_bytes(part, safe=PATH_SAFE) for part in normal.split(b"/"))
 
 
@@ -139,7 +148,7 @@ class ToNotebook(ProxyConfig):
     def process_client_headers(self, *, scope, headers):
         found = scope["gpulab.notebook"]
         kept = {k: v for k, v in headers.items() if k.lower() not in DROP_UPSTREAM}
-        if not _is_static(scope):  # pages come uncompressed, so the token can be taken out of them
+        if not scope["gpulab.compressed"]:  # pages come uncompressed, so the token can be taken out of them
             kept = {k: v for k, v in kept.items() if k.lower() != "accept-encoding"}
         return {**kept, "Host": urlsplit(found.url).netloc, **notebook.upstream_headers(found)}
 
@@ -150,13 +159,14 @@ class ToNotebook(ProxyConfig):
         kept = {k: v for k, v in proxy_response.headers.items() if k.lower() not in dropped}
         if "Location" in kept or "location" in kept:  # a redirect a proxy on the way pointed at its own path
             name = "Location" if "Location" in kept else "location"
-            kept[name] = notebook.unrewritten(kept[name].encode("latin-1"), found).decode("latin-1")
+            location = notebook.unrewritten(kept[name].encode("latin-1"), found, scope["gpulab.served_at"])
+            kept[name] = location.decode("latin-1")
         return kept
 
 
-def _is_static(scope) -> bool:
+def _is_static(path: str) -> bool:
     """JupyterLab's bundles (/lab/static/…): compressed as the browser asks; they never hold the token."""
-    return scope["gpulab.path"].partition("/lab/")[2].startswith("static/")
+    return path.partition("/lab/")[2].startswith("static/")
 
 
 async def proxy_http(*, context: ProxyContext, scope, receive, send) -> None:
@@ -168,7 +178,10 @@ async def proxy_http(*, context: ProxyContext, scope, receive, send) -> None:
         await response(scope, receive, send)
         return
     found = scope["gpulab.notebook"]
-    body = notebook.unrewritten((await upstream.read()).replace(found.token.encode(), b""), found)
+    body = await upstream.read()
+    if found.token:
+        body = body.replace(found.token.encode(), b"")
+    body = notebook.unrewritten(body, found, scope["gpulab.served_at"])
     headers = context.config.process_upstream_headers(scope=scope, proxy_response=upstream)
     headers = {k: v for k, v in headers.items() if k.lower() not in ("content-length", "content-encoding")}
     await Response(content=body, status_code=upstream.status, headers=headers)(scope, receive, send)
@@ -199,6 +212,28 @@ def _authorize(user, job_id):
     return job, found
 
 
+def _authorize_dashboard(user, job_id):
+    """The job and its dashboard's address, or Refused with the status and words the browser gets."""
+    try:
+        job = access.get_job_dashboard(user, job_id)
+    except Http404:
+        raise Refused(404, "No such job.") from None
+    except PermissionDenied as exc:
+        raise Refused(403, str(exc)) from None
+    name = dashboard.name_of(job)
+    if not name:
+        raise Refused(404, "This job has no dashboard.")
+    if job.state != JobState.RUNNING:
+        raise Refused(410, f"The job is not running, so its {name} is gone with its cluster.")
+    try:
+        found = dashboard.address(job)
+    except NotebookNotReady as exc:
+        raise Refused(503, str(exc)) from None
+    except (ActionRefused, BackendError) as exc:
+        raise Refused(502, str(exc)) from None
+    return job, found
+
+
 def _same_origin(scope) -> bool:
     headers = dict(scope.get("headers") or [])
     origin, host = headers.get(b"origin"), headers.get(b"host")
@@ -206,37 +241,100 @@ def _same_origin(scope) -> bool:
 
 
 class NotebookProxy:
+    """JupyterLab under /jobs/<id>/lab/: the server serves under that same path (its base_url), holds a token, and
+    its static bundles come compressed."""
+
+    what = "JupyterLab"
+    keep_prefix = True
+    to_login = False
+
     def __init__(self):
         self.context = ProxyContext(ToNotebook(), max_concurrency=256)
+
+    def prefix(self, job_id) -> str:
+        return notebook.prefix(job_id)
+
+    def authorize(self, user, job_id):
+        return _authorize(user, job_id)
+
+    def forget(self, job_id) -> None:
+        notebook.forget(job_id)
+
+    def compressed(self, path: str) -> bool:
+        return _is_static(path)
+
+    def not_answering(self) -> str:
+        return (
+            "JupyterLab is not answering. If the job still runs, reload in a few seconds; if it keeps failing, "
+            "relaunch the session."
+        )
 
     async def __call__(self, scope, receive, send):
         job_id = scope["url_route"]["kwargs"]["job_id"]
         try:
             if scope["type"] == "http" and scope["method"] in UNSAFE and not _same_origin(scope):
-                raise Refused(403, "Requests to JupyterLab must come from the portal's own pages.")
-            path = upstream_path(scope, job_id)
-            job, found = await database_sync_to_async(_authorize)(scope["user"], job_id)
+                raise Refused(403, f"Requests to the {self.what} must come from the portal's own pages.")
+            path = upstream_path(scope, job_id, self.prefix(job_id), keep_prefix=self.keep_prefix)
+            if self.to_login and scope["type"] == "http" and not getattr(scope.get("user"), "is_authenticated", 0):
+                await _to_login(scope, send)
+                return
+            job, found = await database_sync_to_async(self.authorize)(scope["user"], job_id)
         except Refused as refused:
             await _refuse(scope, send, refused)
             return
-        scope = {**scope, "gpulab.notebook": found, "gpulab.path": path}
+        served_at = "/" if self.keep_prefix else self.prefix(job_id)
+        scope = {
+            **scope,
+            "gpulab.notebook": found,
+            "gpulab.path": path,
+            "gpulab.served_at": served_at,
+            "gpulab.compressed": self.compressed(path),
+        }
         try:
             if scope["type"] == "websocket":
                 await proxy_websocket(context=self.context, scope=scope, receive=receive, send=send)
             else:
                 await proxy_http(context=self.context, scope=scope, receive=receive, send=send)
         except aiohttp.ClientConnectionError as exc:  # the server moved or stopped: find it again next time
-            notebook.forget(job.pk)
-            logger.info("notebook of job %s did not answer at %s: %s", job.pk, found.url, exc)
-            await _refuse(
-                scope,
-                send,
-                Refused(
-                    502,
-                    "JupyterLab is not answering. If the job still runs, reload "
-                    "in a few seconds; if it keeps failing, relaunch the session.",
-                ),
-            )
+            self.forget(job.pk)
+            logger.info("%s of job %s did not answer at %s: %s", self.what, job.pk, found.url, exc)
+            await _refuse(scope, send, Refused(502, self.not_answering()))
+
+
+class DashboardProxy(NotebookProxy):
+    """A job's dashboard (KubeRay's Ray dashboard) under /jobs/<id>/dashboard/: the dashboard serves from its own root
+    (the proxy takes the prefix off), has no token, and pages are read uncompressed to put the prefix back into links
+    a proxy on the way rewrote. Nobody signed in: sent to sign in."""
+
+    what = "dashboard"
+    keep_prefix = False
+    to_login = True
+
+    def prefix(self, job_id) -> str:
+        return dashboard.prefix(job_id)
+
+    def authorize(self, user, job_id):
+        return _authorize_dashboard(user, job_id)
+
+    def forget(self, job_id) -> None:
+        dashboard.forget(job_id)
+
+    def compressed(self, path: str) -> bool:
+        return False
+
+    def not_answering(self) -> str:
+        return "The dashboard is not answering. If the job still runs, reload in a few seconds."
+
+
+async def _to_login(scope, send) -> None:
+    """A browser nobody signed in to: to the login page, and back here after it."""
+    raw = scope.get("raw_path") or scope["path"].encode()
+    query = scope.get("query_string") or b""
+    back = raw + (b"?" + query if query else b"")
+    location = f"{resolve_url(settings.LOGIN_URL)}?next={quote(back.decode('latin-1'), safe='/')}"
+    headers = [(b"location", location.encode("latin-1")), (b"content-length", b"0")]
+    await send({"type": "http.response.start", "status": 302, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
 
 
 async def _refuse(scope, send, refused: Refused) -> None:
@@ -260,3 +358,4 @@ async def _send_refusal(scope, send, refused: Refused) -> None:
 
 
 notebook_proxy = NotebookProxy()
+dashboard_proxy = DashboardProxy()

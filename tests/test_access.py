@@ -164,3 +164,22 @@ class TestApiAccess:
         ]:
             assert key in body
         assert body["owner"] == "alice" and body["template"] == "sleep-echo" and body["cluster"] == "local"
+
+
+def test_a_jobs_dashboard_is_its_owners_alone_as_its_jupyterlab_is(alice_job, alice, bob, carol, ta, instructor):
+    """The Ray dashboard's proxy asks access.get_job_dashboard: the owner; the course's TA and instructor see the job
+    but get 403 (the same answer as for JupyterLab); another student, of this course or another, 404."""
+    from django.contrib.auth.models import AnonymousUser
+    from django.core.exceptions import PermissionDenied
+    from django.http import Http404
+
+    from jobs import access
+
+    assert access.get_job_dashboard(alice, alice_job.pk) == alice_job
+    for user, refusal in ((ta, PermissionDenied), (instructor, PermissionDenied), (bob, Http404), (carol, Http404)):
+        with pytest.raises(refusal):
+            access.get_job_dashboard(user, alice_job.pk)
+        with pytest.raises(refusal):
+            access.get_job_notebook(user, alice_job.pk)
+    with pytest.raises(Http404):
+        access.get_job_dashboard(AnonymousUser(), alice_job.pk)

@@ -156,6 +156,23 @@ def test_builtin_template_passes_only_options_the_portal_images_accept(definitio
             assert f'"{option}"' in source, f"{definition['slug']}: {script.name} has no {option} option"
 
 
+def test_the_rayjob_template_runs_the_trainer_with_options_it_accepts():
+    """A RayJob's entrypoint is run by a shell on the Ray cluster: the program is the trainer the image holds, and its
+    options are train.py's own."""
+    definition = next(d for d in KUBERNETES_TEMPLATES if d["slug"] == "k8s-ray-finetune")
+    schema = parse_schema(definition["parameters"])
+    (rayjob,) = render_manifests(definition["body"], schema, default_values(schema), preview_context())
+    argv = shlex.split(rayjob["spec"]["entrypoint"])
+    assert argv[:2] == ["python", "/app/trainer/train.py"]  # the image's WORKDIR is /app/trainer (Dockerfile)
+    source = OWN_ENTRYPOINTS["gpulab/tinylm-trainer:"].read_text()
+    for option in [a for a in argv[2:] if a.startswith("--")]:
+        assert f'"{option}"' in source, f"train.py has no {option} option"
+    assert {image for image, _ in containers(definition)} == {
+        "gpulab/tinylm-trainer:0.1.0-ray-cuda",
+        "gpulab/tinylm-trainer:0.1.0-ray-cpu",
+    }
+
+
 def test_the_vllm_template_no_longer_runs_a_command_its_old_image_lacked():
     vllm = next(d for d in KUBERNETES_TEMPLATES if d["slug"] == "k8s-vllm-benchmark")
     generator = next(c for _, c in containers(vllm) if c["name"] == "load-generator")

@@ -137,3 +137,33 @@ def test_the_api_schema_documents_the_load_test_figures(api_for, alice):
     assert run.get("nullable") or any(part.get("type") == "null" for part in run.get("oneOf", []))
     figures = schema["components"]["schemas"]["LoadTest"]["properties"]
     assert {"requests_per_s", "ttft_p50_ms", "ttft_p95_ms", "tpot_p50_ms", "tpot_p95_ms"} <= set(figures)
+
+
+def test_a_load_test_just_started_is_awaited_by_name_until_its_pod_shows(login, make_job, alice, monkeypatch):
+    """The Job the portal made has no pod yet when the page first asks: the card keeps asking for that test by name
+    (a card that found no report used to stop asking, and the student saw "No load test has run yet" for good)."""
+    job = make_job(alice, seconds=1)
+    Job.objects.filter(pk=job.pk).update(state="running")
+    cluster_has: list = [None]
+    monkeypatch.setattr(servers, "_kind", lambda job: SimpleNamespace(load_test_report=lambda job: cluster_has[0]))
+    client, url = login(alice), reverse("jobs:load_test_report", args=[job.pk])
+
+    def card(query: str = "") -> str:
+        return client.get(url + query).content.decode()
+
+    assert "No load test has run yet" in card() and "every 3s" not in card()  # nothing started: nothing to ask for
+    waiting = card("?expect=load-7")
+    assert "load-7 is starting" in waiting and f'hx-get="{url}?expect=load-7"' in waiting and "every 3s" in waiting
+    cluster_has[0] = LoadTestReport("load-6", "Succeeded", dict(REPORT))  # an older test's report: still waiting
+    assert "load-7 is starting" in card("?expect=load-7")
+    cluster_has[0] = LoadTestReport("load-7", "Running", None)  # its pod: the usual poll, now without the name
+    running = card("?expect=load-7")
+    assert "load-7 is running" in running and f'hx-get="{url}"' in running and "every 3s" in running
+    cluster_has[0] = LoadTestReport("load-7", "Succeeded", dict(REPORT))
+    assert 'id="report-rps">12.35<' in card("?expect=load-7") and "every 3s" not in card("?expect=load-7")
+    cluster_has[0] = None
+    hostile = card("?expect=%3Cimg%20src%3Dx%20onerror%3D1%3E")  # the name is only ever text and a query value
+    assert "<img" not in hostile and "&lt;img src=x onerror=1&gt; is starting" in hostile
+    assert "?expect=%3Cimg%20src%3Dx%20onerror%3D1%3E" in hostile
+    Job.objects.filter(pk=job.pk).update(state="cancelled")  # an ended job makes no pod: the card stops asking
+    assert "every 3s" not in card("?expect=load-8") and "load-8" not in card("?expect=load-8")

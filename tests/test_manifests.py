@@ -206,7 +206,9 @@ def test_instructor_authors_a_kubernetes_template_and_unsafe_ones_are_not_publis
 
 def test_a_template_runs_exactly_one_workload():
     config = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: b}"
-    with pytest.raises(ManifestError, match="exactly one Deployment, Job, MPIJob or PyTorchJob; this one has 0"):
+    with pytest.raises(
+        ManifestError, match="exactly one Deployment, Job, MPIJob, PyTorchJob or RayJob; this one has 0"
+    ):
         render(config)
     with pytest.raises(ManifestError, match="this one has 2"):
         render(DEPLOYMENT + "\n---\n" + DEPLOYMENT.replace('"{{ job_name }}"', "other", 1))

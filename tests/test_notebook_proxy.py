@@ -144,3 +144,105 @@ def test_a_traversal_is_404_before_the_access_check_or_the_server(db, monkeypatc
     monkeypatch.setattr(notebook_proxy, "_authorize", lambda user, job_id: asked.append(job_id))
     status, _, _ = call(NotebookProxy(), scope_for((PREFIX + "%2e%2e/%2e%2e/%2e%2e/api/v1/jobs/").encode()))
     assert status == 404 and asked == [] and jupyter.seen == []
+
+
+# -- a job's dashboard (KubeRay's Ray dashboard): the same proxy, serving from the dashboard's root ---------------
+DASHBOARD = f"/jobs/{JOB_ID}/dashboard/"
+
+
+@pytest.mark.parametrize(
+    "raw, forwarded",
+    [
+        (DASHBOARD, "/"),
+        (DASHBOARD + "api/jobs/", "/api/jobs/"),
+        (DASHBOARD + "/evil.example/x", "/evil.example/x"),
+        (DASHBOARD + "http://169.254.169.254/latest", "/http:/169.254.169.254/latest"),
+        (DASHBOARD + "a/../logs/%2e/x", "/logs/x"),
+    ],
+)
+def test_a_dashboard_path_reaches_the_dashboards_root_normalized(raw, forwarded):
+    scope = scope_for(raw.encode())
+    assert upstream_path(scope, JOB_ID, DASHBOARD, keep_prefix=False) == forwarded
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        DASHBOARD + "..",
+        DASHBOARD + "../lab/api/status",
+        DASHBOARD + "%2e%2e/%2e%2e/api/v1/namespaces/kube-system/secrets",
+        DASHBOARD + "..%2f..%2f..%2fadmin/",
+        DASHBOARD + "..\\..\\x",
+        DASHBOARD[:-1] + "-other/x",
+    ],
+)
+def test_a_path_leaving_the_dashboards_prefix_is_404(raw):
+    with pytest.raises(Refused) as refused:
+        upstream_path(scope_for(raw.encode()), JOB_ID, DASHBOARD, keep_prefix=False)
+    assert refused.value.status == 404
+
+
+@pytest.fixture
+def ray_head():
+    """A dashboard behind a proxy that rewrites absolute links and Location to its own path, as the API server does."""
+    seen = []
+    proxy_path = "/api/v1/namespaces/ns/services/c-head-svc:8265/proxy"
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.path, dict(self.headers)))
+            if self.path == f"{proxy_path}/old":
+                self.send_response(302)
+                self.send_header("Location", f"{proxy_path}/new")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = f'<a href="{proxy_path}/logs">logs</a><script src="./static/main.js"></script>'.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}{proxy_path}"
+    yield SimpleNamespace(
+        address=NotebookAddress(url=url, token="", token_in_query=True, rewritten_prefix=proxy_path), seen=seen
+    )
+    server.shutdown()
+
+
+def test_the_dashboard_gets_the_rest_of_the_path_and_its_links_come_back_under_the_portals_prefix(
+    db, monkeypatch, ray_head
+):
+    from sessions.notebook_proxy import DashboardProxy
+
+    monkeypatch.setattr(
+        notebook_proxy, "_authorize_dashboard", lambda user, job_id: (SimpleNamespace(pk=job_id), ray_head.address)
+    )
+    scope = scope_for((DASHBOARD + "jobs/").encode())
+    scope["user"] = SimpleNamespace(pk=1, is_authenticated=True)
+    status, headers, body = call(DashboardProxy(), scope)
+    assert status == 200 and f'href="{DASHBOARD}logs"'.encode() in body and b'src="./static/main.js"' in body
+    path, sent = ray_head.seen[-1]
+    assert path.endswith("/proxy/jobs/") and "token" not in path and "Authorization" not in sent
+    scope = scope_for((DASHBOARD + "old").encode())
+    scope["user"] = SimpleNamespace(pk=1, is_authenticated=True)
+    status, headers, _ = call(DashboardProxy(), scope)
+    assert status == 302 and headers["location"] == f"{DASHBOARD}new"
+
+
+def test_nobody_signed_in_is_sent_to_sign_in_before_anything_is_asked(db, monkeypatch, ray_head):
+    from sessions.notebook_proxy import DashboardProxy
+
+    asked = []
+    monkeypatch.setattr(notebook_proxy, "_authorize_dashboard", lambda user, job_id: asked.append(job_id))
+    scope = scope_for((DASHBOARD + "api/jobs/").encode())
+    scope["user"] = SimpleNamespace(pk=None, is_authenticated=False)
+    status, headers, _ = call(DashboardProxy(), scope)
+    assert status == 302 and headers["location"] == f"/login/?next={DASHBOARD}api/jobs/"
+    assert asked == [] and ray_head.seen == []

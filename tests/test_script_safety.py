@@ -2,14 +2,9 @@
 
 import pytest
 
-from clusters.backends.slurm_family.script.rendering import (
-    RenderError,
-    check_placeholder_contexts,
-    placeholder_problems,
-    render_script,
-)
-from clusters.backends.slurm_family.script.safety import problems
+from clusters.backends.slurm_family.script.rendering import RenderError, check_placeholder_contexts, render_script
 from core.templating.params import parse_schema
+from core.templating.shell_safety import placeholder_problems, problems
 
 # v: a value that cannot start with "-" (a string, a bool, a non-negative number); n: one that can.
 CLASSES = {"v": False, "n": True}

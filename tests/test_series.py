@@ -94,7 +94,7 @@ def test_loss_charts_only_for_templates_that_print_training_metrics(sleep_templa
     from jobs.builtin import builtin_definitions
 
     trains = {d["slug"] for d in builtin_definitions() if prints_training_metrics(Job(template=JobTemplate(**d)))}
-    assert trains == {"tiny-lm-single", "tiny-lm-ddp", "k8s-tinylm-train"}
+    assert trains == {"tiny-lm-single", "tiny-lm-ddp", "k8s-tinylm-train", "k8s-ray-finetune"}
 
 
 @pytest.mark.django_db

@@ -109,6 +109,9 @@ class SchedulerStatus:
     finished_at: datetime | None = None
     never_starts: str = ""  # pending for a reason that cannot clear by itself: why, in words for the student
     milestones: tuple[QueueMilestone, ...] = ()  # what the cluster's queue did with it so far (Kueue), oldest first
+    # Why a job ended that did not complete, in words for its page, where the scheduler says more than a state and an
+    # exit code can (a RayJob whose Ray cluster never came up); "" keeps the portal's own sentence.
+    ending: str = ""
 
 
 class Polled(dict):

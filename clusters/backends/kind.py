@@ -26,6 +26,13 @@ if TYPE_CHECKING:
     from .terminal import Terminal
 
 
+DASHBOARD_PATH = "/jobs/{job_id}/dashboard/"  # where the portal proxies a job's dashboard (Kind.dashboard_address)
+
+
+def dashboard_path(job_id) -> str:
+    return DASHBOARD_PATH.format(job_id=job_id)
+
+
 class KindRefusal(Exception):
     """The kind will not do this (render a template, act on a server); the message says why and what to do."""
 
@@ -299,6 +306,17 @@ class Kind:
         """Where the running job's notebook server listens; NotebookNotReady while it starts, ActionRefused or
         BackendError say why it cannot be reached."""
         raise ActionRefused(f"JupyterLab cannot be opened in jobs on {self.name} clusters yet.")
+
+    # A web dashboard the job's own cluster serves (Kubernetes: KubeRay's Ray dashboard), proxied to the job's owner by
+    # sessions/notebook_proxy.py under DASHBOARD_PATH, as JupyterLab is.
+    def dashboard_name(self, job: Any) -> str:
+        """What the job page calls the job's dashboard (e.g. "Ray dashboard"); "" when the job has none."""
+        return ""
+
+    def dashboard_address(self, job: Any) -> NotebookAddress:
+        """Where the running job's dashboard answers (its root at `url`; no token); NotebookNotReady while it starts,
+        ActionRefused or BackendError say why it cannot be reached."""
+        raise ActionRefused(f"Jobs on {self.name} clusters have no dashboard to open.")
 
     def telemetry_note(self, cluster: Any) -> str:
         """A line under a job's charts saying what this cluster cannot measure, or ""."""

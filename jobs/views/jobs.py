@@ -9,6 +9,7 @@ from django.views.decorators.http import require_http_methods
 
 from clusters import kinds
 from clusters.backends import BackendError
+from clusters.backends.kind import dashboard_path
 from core.choices import EventKind, JobState
 from jobs import access, job_page, queue_steps, rightsize, run_columns, servers, status_panel, waiting
 from jobs.cancellation import CancelRefused, request_cancel
@@ -37,7 +38,11 @@ def my_jobs(request):
 @login_required
 def detail(request, job_id):
     job = access.get_job(request.user, job_id)
-    context = {**_status_context(job), "parameters": _labelled_params(job), "rightsize": rightsize.report_for(job)}
+    context = {
+        **_status_context(job, request.user),
+        "parameters": _labelled_params(job),
+        "rightsize": rightsize.report_for(job),
+    }
     context["panel"] = status_panel.render_panel(context)
     kind = kinds.kind_of(job.cluster.kind)
     warning = IdleWarning.objects.filter(job=job).first() if job.state == JobState.RUNNING else None
@@ -48,6 +53,7 @@ def detail(request, job_id):
     if server is not None:  # what the kind lets a student do with a running server, and its separate logs
         context["server"] = server
         context["server_refusal"] = servers.refusal(request.user, job)
+        context["in_job_report"] = servers.IN_JOB_REPORT
         context["stream"] = request.GET.get("stream", "")
         if job.scheduler_id and not job.is_terminal:
             try:
@@ -77,8 +83,9 @@ def _other_runs(user, job) -> list[tuple[Job, str]]:
     return differs
 
 
-def _status_context(job) -> dict:
-    """What the state panel shows: the job, its events, how far it got, and what a cancel would stop."""
+def _status_context(job, viewer=None) -> dict:
+    """What the state panel shows: the job, its events, how far it got, and what a cancel would stop; for `viewer`,
+    the job's dashboard (a RayJob's Ray dashboard) while it runs, which its owner alone opens."""
     events = list(job.events.select_related("actor"))
     points = (recent_curve_points(job.pk) or stored_curve_points(job)) if job.started_at else []
     now = timezone.now()
@@ -97,7 +104,17 @@ def _status_context(job) -> dict:
         "exit_note": job_page.exit_note(job),
         # In the refreshed panel, so the button appears when the job starts and goes when it ends (no reload).
         "opens_terminal": job.state == JobState.RUNNING and kinds.kind_of(job.cluster.kind).opens_terminals,
+        "dashboard": _dashboard(job, viewer),
     }
+
+
+def _dashboard(job, viewer) -> dict | None:
+    """The job's dashboard on its page while it runs: its name, and its path for the owner (others are told whose)."""
+    name = kinds.kind_of(job.cluster.kind).dashboard_name(job) if job.state == JobState.RUNNING else ""
+    if not name:
+        return None
+    own = viewer is not None and viewer.pk == job.owner_id
+    return {"name": name, "url": dashboard_path(job.pk) if own else ""}
 
 
 def _labelled_params(job) -> list[tuple[str, object]]:
@@ -115,7 +132,7 @@ def status(request, job_id):
     """The parts of the job's state panel that changed since the versions in ?seen= (jobs/status_panel.py), for
     the page's poller while the job is not finished; 204 when nothing did."""
     job = access.get_job(request.user, job_id)
-    panel = status_panel.render_panel(_status_context(job))
+    panel = status_panel.render_panel(_status_context(job, request.user))
     changed = panel.changed_since(request.GET.get("seen", ""))
     if not changed:
         return HttpResponse(status=204)

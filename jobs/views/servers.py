@@ -1,5 +1,7 @@
 """Job-page actions for servers: Scale, Try it (streamed), Load test and its report (jobs/servers.py)."""
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, StreamingHttpResponse
@@ -68,6 +70,8 @@ def load_test(request, job_id):
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Load test {name} started; its report appears below when it finishes.")
+        # The card waits for this test by name: its pod may not exist yet when the page asks.
+        return redirect(f"{job.get_absolute_url()}?{urlencode({'load_test': name})}#load-test")
     return redirect(job)
 
 
@@ -79,4 +83,9 @@ def load_test_report(request, job_id):
         report = servers.load_test_report(job)
     except BackendError as exc:
         report, error = None, str(exc)
-    return render(request, "jobs/_load_test.html", {"job": job, "report": report, "error": error})
+    # A test just started (or the in-job generator of a job not yet running) has no pod to read for a while: the card
+    # asks again until one of that name shows, as long as the job can still make one.
+    expect = request.GET.get("expect", "")[:120]
+    awaited = expect if expect and job.is_active and (report is None or report.name != expect) else ""
+    context = {"job": job, "report": report, "error": error, "awaited": awaited}
+    return render(request, "jobs/_load_test.html", context)

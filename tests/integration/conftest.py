@@ -30,20 +30,25 @@ REQUIRED = ["GPULAB_SSH_HOST", "GPULAB_SSH_PORT", "GPULAB_SERVICE_KEY", "GPULAB_
 
 # A parallel run (pytest-xdist, --dist loadgroup) shares one local SLURM node (16 cores, 4 GPUs) between its test
 # processes. The tests that put jobs or reservations on it (the SLURM cluster with the Celery worker or the collector
-# behind it) run in two lanes, two xdist groups, each on one process, one test after another; every other test runs
+# behind it) run in lanes (three by default, GPULAB_SLURM_LANES), xdist groups, each on one process, one test after
+# another; every other test runs
 # beside them. A test process has its own database, Redis database, Celery worker and web server, so the Kubernetes,
-# sign-on, browser and files tests need no lane. The two lanes' tests share the node, each with its own small jobs,
+# sign-on, browser and files tests need no lane. The lanes' tests share the node, each with its own small jobs,
 # except a test marked `slurm_exclusive` (it stops a daemon, reserves the node, holds its GPUs, reads the whole
-# queue): that one waits until the other lane's test is done and runs alone (node_turn, below). The exclusive tests
+# queue): that one waits until the other lanes' tests are done and runs alone (node_turn, below). The exclusive tests
 # run first, one after another, in the first lane, so the node is handed over once, not before each of them; the
-# other modules are dealt to the lanes whole, longest first, to even out what the lanes do after that block, and
-# each lane runs its longest tests first, so the short ones fill its end.
+# other modules are dealt to the lanes whole (a module's tests may share what lives on the node, such as a lab folder
+# in a student's home), longest first, each to the lane with the least to do, to even out what the lanes do after
+# that block; each lane runs its longest tests first, so the short ones fill its end.
 #
 # A test marked `slurm_outage` takes away what every user of the cluster needs (it stops slurmctld, freezes or kills
 # the service account's SSH sessions, changes a partition's limits): besides the node, it waits for and holds off
 # every test outside the lanes that talks to the cluster (the daemons turn). Those tests run at the end of the
 # first lane, when the tests outside the lanes are mostly done, so that few wait for them.
-SLURM_LANES = ("slurm-node", "slurm-node-2")
+SLURM_LANES = tuple(
+    "slurm-node" if lane == 1 else f"slurm-node-{lane}"
+    for lane in range(1, int(os.environ.get("GPULAB_SLURM_LANES", "3")) + 1)
+)
 SLURM_CLUSTERS = {"cluster", "rest_cluster", "lab_cluster"}
 SLURM_DRIVERS = {"worker", "collector"}
 NODE_TURN = Path(tempfile.gettempdir()) / f"gpulab-tests-slurm-node-{os.getuid()}"
@@ -92,8 +97,8 @@ def _recorded_seconds() -> dict[str, float]:
 
 
 def _deal_to_lanes(modules: dict[str, list]) -> Callable:
-    """The exclusive tests to the first lane (the other lane waits through them, so they are not counted against
-    either); then each module's other tests, whole, longest module first, to whichever lane has less to do.
+    """The exclusive tests to the first lane (the other lanes wait through them, so they are not counted against
+    any); then each module's other tests, whole, longest module first, to the lane with the least to do so far.
     Returns the seconds each test is expected to take."""
     recorded = _recorded_seconds()
 

@@ -1,8 +1,8 @@
-"""Kueue's controller, played by the tests: it makes a Job's Workload and writes its status the way Kueue's API types
-define it (kueue.x-k8s.io/v1beta1, Kueue v0.13: conditions QuotaReserved, Admitted, PodsReady, Evicted, Preempted,
-Requeued, Finished with their reasons; status.admission), updates a ClusterQueue's usage, and starts or suspends
-the Job as Kueue does. Each write moves a clock of its own one second on, so every condition's lastTransitionTime
-is a moment of its own, as the real controller's are."""
+"""Kueue's controller, played by the tests: it makes a Job's (PyTorchJob's, RayJob's) Workload and writes its status
+the way Kueue's API types define it (kueue.x-k8s.io/v1beta1, Kueue v0.13: conditions QuotaReserved, Admitted,
+PodsReady, Evicted, Preempted, Requeued, Finished with their reasons; status.admission), updates a ClusterQueue's
+usage, and starts or suspends the Job as Kueue does. Each write moves a clock of its own one second on, so every
+condition's lastTransitionTime is a moment of its own, as the real controller's are."""
 
 from __future__ import annotations
 
@@ -47,6 +47,18 @@ class Kueue:
                 for i, c in enumerate(job["spec"]["components"])
                 for t in [c["template"]["spec"]["template"]]
             ]
+        elif kind == "RayJob":  # Kueue v0.13's RayJob.PodSets: the head, each worker group, the submitter (K8sJobMode)
+            cluster = job["spec"]["rayClusterSpec"]
+            pod_sets = [{"name": "head", "count": 1, "template": cluster["headGroupSpec"]["template"]}]
+            pod_sets += [
+                {
+                    "name": group["groupName"],
+                    "count": group.get("replicas", 1) * group.get("numOfHosts", 1),
+                    "template": group["template"],
+                }
+                for group in cluster.get("workerGroupSpecs", [])
+            ]
+            pod_sets.append({"name": "submitter", "count": 1, "template": job["spec"]["submitterPodTemplate"]})
         else:
             pod_sets = [
                 {"name": "main", "count": job["spec"].get("parallelism", 1), "template": job["spec"]["template"]}

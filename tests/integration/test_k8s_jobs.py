@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 from django.urls import reverse
@@ -300,13 +301,17 @@ def test_try_it_streams_the_bundled_servers_answer_and_load_test_reports(
     assert empty.status_code == 400 and "Write a prompt" in empty.content.decode()
 
     # Load test: the portal creates the load generator's Job next to the server…
-    assert (
-        web.post(
-            reverse("jobs:load_test", args=[job.pk]), {"prompts": 8, "concurrency": 2, "output_len": 8}
-        ).status_code
-        == 302
-    )
+    started = web.post(reverse("jobs:load_test", args=[job.pk]), {"prompts": 8, "concurrency": 2, "output_len": 8})
+    assert started.status_code == 302
     (loadtest,) = kube.items(f"/apis/batch/v1/namespaces/{NS}/jobs", f"gpulab.io/job={job.pk},gpulab.io/role=loadtest")
+    # …and the page it lands on waits for that test by name while the Job has no pod yet.
+    (name,) = parse_qs(urlparse(started["Location"]).query)["load_test"]
+    assert name == loadtest["metadata"]["name"]
+    assert f"?expect={name}" in web.get(started["Location"]).content.decode()
+    assert (
+        f"{name} is starting"
+        in web.get(reverse("jobs:load_test_report", args=[job.pk]), {"expect": name}).content.decode()
+    )
     command = loadtest["spec"]["template"]["spec"]["containers"][0]["command"]
     assert command[command.index("--base-url") + 1] == f"http://{service['metadata']['name']}:11434"
     # …the kubelet runs it: here, the real load generator against the real server, its output as the pod's log.

@@ -161,9 +161,11 @@ def test_error_pages_and_admin_screens(live_server, browser, alice, admin_user, 
     admin.goto(f"{live_server.url}/admin/clusters/cluster/{cluster.pk}/change/")
     admin.screenshot(path=f"{SHOTS}/admin-slurm-cluster-1280.png", full_page=True)
     admin.goto(f"{live_server.url}/admin/clusters/cluster/add/")
-    expect(admin.locator("fieldset.kind-kubernetes").first).to_be_hidden()
+    # A fieldset of one kind's own fields hides when another kind is picked; one both kinds share (lab sessions) stays.
+    expect(admin.locator("fieldset.kind-kubernetes:not(.kind-slurm)").first).to_be_hidden()
+    expect(admin.locator("fieldset.kind-kubernetes.kind-slurm").first).to_be_visible()
     admin.select_option("#id_kind", "kubernetes")
-    expect(admin.locator("fieldset.kind-slurm").first).to_be_hidden()
+    expect(admin.locator("fieldset.kind-slurm:not(.kind-kubernetes)").first).to_be_hidden()
     expect(admin.locator("fieldset.kind-kubernetes").first).to_be_visible()
     admin.screenshot(path=f"{SHOTS}/admin-add-kubernetes-cluster-1280.png", full_page=True)
 

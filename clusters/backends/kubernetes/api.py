@@ -71,6 +71,8 @@ KINDS = {
         Kind("networking.k8s.io/v1", "Ingress", "ingresses"),
         Kind("kubeflow.org/v2beta1", "MPIJob", "mpijobs"),
         Kind("kubeflow.org/v1", "PyTorchJob", "pytorchjobs"),
+        Kind("ray.io/v1", "RayJob", "rayjobs"),
+        Kind("ray.io/v1", "RayCluster", "rayclusters"),
         Kind("metrics.k8s.io/v1beta1", "PodMetrics", "pods"),
         Kind("metrics.k8s.io/v1beta1", "NodeMetrics", "nodes", namespaced=False),
     ]

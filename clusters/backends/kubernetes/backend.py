@@ -49,6 +49,7 @@ from ..base import (
     complete_utf8,
 )
 from . import appwrapper, appwrapper_status, kueue, kueue_queue, kueue_sessions, kueue_status
+from . import ray as kube_ray
 from . import status as kube_status
 from .api import KINDS, NAMESPACE, POD, Conflict, KubeAPI, NotFound, kind_of
 from .manifests import (
@@ -71,6 +72,7 @@ SCHEDULER_ID = re.compile(r"^(?P<namespace>[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)/(
 WORKLOADS = {"Deployment": KINDS[("apps/v1", "Deployment")], "Job": KINDS[("batch/v1", "Job")]}
 MPIJOB = KINDS[("kubeflow.org/v2beta1", "MPIJob")]
 PYTORCHJOB = KINDS[("kubeflow.org/v1", "PyTorchJob")]
+RAYJOB = kube_ray.RAYJOB
 HPA = KINDS[("autoscaling/v2", "HorizontalPodAutoscaler")]
 SERVICE = KINDS[("v1", "Service")]
 # Deleted in this order on cancel: what makes pods first, pods last.
@@ -80,6 +82,7 @@ OWNED = [
     KINDS[("batch/v1", "Job")],
     MPIJOB,
     PYTORCHJOB,
+    RAYJOB,  # its RayCluster and submitter Job go with it (KubeRay owns them); their pods carry the job's label
     HPA,
     KINDS[("networking.k8s.io/v1", "Ingress")],
     SERVICE,
@@ -136,6 +139,19 @@ def name_of(obj: dict) -> str:
     return (obj.get("metadata") or {}).get("name", "")
 
 
+def _owner_kind(queued: dict | None) -> str:
+    """The kind of the object that owns a Kueue Workload (Job, PyTorchJob, RayJob, …), "" when none is. An
+    AppWrapper's state is read from the AppWrapper itself (`_status`'s wrapper), never through this."""
+    owners = ((queued or {}).get("metadata") or {}).get("ownerReferences") or []
+    kinds = set(kueue.OWNER_KINDS) - {"AppWrapper"}
+    return next((o.get("kind", "") for o in owners if o.get("kind") in kinds), "")
+
+
+def _ray_order(pod: dict) -> int:
+    """A RayJob's pods in the order their logs matter: the submitter's (the entrypoint's output), the head, workers."""
+    return {"head": 1, "worker": 2}.get(labels(pod).get(kube_ray.NODE_TYPE_LABEL, ""), 0)
+
+
 class KubernetesBackend(ClusterBackend):
     kind = "kubernetes"
     admin_fieldsets = (
@@ -165,6 +181,7 @@ class KubernetesBackend(ClusterBackend):
         self._pending: list[SchedulerStatus] = []  # what this cycle's poll found waiting, for queue()
         self._waiting: list[kueue_queue.Waiting] = []  # of those, the ones waiting in Kueue
         self._usage: dict[str, kueue_status.QueueUsage] = {}  # this cycle's ClusterQueues
+        self._rayjobs: dict[str, dict[str, dict]] = {}  # this cycle's RayJobs: namespace → job → RayJob
 
     @cached_property
     def api(self) -> KubeAPI:
@@ -312,7 +329,7 @@ class KubernetesBackend(ClusterBackend):
                 namespace, job = split_id(scheduler_id)
                 by_namespace[namespace][job] = scheduler_id
         statuses: dict[str, SchedulerStatus] = {}
-        self._waiting, self._usage = [], {}
+        self._waiting, self._usage, self._rayjobs = [], {}, {}
         queued = kueue.uses_kueue(self.cluster)
         if queued:
             self._usage = kueue_queue.cluster_queues(self.api, kueue.CLUSTER_QUEUE)
@@ -340,7 +357,11 @@ class KubernetesBackend(ClusterBackend):
         if wrapper is not None:  # the AppWrapper has the last word over its Job's pods (retries, resets)
             wrapped = appwrapper_status.status(scheduler_id, wrapper, pods, queued)
             return wrapped if queued is None else self._in_queue(wrapped, namespace, queued)
-        workload = labels(pods[0]).get(LABEL_WORKLOAD, "") if pods else ""
+        workload = labels(pods[0]).get(LABEL_WORKLOAD, "") if pods else _owner_kind(queued)
+        if workload == "RayJob" or (not workload and self._has("kuberay")):
+            status = self._ray_status(namespace, job, scheduler_id, pods, queued)
+            if status is not None or workload == "RayJob":
+                return status if status is None or queued is None else self._in_queue(status, namespace, queued)
         status = kube_status.from_pods(scheduler_id, workload, pods) if workload else None
         # No pods yet, or only ended ones of a run Kueue stopped (evicted, no longer admitted): in Kueue's hands.
         in_queue = not pods or not kueue_status.holds(queued or {}, "Admitted")
@@ -352,6 +373,51 @@ class KubernetesBackend(ClusterBackend):
         if status is None or queued is None:
             return status
         return self._in_queue(status, namespace, queued)
+
+    def _ray_status(
+        self, namespace: str, job: str, scheduler_id: str, pods: list[dict], queued: dict | None
+    ) -> SchedulerStatus | None:
+        """A RayJob's state from its own status (ray.py), never from its pods alone: a Ray cluster's pods run while the
+        Ray job waits, and end when KubeRay removes the cluster. Kueue's words while Kueue has not admitted it."""
+        held = queued is not None and not kueue_status.holds(queued, "Admitted")
+        if held and not pods and not kueue_status.holds(queued or {}, "Finished"):
+            return kueue_status.waiting(scheduler_id, queued or {})
+        rayjob = self._cycle_rayjob(namespace, job)
+        if rayjob is None:
+            return None
+        raycluster = self._raycluster(namespace, job) if kube_ray.needs_cluster(rayjob, pods) else None
+        return kube_ray.status_of(scheduler_id, rayjob, pods, raycluster)
+
+    def _cycle_rayjob(self, namespace: str, job: str) -> dict | None:
+        """The job's RayJob from this poll cycle's one list of the namespace's RayJobs, made when first needed: a
+        cycle asks once per namespace, never once per job."""
+        if namespace not in self._rayjobs:
+            try:
+                found = self.api.list(RAYJOB.collection(namespace), f"{MANAGED_BY_LABEL}={MANAGED_BY}")
+            except NotFound:
+                found = []
+            self._rayjobs[namespace] = {labels(r).get(LABEL_JOB, ""): r for r in found if not labels(r).get(LABEL_ROLE)}
+        return self._rayjobs[namespace].get(job)
+
+    def rayjob(self, namespace: str, job: str) -> dict | None:
+        """The job's RayJob (the one object of its kind with the job's label), or None."""
+        try:
+            items = self.api.list(RAYJOB.collection(namespace), f"{LABEL_JOB}={job}")
+        except NotFound:
+            return None
+        items = [i for i in items if labels(i).get(LABEL_JOB) == job and not labels(i).get(LABEL_ROLE)]
+        return items[0] if items else None
+
+    def _raycluster(self, namespace: str, job: str) -> dict | None:
+        """The RayCluster KubeRay made for the job's RayJob (it carries the RayJob's labels); None where the portal
+        may not read it: it only explains a wait."""
+        try:
+            items = self.api.list(kube_ray.RAYCLUSTER.collection(namespace), f"{LABEL_JOB}={job}")
+        except BackendError as exc:
+            logger.info("cannot read the RayCluster of job %s: %s", job, exc)
+            return None
+        items = [i for i in items if labels(i).get(LABEL_JOB) == job]
+        return items[0] if items else None
 
     def _in_queue(self, status: SchedulerStatus, namespace: str, queued: dict) -> SchedulerStatus:
         """The status with what Kueue did with the job, and, running on borrowed GPUs, what that means."""
@@ -384,7 +450,7 @@ class KubernetesBackend(ClusterBackend):
         found: dict[str, dict] = {}
         for workload in sorted(workloads, key=lambda w: (w.get("metadata") or {}).get("creationTimestamp") or ""):
             for owner in (workload.get("metadata") or {}).get("ownerReferences") or []:
-                if owner.get("kind") in {"Job", "MPIJob", "PyTorchJob", "AppWrapper"} and owner.get("name") in by_name:
+                if owner.get("kind") in kueue.OWNER_KINDS and owner.get("name") in by_name:
                     found[by_name[owner["name"]]] = workload
         return found
 
@@ -473,6 +539,7 @@ class KubernetesBackend(ClusterBackend):
                 (kind is MPIJOB and not self.cluster.has_mpi_operator)
                 or (kind is PYTORCHJOB and not self._has("training_operator"))
                 or (kind is appwrapper.APPWRAPPER and not self._has("appwrapper"))
+                or (kind is RAYJOB and not self._has("kuberay"))
             ):
                 continue
             try:
@@ -511,7 +578,7 @@ class KubernetesBackend(ClusterBackend):
         except NotFound:
             return []
         pods = [p for p in pods if labels(p).get(LABEL_JOB) == job]
-        return sorted(pods, key=lambda p: (bool(labels(p).get(LABEL_ROLE)), name_of(p)))
+        return sorted(pods, key=lambda p: (bool(labels(p).get(LABEL_ROLE)), _ray_order(p), name_of(p)))
 
     @staticmethod
     def _containers(pod: dict) -> list[str]:
@@ -625,6 +692,8 @@ class KubernetesBackend(ClusterBackend):
             missing += self._missing(kueue.NEEDED_ACCESS)
         if addons["appwrapper"]:
             missing += self._missing(appwrapper.NEEDED_ACCESS)
+        if addons["kuberay"]:
+            missing += self._missing(kube_ray.NEEDED_ACCESS)
         lines += missing or ["The portal's identity may do everything it needs."]
         facts = {"server_version": version, "has_mpi_operator": self._serves(MPIJOB), "has_metrics_api": False}
         facts["has_metrics_api"] = self._serves(KINDS[("metrics.k8s.io/v1beta1", "PodMetrics")])

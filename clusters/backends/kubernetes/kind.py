@@ -31,6 +31,7 @@ from .kueue_sessions import KueueSessionHolds
 from .manifests import ManifestError, dump, preview_context, render_manifests
 
 MPIJOB_KIND = re.compile(r"^\s*kind:\s*MPIJob\s*$", re.MULTILINE)
+RAYJOB_KIND = re.compile(r"^kind: RayJob$", re.MULTILINE)  # as manifests.dump writes a job's objects
 
 
 class KubernetesKind(Kind):
@@ -74,6 +75,26 @@ class KubernetesKind(Kind):
         return NotebookAddress(
             url=route.url,
             token=route.token,
+            headers=route.headers,
+            token_in_query=True,
+            ca_pem=route.ca_pem,
+            cert_file=route.cert_file,
+            key_file=route.key_file,
+            rewritten_prefix=route.rewritten_prefix,
+        )
+
+    def dashboard_name(self, job) -> str:
+        return "Ray dashboard" if RAYJOB_KIND.search(job.script or "") else ""
+
+    def dashboard_address(self, job) -> NotebookAddress:
+        """The RayJob's Ray dashboard (its head's service, port 8265) through the API server's proxy (ray.py)."""
+        try:
+            route = notebook.dashboard_route(job)
+        except notebook.NotReady as exc:
+            raise NotebookNotReady(str(exc)) from None
+        return NotebookAddress(
+            url=route.url,
+            token="",
             headers=route.headers,
             token_in_query=True,
             ca_pem=route.ca_pem,

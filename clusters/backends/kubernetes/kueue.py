@@ -24,6 +24,8 @@ VISIBILITY = "visibility.kueue.x-k8s.io/v1beta1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GPU = "nvidia.com/gpu"
 OPTIONAL_SPEC = ("cohort",)  # what the portal leaves out of a queue's spec when the setting is empty
+# The objects Kueue makes a Workload for, owned by them.
+OWNER_KINDS = ("Job", "MPIJob", "PyTorchJob", "RayJob", "AppWrapper")
 
 CLUSTER_QUEUE = Kind(KUEUE, "ClusterQueue", "clusterqueues", namespaced=False)
 LOCAL_QUEUE = Kind(KUEUE, "LocalQueue", "localqueues")
@@ -35,7 +37,12 @@ ADDONS = [
     ("kueue", WORKLOAD, "Kueue (kueue.x-k8s.io/v1beta1)", "jobs go in their course's queue"),
     ("kueue_visibility", PENDING_IN_LOCAL_QUEUE, "Kueue's visibility API", "students see their place in the queue"),
     ("training_operator", Kind("kubeflow.org/v1", "PyTorchJob", "pytorchjobs"), "Training Operator (PyTorchJob)", ""),
-    ("kuberay", Kind("ray.io/v1", "RayJob", "rayjobs"), "KubeRay (RayJob)", ""),
+    (
+        "kuberay",
+        Kind("ray.io/v1", "RayJob", "rayjobs"),
+        "KubeRay (RayJob)",
+        "RayJob templates run, with the Ray dashboard through the portal",
+    ),
     ("appwrapper", Kind("workload.codeflare.dev/v1beta2", "AppWrapper", "appwrappers"), "AppWrapper", ""),
 ]
 
@@ -183,25 +190,44 @@ def put_in_queue(objects: list[dict], queue: str, job_name: str) -> None:
     """Label the job's workload with its queue; a Job is created suspended, for Kueue to start it when admitted.
 
     Kueue's Workload names the object that owns it: the portal finds a job's Workload by that name (one list per
-    namespace per cycle), so a Job, MPIJob, PyTorchJob or AppWrapper must be named {{ job_name }}. An AppWrapper is
-    itself what Kueue admits: it is labelled and suspended, and the Job it wraps is neither (its controller creates
-    the Job only once Kueue has let the AppWrapper go)."""
+    namespace per cycle), so a Job, MPIJob, PyTorchJob, RayJob or AppWrapper must be named {{ job_name }}. An
+    AppWrapper is itself what Kueue admits: it is labelled and suspended, and the Job it wraps is neither (its
+    controller creates the Job only once Kueue has let the AppWrapper go)."""
     for obj in objects:
-        if obj["kind"] not in {"Job", "Deployment", "MPIJob", "PyTorchJob", "AppWrapper"}:
+        if obj["kind"] not in {"Job", "Deployment", *OWNER_KINDS}:
             continue
         obj["metadata"].setdefault("labels", {})[QUEUE_LABEL] = queue
-        if obj["kind"] in {"Job", "MPIJob", "PyTorchJob", "AppWrapper"} and obj["metadata"]["name"] != job_name:
+        if obj["kind"] in OWNER_KINDS and obj["metadata"]["name"] != job_name:
             raise ManifestError(
                 f"On a cluster with Kueue the {obj['kind']} must be named {{{{ job_name }}}}, not "
                 f"{obj['metadata']['name']}."
             )
-        if obj["kind"] in {"Job", "AppWrapper"}:
+        if obj["kind"] in {"Job", "AppWrapper", "RayJob"}:  # a RayJob's own suspend: no Ray cluster until admitted
+            if obj["kind"] == "RayJob":
+                _check_ray_for_kueue(obj["spec"])
             obj["spec"]["suspend"] = True
         elif obj["kind"] in {"MPIJob", "PyTorchJob"}:  # the operators' own suspend, which Kueue's integrations use
             obj["spec"].setdefault("runPolicy", {})["suspend"] = True
         else:  # Kueue's pod integration admits a Deployment's pods one by one, by the label on the pod template
             template = obj["spec"].setdefault("template", {}).setdefault("metadata", {})
             template.setdefault("labels", {})[QUEUE_LABEL] = queue
+
+
+def _check_ray_for_kueue(spec: dict) -> None:
+    """What Kueue v0.13's RayJob webhook refuses, said before anything is sent (rayjob_webhook.go validateCreate)."""
+    cluster = spec.get("rayClusterSpec") or {}
+    workers = cluster.get("workerGroupSpecs") or []
+    if not spec.get("shutdownAfterJobFinishes"):
+        raise ManifestError(
+            "On a cluster with Kueue a RayJob must set shutdownAfterJobFinishes: true (Kueue frees its quota only "
+            "when the Ray cluster is gone)."
+        )
+    if cluster.get("enableInTreeAutoscaling"):
+        raise ManifestError("On a cluster with Kueue a RayJob cannot autoscale (enableInTreeAutoscaling).")
+    if len(workers) > 7:
+        raise ManifestError(f"On a cluster with Kueue a RayJob has at most 7 worker groups, not {len(workers)}.")
+    if any((group or {}).get("groupName") == "head" for group in workers):
+        raise ManifestError("On a cluster with Kueue no worker group of a RayJob may be named head.")
 
 
 def preemption_in_words(preemption: dict, cohort: str) -> str:

@@ -24,6 +24,12 @@ from .manifests import (
 )
 from .namespaces import namespace_for
 
+# Operator kinds a cluster runs only where Test connection found the operator: (kind, Cluster.kube_addons fact, name).
+OPERATORS = [
+    ("PyTorchJob", "training_operator", "Kubeflow Training Operator"),
+    ("RayJob", "kuberay", "KubeRay operator"),
+]
+
 
 class ResourcesRefused(RenderRefused):
     """The objects ask for more than the template or the course allows; the message names the limit."""
@@ -96,12 +102,13 @@ def render(
             ingress = ingress_for(objects, ctx, course.ingress_host)
             if ingress is not None:
                 objects.append(ingress)
-        operator = cluster is not None and (cluster.kube_addons or {}).get("training_operator")
-        if cluster is not None and not operator and any(o["kind"] == "PyTorchJob" for o in objects):
-            raise RenderRefused(
-                f"This template runs a PyTorchJob, and {cluster.display_name} has no Kubeflow Training Operator "
-                "(Test connection finds it). Pick another cluster, or ask an admin to install it."
-            )
+        for kind, addon, operator in OPERATORS:
+            found = cluster is not None and (cluster.kube_addons or {}).get(addon)
+            if cluster is not None and not found and any(o["kind"] == kind for o in objects):
+                raise RenderRefused(
+                    f"This template runs a {kind}, and {cluster.display_name} has no {operator} (Test connection "
+                    "finds it). Pick another cluster, or ask an admin to install it."
+                )
         if cluster is not None and not appwrapper.available(cluster):  # the wrapped Job alone, as a plain Job
             objects = appwrapper.unwrapped(objects)
         if cluster is not None and kueue.uses_kueue(cluster):  # every workload in the course's queue
@@ -115,6 +122,8 @@ def render(
         elif obj["kind"] == "PyTorchJob":  # by the Training Operator, from its runPolicy
             policy = obj["spec"].setdefault("runPolicy", {})
             policy["activeDeadlineSeconds"] = min(policy.get("activeDeadlineSeconds") or limit, limit)
+        elif obj["kind"] == "RayJob":  # by KubeRay, counted from when it starts the Ray cluster (DeadlineExceeded)
+            obj["spec"]["activeDeadlineSeconds"] = min(obj["spec"].get("activeDeadlineSeconds") or limit, limit)
     resources = requested_resources(objects)
     check_resources(template, course, resources)
     return Rendered(script=dump(objects), resources=resources)

@@ -6,6 +6,9 @@ text, and a string that holds a newline, ": ", "{", "---" or "&anchor" is one st
 meet YAML syntax. Then every object is checked:
     - the kind is one the portal manages (no Namespace, ClusterRole, RoleBinding, …);
     - pod specs use no host namespaces, hostPath volumes, privileged containers or other service accounts;
+    - a RayJob brings its own Ray cluster, reachable only through the portal, and takes values only as data (its
+      entrypoint is a shell command line on the Ray head: a value stands there only where a SLURM script may hold
+      one, and not at all in the fields KubeRay pastes into shell command lines);
     - the namespace and the portal's labels are forced;
     - the object validates against the pinned Kubernetes version's schema (kubernetes-validate).
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
+import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
@@ -25,6 +29,7 @@ import yaml
 
 from core.templating.params import Param
 from core.templating.placeholders import PLACEHOLDER, not_a_parameter, stray_braces
+from core.templating.shell_safety import placeholder_problems
 
 from . import crds
 
@@ -54,12 +59,21 @@ ALLOWED_KINDS = {
     ("kubeflow.org/v2beta1", "MPIJob"),  # offered only where the MPI Operator's CRD exists
     ("kubeflow.org/v1", "PyTorchJob"),  # launched only where the Training Operator's CRD exists
     ("workload.codeflare.dev/v1beta2", "AppWrapper"),  # a plain Job where the cluster has no AppWrapper (launch.py)
+    ("ray.io/v1", "RayJob"),  # launched only where KubeRay's CRD exists
 }
-WORKLOAD_KINDS = {"Deployment", "Job", "MPIJob", "PyTorchJob", "AppWrapper"}
+WORKLOAD_KINDS = {"Deployment", "Job", "MPIJob", "PyTorchJob", "AppWrapper", "RayJob"}
 # What an AppWrapper of the portal may wrap: its one Job (the portal follows the Job's pods by their labels).
 WRAPPABLE_KINDS = {("batch/v1", "Job")}
 # Operator kinds whose pod templates sit in a map of replica types: kind → that map's field in the spec.
 REPLICA_SPECS = {"MPIJob": "mpiReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs"}
+# KubeRay (v1.4.2) pastes these RayJob fields into bash command lines (the head's and workers' `ray start`, the
+# submitter's `ray job submit`), or hands them to Ray as YAML or JSON to parse: no value may stand in them.
+RAYJOB_COMMAND_FIELDS = ("runtimeEnvYAML", "metadata", "jobId", "entrypointResources", "clusterSelector")
+RAY_ENTRYPOINT_WORD = re.compile(r"[A-Za-z0-9@%+=:,./_-]+")  # a word no shell on its way changes (shlex's safe set)
+# The submitter pod KubeRay makes when a RayJob names none (common.GetDefaultSubmitterTemplate): what it holds.
+RAY_DEFAULT_SUBMITTER = {
+    "containers": [{"name": "ray-job-submitter", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]
+}
 FORBIDDEN_CAPABILITIES = {"ALL", "SYS_ADMIN", "NET_ADMIN", "SYS_PTRACE", "SYS_MODULE", "DAC_READ_SEARCH"}
 
 
@@ -106,6 +120,7 @@ def render_manifests(body: str, schema: list[Param], values: Mapping[str, Any], 
     params = {p.name: p for p in schema}
     builtins = {"job_id": ctx.job_id, "job_name": ctx.job_name, "namespace": ctx.namespace}
     slots: list[Any] = []
+    names: list[str | None] = []  # each slot's parameter, None for the portal's own values (job_name, …)
 
     def to_token(match: re.Match) -> str:
         name, flag = match.group(1), match.group(2)
@@ -120,6 +135,7 @@ def render_manifests(body: str, schema: list[Param], values: Mapping[str, Any], 
         # As in YAML itself: "{{ n }}" (quoted) is text, {{ n }} (bare) keeps the value's type.
         before, after = match.string[match.start() - 1 : match.start()], match.string[match.end() : match.end() + 1]
         slots.append(_as_text(value) if before in {'"', "'"} and before == after else value)
+        names.append(None if name in builtins else name)
         return f"__gpulab_{len(slots) - 1}__"
 
     text = PLACEHOLDER.sub(to_token, body)
@@ -139,11 +155,15 @@ def render_manifests(body: str, schema: list[Param], values: Mapping[str, Any], 
         if not isinstance(document, dict):
             raise ManifestError("Every YAML document must be one Kubernetes object (a mapping).")
         _check_shell_scripts(document)
-        objects.append(check_object(_fill(document, slots), ctx))
+        entrypoint = _ray_entrypoint(document, slots, names, schema)
+        filled = _fill(document, slots)
+        if entrypoint is not None:
+            filled["spec"]["entrypoint"] = entrypoint
+        objects.append(check_object(filled, ctx))
     workloads = [obj for obj in objects if obj["kind"] in WORKLOAD_KINDS]
     if len(workloads) != 1:
         raise ManifestError(
-            "A Kubernetes template runs exactly one Deployment, Job, MPIJob or PyTorchJob; this one has "
+            "A Kubernetes template runs exactly one Deployment, Job, MPIJob, PyTorchJob or RayJob; this one has "
             f"{len(workloads)}."
         )
     return objects
@@ -184,7 +204,11 @@ def _exec_commands(pod: dict) -> Iterator[tuple[str, list]]:
 
 
 def _check_shell_scripts(document: dict) -> None:
-    """A value inside an `sh -c` script would be read by the shell: values must come in as environment variables."""
+    """A value inside an `sh -c` script would be read by the shell: values must come in as environment variables.
+    In a RayJob, KubeRay pastes container commands and arguments, rayStartParams and several spec fields into bash
+    command lines (or Ray parses them as YAML or JSON): no value may stand in them at all."""
+    if document.get("kind") == "RayJob" and isinstance(document.get("spec"), dict):
+        _check_rayjob_values(document["spec"])
     for pod in pod_specs(document):
         for container, argv in _exec_commands(pod):
             for flag, script in pairwise(argv):
@@ -194,6 +218,84 @@ def _check_shell_scripts(document: dict) -> None:
                         "Pass the value as an environment variable (env: - name: MODEL value: {{ model }}) and "
                         'use "$MODEL" in the script.'
                     )
+
+
+def _mapping(node: Any) -> dict:
+    return node if isinstance(node, dict) else {}
+
+
+def _has_token(node: Any) -> bool:
+    if isinstance(node, dict):
+        return any(_has_token(k) or _has_token(v) for k, v in node.items())
+    if isinstance(node, list):
+        return any(_has_token(item) for item in node)
+    return isinstance(node, str) and bool(TOKEN.search(node))
+
+
+def _check_rayjob_values(spec: dict) -> None:
+    for field in RAYJOB_COMMAND_FIELDS:
+        if _has_token(spec.get(field)):
+            raise ManifestError(
+                f"RayJob: spec.{field} cannot hold a placeholder (KubeRay pastes it into a command line, or Ray "
+                "parses it). Give the value to the containers as an environment variable instead."
+            )
+    cluster = _mapping(spec.get("rayClusterSpec"))
+    groups = [("head", cluster.get("headGroupSpec"))]
+    groups += [(str((g or {}).get("groupName", "?")), g) for g in cluster.get("workerGroupSpecs") or []]
+    for name, group in groups:
+        if isinstance(group, dict) and _has_token(group.get("rayStartParams")):
+            raise ManifestError(
+                f"RayJob: the rayStartParams of group {name} cannot hold a placeholder (KubeRay pastes them into the "
+                "`ray start` command line). Give the value as an environment variable instead."
+            )
+    templates = [(group or {}).get("template") for _, group in groups if isinstance(group, dict)]
+    for template in [*templates, spec.get("submitterPodTemplate")]:
+        for container in ((template or {}).get("spec") or {}).get("containers") or []:
+            argv = [*((container or {}).get("command") or []), *((container or {}).get("args") or [])]
+            if _has_token(argv):
+                raise ManifestError(
+                    f"Container {(container or {}).get('name', '?')}: a RayJob's container commands and arguments "
+                    "cannot hold a placeholder (KubeRay joins them into a bash command line). Use the entrypoint, or "
+                    "an environment variable (env: - name: STEPS value: {{ steps }})."
+                )
+
+
+def _ray_entrypoint(document: dict, slots: list[Any], names: list[str | None], schema: list[Param]) -> str | None:
+    """A RayJob's entrypoint with its values in, or None when the document is no RayJob or has none to fill.
+
+    The entrypoint is a command line: KubeRay's submitter pastes it into `bash -c` (`ray job submit … -- <entrypoint>`)
+    and Ray runs what it submitted with a shell on the head. So it is checked as a SLURM script is (each value an
+    inert argument word: core/templating/shell_safety.py), and a value may only be one plain word that neither
+    shell nor `ray job submit` changes (letters, digits and @ % + = : , . / _ -), which every int, float, bool and
+    string value is; a choice must be one too."""
+    spec = document.get("spec")
+    if document.get("kind") != "RayJob" or not isinstance(spec, dict) or not isinstance(spec.get("entrypoint"), str):
+        return None
+    entrypoint = spec["entrypoint"]
+    if not TOKEN.search(entrypoint):
+        return None
+    params = {p.name: p for p in schema}
+    as_written = TOKEN.sub(
+        lambda m: _as_text(slots[int(m[1])]) if names[int(m[1])] is None else f"{{{{ {names[int(m[1])]} }}}}",
+        entrypoint,
+    )
+    problems = placeholder_problems(as_written, schema)
+    if problems:
+        raise ManifestError("RayJob entrypoint: " + " ".join(problems))
+
+    def word(match: re.Match) -> str:
+        index = int(match[1])
+        text = _as_text(slots[index])
+        if not RAY_ENTRYPOINT_WORD.fullmatch(text):
+            name = names[index] or ""
+            label = params[name].label if name in params else name
+            raise ManifestError(
+                f"RayJob entrypoint: the value {text!r} of {label} is not one plain word (letters, digits and "
+                "@ % + = : , . / _ -); the entrypoint passes through two shells, so only such words may stand in it."
+            )
+        return shlex.quote(text)
+
+    return TOKEN.sub(word, entrypoint)
 
 
 def _fill(node: Any, slots: list[Any]) -> Any:
@@ -225,9 +327,17 @@ def _describe(obj: dict) -> str:
     return f"{obj.get('kind', '?')} “{(obj.get('metadata') or {}).get('name', '?')}”"
 
 
+def ray_groups(spec: dict) -> list[dict]:
+    """A RayJob's Ray cluster groups: the head's, then each worker group's (the mappings that hold their templates)."""
+    cluster = _mapping(spec.get("rayClusterSpec"))
+    groups = [cluster.get("headGroupSpec"), *(cluster.get("workerGroupSpecs") or [])]
+    return [group for group in groups if isinstance(group, dict)]
+
+
 def pod_specs(obj: dict) -> Iterator[dict]:
     """Every pod spec in an object: Deployments and Jobs have one, an MPIJob or PyTorchJob one per replica type, an
-    AppWrapper those of the objects it wraps."""
+    AppWrapper those of the objects it wraps, a RayJob one for its Ray head, one per worker group and its submitter's
+    where it names one."""
     spec = obj.get("spec") or {}
     if obj.get("kind") in {"Deployment", "Job"}:
         yield ((spec.get("template") or {}).get("spec")) or {}
@@ -237,6 +347,11 @@ def pod_specs(obj: dict) -> Iterator[dict]:
     elif obj.get("kind") == "AppWrapper":
         for wrapped in wrapped_objects(obj):
             yield from pod_specs(wrapped)
+    elif obj.get("kind") == "RayJob":
+        for group in ray_groups(spec):
+            yield ((group.get("template") or {}).get("spec")) or {}
+        if isinstance(spec.get("submitterPodTemplate"), dict):
+            yield spec["submitterPodTemplate"].get("spec") or {}
 
 
 def wrapped_objects(obj: dict) -> list[dict]:
@@ -254,6 +369,11 @@ def pod_templates(obj: dict) -> Iterator[dict]:
     elif obj.get("kind") in REPLICA_SPECS:
         for replica in (spec.get(REPLICA_SPECS[obj["kind"]]) or {}).values():
             yield replica.setdefault("template", {})
+    elif obj.get("kind") == "RayJob":
+        for group in ray_groups(spec):
+            yield group.setdefault("template", {})
+        if isinstance(spec.get("submitterPodTemplate"), dict):
+            yield spec["submitterPodTemplate"]
 
 
 def _check(obj: dict, ctx: ManifestContext) -> None:
@@ -264,6 +384,8 @@ def _check(obj: dict, ctx: ManifestContext) -> None:
     if not isinstance(obj.get("metadata"), dict) or not obj["metadata"].get("name"):
         raise ManifestError(f"Every {obj.get('kind')} needs metadata.name (use {{{{ job_name }}}} to keep it unique).")
     what = _describe(obj)
+    if obj.get("kind") == "RayJob":
+        _check_rayjob(obj.get("spec") or {}, what)
     for pod in pod_specs(obj):
         for field in ("hostNetwork", "hostPID", "hostIPC"):
             if pod.get(field):
@@ -287,6 +409,35 @@ def _check(obj: dict, ctx: ManifestContext) -> None:
                 raise ManifestError(f"{what}: capability {sorted(added & FORBIDDEN_CAPABILITIES)[0]} is not allowed.")
 
 
+def _check_rayjob(spec: dict, what: str) -> None:
+    """A RayJob brings its own Ray cluster, whose dashboard only the portal reaches (KubeRay's head service, inside
+    the cluster), and submits its entrypoint itself."""
+    if spec.get("clusterSelector") or not isinstance(spec.get("rayClusterSpec"), dict):
+        raise ManifestError(
+            f"{what}: a RayJob must bring its own Ray cluster (spec.rayClusterSpec); clusterSelector would run it on "
+            "a cluster that is not the job's."
+        )
+    head = spec["rayClusterSpec"].get("headGroupSpec") or {}
+    if head.get("enableIngress"):
+        raise ManifestError(f"{what}: enableIngress would publish the Ray dashboard outside the portal.")
+    if head.get("serviceType", "ClusterIP") != "ClusterIP":
+        raise ManifestError(
+            f"{what}: the Ray head's service must be ClusterIP (a {head['serviceType']} would publish the Ray "
+            "dashboard outside the portal); students open it from the job page."
+        )
+    if head.get("headService") is not None:
+        raise ManifestError(
+            f"{what}: headGroupSpec.headService is not allowed; the portal reaches the Ray dashboard at the head "
+            "service KubeRay names itself (<cluster>-head-svc)."
+        )
+    mode = spec.get("submissionMode", "K8sJobMode")
+    if mode not in {"K8sJobMode", "HTTPMode"}:
+        raise ManifestError(
+            f"{what}: submissionMode {mode} is not allowed; use K8sJobMode (the default) or HTTPMode, so KubeRay "
+            "submits the entrypoint itself."
+        )
+
+
 def _own_labels(labels: dict | None) -> dict:
     """A template's labels without any in the portal's own prefix: those only the portal sets."""
     return {k: v for k, v in (labels or {}).items() if not str(k).startswith("gpulab.io/") and k != MANAGED_BY_LABEL}
@@ -308,6 +459,9 @@ def _validate(obj: dict) -> None:
             crds.validate(obj)
         except crds.SchemaInvalid as exc:
             raise ManifestError(f"{_describe(obj)} is not a valid {obj['apiVersion']} {obj['kind']}: {exc}") from None
+        if obj.get("kind") == "RayJob":  # KubeRay's CRD embeds core/v1 PodTemplateSpec: checked as Kubernetes' own
+            for template in pod_templates(obj):
+                _validate_pod_template(obj, template)
         return
     try:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
@@ -318,6 +472,17 @@ def _validate(obj: dict) -> None:
         path = ".".join(str(p) for p in exc.path) or "(the object)"
         raise ManifestError(
             f"{_describe(obj)} is not valid Kubernetes {KUBERNETES_VERSION}: {path}: {exc.message}"
+        ) from None
+
+
+def _validate_pod_template(obj: dict, template: dict) -> None:
+    holder = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "pod"}, "template": template}
+    try:
+        kubernetes_validate.validate(holder, KUBERNETES_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        path = ".".join(str(p) for p in list(exc.path)[1:]) or "(the pod template)"
+        raise ManifestError(
+            f"{_describe(obj)}: a pod template is not valid Kubernetes {KUBERNETES_VERSION}: {path}: {exc.message}"
         ) from None
 
 
@@ -370,6 +535,24 @@ def _pods_at_once(obj: dict, autoscaled: dict[str, int]) -> Iterator[tuple[dict,
     elif obj["kind"] == "AppWrapper":
         for wrapped in wrapped_objects(obj):
             yield from _pods_at_once(wrapped, autoscaled)
+    elif obj["kind"] == "RayJob":
+        yield from _ray_pods(spec)
+
+
+def _ray_pods(spec: dict) -> Iterator[tuple[dict, int]]:
+    """A RayJob's pods at most: the head, each worker group's replicas (its maximum where Ray autoscales) times its
+    hosts, and the submitter KubeRay starts in K8sJobMode (the one the job names, else KubeRay's default)."""
+    cluster = spec.get("rayClusterSpec") or {}
+    head, *workers = ray_groups(spec)
+    yield ((head.get("template") or {}).get("spec") or {}), 1
+    for group in workers:
+        replicas = max(int(group.get("replicas") or 0), int(group.get("minReplicas") or 0))
+        if cluster.get("enableInTreeAutoscaling"):
+            replicas = max(replicas, int(group.get("maxReplicas") or 0))
+        yield ((group.get("template") or {}).get("spec") or {}), replicas * int(group.get("numOfHosts") or 1)
+    if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
+        submitter = spec.get("submitterPodTemplate")
+        yield ((submitter or {}).get("spec") or {}) if submitter else RAY_DEFAULT_SUBMITTER, 1
 
 
 def requested_resources(objects: list[dict]) -> Resources:

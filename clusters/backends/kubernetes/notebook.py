@@ -11,6 +11,9 @@ wrote it to), so no pod port has to be open to the portal. Two things differ fro
 - the API server rewrites absolute links in HTML pages and Location headers to go through its proxy path; the portal
   takes that prefix out again (`rewritten_prefix`), so the browser keeps asking the portal's own path.
 Only the Service and the Secret that carry this job's label are used, whatever the job's script says.
+
+A RayJob's Ray dashboard is reached the same way (dashboard_route), at its Ray head's service on port 8265, which
+serves from its root and needs no token (ray.py says which service that is and why no other).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 
 from ..base import BackendError
 from ..kind import ActionRefused
+from . import ray
 from .api import KINDS
 from .backend import SERVICE, KubernetesBackend, labels, name_of, split_id
 from .manifests import LABEL_JOB, SESSION_SECRET_SUFFIX
@@ -120,6 +124,50 @@ def route(job) -> ServiceRoute:
     return ServiceRoute(
         url=api.host + path,
         token=token,
+        headers=api.headers,
+        ca_pem=api.ca_pem,
+        rewritten_prefix=path,
+        cert_file=api.cert_file,
+        key_file=api.key_file,
+    )
+
+
+# -- a RayJob's Ray dashboard -----------------------------------------------------------------------------------
+def dashboard_route(job) -> ServiceRoute:
+    """Where the running job's Ray dashboard answers the portal; NotReady while its Ray cluster starts."""
+    if not job.scheduler_id:
+        raise NotReady("The Ray dashboard opens once the job's Ray cluster runs.")
+    backend = KubernetesBackend(job.cluster, job.account)
+    namespace, job_uuid = split_id(job.scheduler_id)
+    rayjob = backend.rayjob(namespace, job_uuid)
+    if rayjob is None:
+        raise ActionRefused("This job runs no RayJob, so it has no Ray dashboard.")
+    status = rayjob.get("status") or {}
+    cluster, address = status.get("rayClusterName", ""), status.get("dashboardURL", "")
+    if status.get("jobDeploymentStatus") not in {"Initializing", "Running", "Waiting"} or not address:
+        raise NotReady("The Ray cluster is starting; its dashboard opens once its head is ready. Try again soon.")
+    service = ray.HEAD_SERVICE.format(cluster=cluster)
+    if not cluster.startswith(f"{name_of(rayjob)}-") or not ray.DNS_LABEL.match(service):
+        raise ActionRefused("KubeRay reports a Ray cluster that is not this job's own; the portal does not open it.")
+    if address.removeprefix("http://").split(":")[0].split(".")[:2] != [service, namespace]:
+        raise ActionRefused("KubeRay reports a dashboard address that is not this job's head service.")
+    try:
+        found = backend.api.get(SERVICE.item(namespace, service))
+    except BackendError as exc:  # not there yet, or not for the portal
+        raise NotReady(f"The Ray head's service {service} is not there yet ({exc}).") from None
+    found_labels = labels(found)
+    ports = {int(p.get("port") or 0) for p in (found.get("spec") or {}).get("ports") or []}
+    if found_labels.get(ray.CLUSTER_LABEL) != cluster or found_labels.get(ray.NODE_TYPE_LABEL) != "head":
+        raise ActionRefused(f"The service {service} is not the head service of this job's Ray cluster.")
+    if ray.DASHBOARD_PORT not in ports:
+        raise ActionRefused(f"The Ray head's service {service} has no dashboard port ({ray.DASHBOARD_PORT}).")
+    api = _connection(backend)
+    path = f"{SERVICE.item(namespace, f'{service}:{ray.DASHBOARD_PORT}')}/proxy"
+    if not api.host.startswith(("https://", "http://")):
+        raise BackendError(f"The API server address {api.host!r} is not a URL.")
+    return ServiceRoute(
+        url=api.host + path,
+        token="",
         headers=api.headers,
         ca_pem=api.ca_pem,
         rewritten_prefix=path,

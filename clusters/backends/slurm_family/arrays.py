@@ -12,8 +12,9 @@ import re
 import uuid
 from collections.abc import Sequence
 
+from core.templating.shell_safety import ENV_PREFIX
+
 from .script.rendering import SWEPT_FLAG_PREFIX
-from .script.safety import ENV_PREFIX
 
 TASK_ID = re.compile(r"^(?P<array>\d+)_(?P<task>\d+)$")
 # What sbatch --array takes from the portal: indexes and ranges, optionally "%K" (at most K tasks at once).

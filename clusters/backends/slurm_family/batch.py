@@ -1,7 +1,7 @@
 """Batch-script templates, as both SLURM kinds (over SSH and through slurmrestd) run them.
 
 The template body is a bash script after the portal's own #SBATCH header; placeholders become shell-quoted words
-(script/rendering.py, checked by script/safety.py). A preview is published only if every
+(script/rendering.py, checked by core/templating/shell_safety.py). A preview is published only if every
 placeholder passes those checks and the script passes `bash -n`.
 """
 
@@ -20,6 +20,7 @@ from clusters.lab_space import files_subdir
 from core.templating.params import SchemaError, parse_schema, requested_gpus
 from core.templating.placeholders import PLACEHOLDER
 from core.templating.resources import RESOURCES
+from core.templating.shell_safety import placeholder_problems, unix_lines
 
 from .. import as_student, ssh, terminal
 from ..base import BackendError
@@ -29,10 +30,8 @@ from .script.rendering import (
     RenderContext,
     RenderError,
     bash_syntax_error,
-    placeholder_problems,
     portal_exports,
     render_script,
-    unix_lines,
     value_exports,
     value_text,
 )

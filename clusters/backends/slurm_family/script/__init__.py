@@ -1,4 +1,4 @@
 """The SLURM family's batch-script language: a template body with the portal's #SBATCH header (header.py), its
-placeholders rendered as shell-quoted words (rendering.py), and the checks that keep a student's values out of code
-(safety.py, with the command tables in command_rules.py). The typed parameters and the placeholder grammar it reads
-are kind-neutral and stay in core/templating/."""
+placeholders rendered as shell-quoted words (rendering.py). What it reads is kind-neutral and stays in core/templating/:
+the typed parameters, the placeholder grammar, and the bash checker that keeps a student's values out of code
+(shell_safety.py, with its command tables in shell_rules.py), which Kubernetes uses for a RayJob's entrypoint too."""

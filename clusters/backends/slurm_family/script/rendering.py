@@ -29,12 +29,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.templating.params import BUILTIN_PLACEHOLDERS, Param
+from core.templating.params import Param
 from core.templating.placeholders import PLACEHOLDER, not_a_parameter, stray_braces
+from core.templating.shell_safety import ENV_PREFIX, placeholder_problems, unix_lines
 
-from . import safety
 from .header import resource_directives
-from .safety import ENV_PREFIX
 
 DEFAULT_LAB_DIR = "~/gpulab"
 SWEPT_FLAG_PREFIX = "GPULAB_ON_"  # set (to 1) for a swept bool that is true in this task
@@ -63,47 +62,6 @@ class RenderContext:
             preamble=cluster.preamble if cluster else "",
             files_subdir=files_subdir,
         )
-
-
-def _dash_prone(param: Param) -> bool:
-    """May a value of this parameter start with "-", where a program could read it as an option?"""
-    if param.type in ("int", "float"):
-        return param.min is None or param.min < 0
-    if param.type == "choice":
-        return not param.choices or any(choice.startswith(("-", "+")) for choice in param.choices)
-    return False  # bool renders true/false; strings may not start with - or + (params.SAFE_STRING)
-
-
-DURATION = re.compile(r"[0-9]+(\.[0-9]+)?[smhd]?")
-
-
-def _duration_like(param: Param) -> bool:
-    """Is every value of this parameter a duration timeout reads (a number that cannot be negative, or a choice
-    such as 30s or 5m), so it may stand as timeout's duration?"""
-    if param.type in ("int", "float"):
-        return not _dash_prone(param)
-    return param.type == "choice" and bool(param.choices) and all(DURATION.fullmatch(c) for c in param.choices)
-
-
-def unix_lines(body: str) -> str:
-    """Browsers send a textarea's lines ending in CR LF; bash would keep each CR as part of the last word."""
-    return body.replace("\r\n", "\n")
-
-
-def placeholder_problems(body: str, schema: list[Param] | None = None) -> list[str]:
-    """Each placeholder or $GPULAB_P_ reference bash would not keep an inert argument, as a sentence."""
-    body = unix_lines(body)
-    names = {p.name: p for p in schema or ()}
-    unknown = [
-        m for m in PLACEHOLDER.finditer(body) if m.group(1) not in names and m.group(1) not in BUILTIN_PLACEHOLDERS
-    ]
-    if schema is not None and unknown:
-        return [f"Line {body.count(chr(10), 0, m.start()) + 1}: {not_a_parameter(m.group(1))}" for m in unknown]
-    dash_prone = {m.group(1): False for m in unknown}  # checked for context only; rendering refuses them
-    dash_prone.update({name: _dash_prone(p) for name, p in names.items()})
-    dash_prone.update(dict.fromkeys(BUILTIN_PLACEHOLDERS, False))
-    durations = {name for name, p in names.items() if _duration_like(p)}
-    return [str(problem) for problem in safety.problems(body, dash_prone, durations)]
 
 
 def check_placeholder_contexts(body: str, schema: list[Param] | None = None) -> None:

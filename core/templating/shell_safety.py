@@ -1,4 +1,6 @@
-"""Where a student's value may stand in an sbatch template body, decided with bash's own grammar.
+"""Where a student's value may stand in a bash script a template writes, decided with bash's own grammar: an sbatch
+body on the SLURM family's clusters, a RayJob's entrypoint on Kubernetes. Kind-neutral: a kind hands it the text
+and the parameters, and words the refusals.
 
 Invariant: `problems(body, …)` is empty only if every `{{ placeholder }}` and every `$GPULAB_P_name`
 reference is, in BOTH the body as written and bash's own re-print of it (`declare -f` of the body imported
@@ -26,10 +28,10 @@ from functools import cache, lru_cache
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from core.templating.placeholders import PLACEHOLDER
-from core.templating.resources import names_in_words
-
-from . import command_rules as rules
+from . import shell_rules as rules
+from .params import BUILTIN_PLACEHOLDERS, Param
+from .placeholders import PLACEHOLDER, not_a_parameter
+from .resources import names_in_words
 
 ENV_PREFIX = "GPULAB_P_"
 ENV_REF = re.compile(r"(?<![A-Za-z0-9_])GPULAB_P_[A-Za-z0-9_]*")
@@ -639,3 +641,44 @@ def _static_text(node: Node, trust: bool = True) -> str | None:
     if not any(_walk(node, lambda n: n.type in ("command_substitution", "process_substitution"))):
         return rules.COMPUTED  # a path from variables, e.g. "$GPULAB_LAB_DIR"/train.py: no value in it
     return None
+
+
+def _dash_prone(param: Param) -> bool:
+    """May a value of this parameter start with "-", where a program could read it as an option?"""
+    if param.type in ("int", "float"):
+        return param.min is None or param.min < 0
+    if param.type == "choice":
+        return not param.choices or any(choice.startswith(("-", "+")) for choice in param.choices)
+    return False  # bool renders true/false; strings may not start with - or + (params.SAFE_STRING)
+
+
+DURATION = re.compile(r"[0-9]+(\.[0-9]+)?[smhd]?")
+
+
+def _duration_like(param: Param) -> bool:
+    """Is every value of this parameter a duration timeout reads (a number that cannot be negative, or a choice
+    such as 30s or 5m), so it may stand as timeout's duration?"""
+    if param.type in ("int", "float"):
+        return not _dash_prone(param)
+    return param.type == "choice" and bool(param.choices) and all(DURATION.fullmatch(c) for c in param.choices)
+
+
+def unix_lines(body: str) -> str:
+    """Browsers send a textarea's lines ending in CR LF; bash would keep each CR as part of the last word."""
+    return body.replace("\r\n", "\n")
+
+
+def placeholder_problems(body: str, schema: list[Param] | None = None) -> list[str]:
+    """Each placeholder or $GPULAB_P_ reference bash would not keep an inert argument, as a sentence."""
+    body = unix_lines(body)
+    names = {p.name: p for p in schema or ()}
+    unknown = [
+        m for m in PLACEHOLDER.finditer(body) if m.group(1) not in names and m.group(1) not in BUILTIN_PLACEHOLDERS
+    ]
+    if schema is not None and unknown:
+        return [f"Line {body.count(chr(10), 0, m.start()) + 1}: {not_a_parameter(m.group(1))}" for m in unknown]
+    dash_prone = {m.group(1): False for m in unknown}  # checked for context only; rendering refuses them
+    dash_prone.update({name: _dash_prone(p) for name, p in names.items()})
+    dash_prone.update(dict.fromkeys(BUILTIN_PLACEHOLDERS, False))
+    durations = {name for name, p in names.items() if _duration_like(p)}
+    return [str(problem) for problem in problems(body, dash_prone, durations)]

@@ -1,4 +1,4 @@
-"""Which commands keep a value an inert argument: the tables the template checker (safety.py) consults.
+"""Which commands keep a value an inert argument: the tables the shell checker (shell_safety.py) consults.
 
 Invariant: `judge_command` accepts a value only as an argument of a command it knows does not run, source,
 evaluate, re-parse or act destructively on its arguments; a wrapper (srun, env, timeout, …) is looked
