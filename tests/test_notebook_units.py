@@ -178,7 +178,7 @@ def test_over_ssh_the_token_goes_to_a_private_file_outside_the_run_directory_nev
     from contextlib import contextmanager
 
     from clusters.backends import ssh
-    from clusters.backends.slurm.backend import SlurmBackend
+    from clusters.backends.kinds.slurm.backend import SlurmBackend
 
     sftp, ran = MemorySftp(), []
 
@@ -209,8 +209,8 @@ def ok(stdout: str):
 
 
 def test_through_slurmrestd_the_token_is_in_the_jobs_environment_never_in_its_script(monkeypatch, cluster):
-    from clusters.backends.slurm_rest import versions
-    from clusters.backends.slurm_rest.backend import SlurmRestBackend
+    from clusters.backends.kinds.slurm_rest import versions
+    from clusters.backends.kinds.slurm_rest.backend import SlurmRestBackend
 
     sent = []
     actor = SimpleNamespace(request=lambda method, path, body=None: sent.append(body) or (200, {"job_id": 9}))

@@ -3,6 +3,7 @@ the schema check, the header and the advice all follow it."""
 
 import pytest
 
+from clusters.backends.kinds.slurm_rest.directives import OPTIONS
 from clusters.backends.slurm_family.script.header import DIRECTIVES
 from clusters.backends.slurm_family.script.rendering import (
     RenderContext,
@@ -10,7 +11,6 @@ from clusters.backends.slurm_family.script.rendering import (
     check_placeholder_contexts,
     render_script,
 )
-from clusters.backends.slurm_rest.directives import OPTIONS
 from core.templating.params import SchemaError, parse_schema
 from core.templating.resources import RESOURCES
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.backends.slurm.backend import expand_ids, parse_gpu_allocations, parse_nodes
+from clusters.backends.kinds.slurm.backend import expand_ids, parse_gpu_allocations, parse_nodes
 from clusters.backends.slurm_family.hostlist import expand_hostlist
 from telemetry.frames import FrameBuilder
 from telemetry.hints import HOLD_SECONDS, HintRules, Sample

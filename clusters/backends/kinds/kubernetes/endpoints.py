@@ -22,8 +22,8 @@ from clusters.backends import BackendError
 from core import load_reports
 from core.choices import EndpointAPI, JobState
 
-from .. import kind
-from ..kind import Scaled
+from ... import kind
+from ...kind import Scaled
 from .backend import KubernetesBackend
 from .launch import first_service
 from .manifests import (

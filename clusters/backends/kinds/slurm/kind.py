@@ -1,7 +1,7 @@
 """The `slurm` kind as the registry hands it out: batch scripts submitted over SSH."""
 
-from ..slurm_family.batch import BatchKind
-from ..slurm_family.reservations import SlurmReservations
+from ...slurm_family.batch import BatchKind
+from ...slurm_family.reservations import SlurmReservations
 from .backend import SlurmBackend
 
 

@@ -11,8 +11,8 @@ from django.core.cache import cache
 
 from core.choices import JobState
 
-from ..base import BackendError, PermissionDenied
-from ..queue import QueuedJob, QueueView
+from ...base import BackendError, PermissionDenied
+from ...queue import QueuedJob, QueueView
 from .api import KubeAPI, NotFound
 from .kueue import LOCAL_QUEUE, PENDING_IN_LOCAL_QUEUE, preemption_in_words
 from .kueue_status import QueueUsage

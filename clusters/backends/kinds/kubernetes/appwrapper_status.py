@@ -19,7 +19,7 @@ from datetime import datetime
 
 from core.choices import JobState
 
-from ..base import QueueMilestone, SchedulerStatus
+from ...base import QueueMilestone, SchedulerStatus
 from . import kueue_status
 from . import status as kube_status
 

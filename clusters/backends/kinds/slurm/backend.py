@@ -18,8 +18,8 @@ from django.utils import timezone
 from clusters.choices import accounting_in_words
 from core.choices import JobState
 
-from .. import as_student, ssh
-from ..base import (
+from ... import as_student, ssh
+from ...base import (
     AccountedUsage,
     BackendError,
     ClusterBackend,
@@ -35,10 +35,10 @@ from ..base import (
     SubmitRejected,
     SubmitRequest,
 )
-from ..slurm_family import arrays, notebook, reservations, runner_check, sudo_rule
-from ..slurm_family.accounting import SACCT_FIELDS, parse_sacct
-from ..slurm_family.hostlist import expand_hostlist
-from ..slurm_family.states import STATE_MAP, TERMINAL_RAW, never_starts, reason_text, shell_exit_code
+from ...slurm_family import arrays, notebook, reservations, runner_check, sudo_rule
+from ...slurm_family.accounting import SACCT_FIELDS, parse_sacct
+from ...slurm_family.hostlist import expand_hostlist
+from ...slurm_family.states import STATE_MAP, TERMINAL_RAW, never_starts, reason_text, shell_exit_code
 from . import queue as slurm_queue
 from .text import _GPU_COUNT, _parse_time, parse_minutes
 

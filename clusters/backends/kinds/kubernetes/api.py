@@ -23,7 +23,7 @@ from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import load_kube_config_from_dict
 
-from ..base import AuthenticationFailed, BackendError, ClusterUnreachable, PermissionDenied, SubmitRejected
+from ...base import AuthenticationFailed, BackendError, ClusterUnreachable, PermissionDenied, SubmitRejected
 
 if TYPE_CHECKING:
     from clusters.models import Cluster, ClusterAccount

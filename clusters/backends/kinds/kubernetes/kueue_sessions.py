@@ -23,7 +23,7 @@ import copy
 
 from django.utils import timezone
 
-from ..lab_holds import Held, HoldRefused, HoldRequest, LabSessionHolds
+from ...lab_holds import Held, HoldRefused, HoldRequest, LabSessionHolds
 from . import kueue
 from .api import Conflict, NotFound
 

@@ -1,7 +1,7 @@
 """What can go wrong talking to slurmrestd. Each error extends the base error with the same consequence for jobs:
 transient ones (the server away, the token lapsed) never fail a job; the others carry the scheduler's words."""
 
-from ..base import (
+from ...base import (
     AuthenticationFailed,
     BackendError,
     ClusterUnreachable,

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from core.choices import JobState
 
-from ..base import SchedulerStatus
+from ...base import SchedulerStatus
 
 # The seed lab's troubleshooting list: what the scheduler says, and what it means for the student.
 SCHEDULING_HINTS = [

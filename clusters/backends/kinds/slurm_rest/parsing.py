@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 from core.choices import JobState
 
-from ..base import AccountedUsage, SchedulerStatus
-from ..queue import QueuedJob, QueueView
-from ..slurm_family import arrays
-from ..slurm_family.states import (  # one table for both SLURM kinds
+from ...base import AccountedUsage, SchedulerStatus
+from ...queue import QueuedJob, QueueView
+from ...slurm_family import arrays
+from ...slurm_family.states import (  # one table for both SLURM kinds
     FOR_RESOURCES,
     STATE_MAP,
     TERMINAL_RAW,

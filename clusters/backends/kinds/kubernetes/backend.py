@@ -29,7 +29,7 @@ from django.utils import timezone
 from core.choices import JobState
 from core.course_choices import Role
 
-from ..base import (
+from ...base import (
     BackendError,
     ClusterBackend,
     ClusterUnreachable,

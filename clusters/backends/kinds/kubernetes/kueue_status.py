@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from core.choices import JobState
 
-from ..base import QueueMilestone, SchedulerStatus
+from ...base import QueueMilestone, SchedulerStatus
 from .status import parse_time
 
 GPU = "nvidia.com/gpu"

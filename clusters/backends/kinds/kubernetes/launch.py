@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..kind import RenderRefused
+from ...kind import RenderRefused
 from . import appwrapper, kueue
 from .manifests import (
     ManifestContext,

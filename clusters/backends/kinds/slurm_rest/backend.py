@@ -21,8 +21,8 @@ from pathlib import Path
 
 from clusters.choices import RunAs, accounting_in_words
 
-from .. import as_student, ssh, tokens
-from ..base import (
+from ... import as_student, ssh, tokens
+from ...base import (
     AccountedUsage,
     BackendError,
     ClusterBackend,
@@ -33,8 +33,8 @@ from ..base import (
     SchedulerStatus,
     SubmitRequest,
 )
-from ..slurm_family import arrays, notebook, runner_check
-from ..slurm_family.hostlist import expand_hostlist
+from ...slurm_family import arrays, notebook, runner_check
+from ...slurm_family.hostlist import expand_hostlist
 from . import directives, parsing, versions
 from .client import IMPERSONATION_REFUSED, INVALID_JOB_ID, RestClient, error_messages
 from .errors import ImpersonationRefused, LogsUnavailable, RestRejected, TokenRejected, UnsupportedApi

@@ -2,8 +2,8 @@
 
 from core.choices import SessionKind
 
-from ..kind import Rendered, RenderRefused, RenderRequest
-from ..slurm_family.batch import BatchKind
+from ...kind import Rendered, RenderRefused, RenderRequest
+from ...slurm_family.batch import BatchKind
 from .backend import SlurmRestBackend
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from clusters.choices import AuthMethod
 
-from ..base import BackendError
-from ..kind import (
+from ...base import BackendError
+from ...kind import (
     ActionRefused,
     Kind,
     NotebookAddress,
@@ -23,7 +23,7 @@ from ..kind import (
     Scaled,
     ServerPanel,
 )
-from ..queue import QueueSummary
+from ...queue import QueueSummary
 from . import endpoints, kueue, launch, namespaces, notebook, shell
 from .api import kubeconfig_contexts
 from .backend import KubernetesBackend

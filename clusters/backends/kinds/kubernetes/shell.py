@@ -22,8 +22,8 @@ from kubernetes.stream import stream
 from kubernetes.stream.ws_client import RESIZE_CHANNEL, STDIN_CHANNEL, STDOUT_CHANNEL
 from websocket import WebSocketException
 
-from ..base import BackendError
-from ..kind import ActionRefused
+from ...base import BackendError
+from ...kind import ActionRefused
 from .api import configuration
 from .backend import DEFAULT_CONTAINER, KubernetesBackend, name_of, split_id
 

@@ -25,7 +25,7 @@ import re
 
 from core.choices import JobState
 
-from ..base import SchedulerStatus
+from ...base import SchedulerStatus
 from .api import KINDS
 from .status import parse_time, pending_reason, phase, started_at
 

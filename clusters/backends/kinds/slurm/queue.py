@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from core.choices import JobState
 
-from ..queue import QueuedJob, QueueView
-from ..slurm_family.hostlist import expand_hostlist
-from ..slurm_family.states import FOR_RESOURCES, reason_text, waiting_words
+from ...queue import QueuedJob, QueueView
+from ...slurm_family.hostlist import expand_hostlist
+from ...slurm_family.states import FOR_RESOURCES, reason_text, waiting_words
 from .text import _GPU_COUNT, _parse_time, parse_minutes
 
 SQUEUE_START = [

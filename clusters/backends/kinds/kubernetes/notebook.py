@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base import BackendError
-from ..kind import ActionRefused
+from ...base import BackendError
+from ...kind import ActionRefused
 from . import ray
 from .api import KINDS
 from .backend import SERVICE, KubernetesBackend, labels, name_of, split_id

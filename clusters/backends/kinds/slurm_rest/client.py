@@ -16,7 +16,7 @@ import requests
 from django.conf import settings
 from requests.adapters import HTTPAdapter
 
-from .. import tokens
+from ... import tokens
 from .errors import RestRejected, RestUnreachable, SchedulerUnavailable, TokenExpired, TokenRejected
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from core.course_choices import KueuePreemption, Role
 
-from ..base import QueuePlan
+from ...base import QueuePlan
 from . import crds
 from .api import Kind
 from .manifests import LABEL_COURSE, MANAGED_BY, MANAGED_BY_LABEL, ManifestError, label_value
