@@ -6,7 +6,7 @@ Starts the emulated API server over TLS on 127.0.0.1 (tests/k8s_emulator.py; its
 as a real bash under a PTY, tests/k8s_kubelet.py), records a running job whose pod it holds, and opens the same
 shell two ways, each running `cat > /dev/null` so every key is echoed by the PTY's line discipline:
 - portal: the browser's WebSocket on uvicorn (portal.asgi) -> sessions/terminal.py -> the exec stream
-  (clusters/backends/kubernetes/shell.py, the official client's stream());
+  (clusters/backends/kinds/kubernetes/shell.py, the official client's stream());
 - direct: the official client's stream() to the API server, as `kubectl exec -it` would.
 Each key is sent once the previous one's echo has arrived, the two ways taking turns key by key (bench/terminal.py's
 measure). Prints the load average, p50/p95/max per way and the ratio (target <= 1.5).
@@ -65,8 +65,8 @@ def main() -> None:
     teardown = setup_database()
     web = emulator = None
     try:
-        from clusters.backends.kubernetes.api import configuration
-        from clusters.backends.kubernetes.shell import SHELL
+        from clusters.backends.kinds.kubernetes.api import configuration
+        from clusters.backends.kinds.kubernetes.shell import SHELL
         from clusters.models import AuthMethod, Cluster, ClusterAccount
         from core.choices import JobState
         from jobs.models import Job

@@ -135,8 +135,8 @@ def _name(argv: list[str]) -> str:
 
 
 def measure_rest(cluster, jobs: int, cycles: int) -> dict:
-    from clusters.backends.slurm_rest import backend as rest_backend
-    from clusters.backends.slurm_rest.client import sessions
+    from clusters.backends.kinds.slurm_rest import backend as rest_backend
+    from clusters.backends.kinds.slurm_rest.client import sessions
     from clusters.kinds import get_backend
 
     get_backend(cluster).version()  # the OpenAPI document is read once per process (then every 10 min)

@@ -167,7 +167,7 @@ class ClusterAdmin(admin.ModelAdmin):
 
     @admin.display(description="Kubernetes add-ons")
     def addons(self, obj):
-        from .backends.kubernetes.kueue import addons_in_words
+        from .backends.kinds.kubernetes.kueue import addons_in_words
 
         return addons_in_words(obj.kube_addons or {})
 

@@ -127,7 +127,7 @@ class ClusterAccountForm(forms.ModelForm):
 
                 load_private_key(secret)
             elif secret and method == AuthMethod.KUBECONFIG:
-                from .backends.kubernetes.api import kubeconfig_contexts
+                from .backends.kinds.kubernetes.api import kubeconfig_contexts
 
                 contexts = kubeconfig_contexts(secret)
                 if cluster is not None and cluster.kube_context and cluster.kube_context not in contexts:

@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from .backends.kind import Kind
 
 KINDS: dict[str, str] = {
-    "slurm": "clusters.backends.slurm.kind.SlurmKind",
-    "slurm-rest": "clusters.backends.slurm_rest.kind.SlurmRestKind",
-    "kubernetes": "clusters.backends.kubernetes.kind.KubernetesKind",
+    "slurm": "clusters.backends.kinds.slurm.kind.SlurmKind",
+    "slurm-rest": "clusters.backends.kinds.slurm_rest.kind.SlurmRestKind",
+    "kubernetes": "clusters.backends.kinds.kubernetes.kind.KubernetesKind",
 }
 _loaded: dict[str, Kind] = {}
 

@@ -1,7 +1,7 @@
 """The course vocabulary: the roles people hold in a course, how a course's Kubernetes namespaces are laid out and
 which preemption policy its Kueue ClusterQueue follows.
 
-A leaf like core/choices.py, so the Kubernetes kind (clusters/backends/kubernetes/namespaces.py) reads a course's
+A leaf like core/choices.py, so the Kubernetes kind (clusters/backends/kinds/kubernetes/namespaces.py) reads a course's
 settings without importing the courses app, which stands above clusters.
 """
 

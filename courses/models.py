@@ -47,7 +47,8 @@ class Course(models.Model):
         help_text="Kubernetes: a wildcard DNS domain, e.g. lab.example.edu; inference servers then get "
         "http://<job>.lab.example.edu. Empty: students use kubectl port-forward.",
     )
-    # Kubernetes with Kueue (clusters/backends/kubernetes/kueue.py): the course's queue on a cluster that runs Kueue.
+    # Kubernetes with Kueue (clusters/backends/kinds/kubernetes/kueue.py): the course's queue on a cluster that runs
+    # Kueue.
     kueue_local_queue = models.CharField(
         "existing Kueue LocalQueue",
         max_length=253,

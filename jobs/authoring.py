@@ -1,7 +1,7 @@
 """Instructor template authoring: preview with the defaults, and publishing only what renders and parses.
 
-The checks are the kind's (clusters/backends/<kind>/): a batch script is published only if every placeholder
-passes the bash context checker (script_safety), each refusal its own preview error naming the line, the context
+The checks are the kind's (clusters/backends/<kind>/): a batch script is published only if every placeholder passes the
+bash context checker (the SLURM family's script safety), each refusal its own preview error naming the line, the context
 and the fix; Kubernetes objects only if they are checked and validated.
 
 A published template stays what students launch while its instructor edits it: saving puts the changes in its

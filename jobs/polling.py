@@ -19,9 +19,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from clusters.backends import BackendError
-from clusters.backends.accounting import USAGE_RETRY_SECONDS
 from clusters.backends.base import SchedulerStatus, from_controller
-from clusters.kinds import get_backend
+from clusters.kinds import get_backend, kind_of
 from clusters.models import Cluster
 from core.choices import ON_SCHEDULER_STATES, TERMINAL_STATES, JobState
 
@@ -110,7 +109,7 @@ def _usage_still_missing(cluster, now, asked: list) -> list[Job]:
             cluster=cluster,
             state__in=TERMINAL_STATES,
             started_at__isnull=False,
-            finished_at__gte=now - timedelta(seconds=USAGE_RETRY_SECONDS),
+            finished_at__gte=now - timedelta(seconds=kind_of(cluster.kind).usage_arrives_within),
             accounted__isnull=True,
         )
         .exclude(pk__in=asked)

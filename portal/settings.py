@@ -296,8 +296,8 @@ GPULAB_FILES_ARCHIVES_PER_USER = env_int("FILES_ARCHIVES_PER_USER", 2)
 # Large downloads read by OpenSSH's client at once per web process (each a login on the cluster); more go over the
 # pooled SFTP connection, slower but without another login (sessions/streaming.py).
 GPULAB_FILES_OPENSSH_DOWNLOADS = env_int("FILES_OPENSSH_DOWNLOADS", 8)
-# JupyterLab on SLURM (clusters/backends/batch_notebook.py): the ports a session's server may listen on (its job picks
-# a free one in this range and reports which; the proxy opens no other), and ports it never opens even inside the
+# JupyterLab on SLURM (clusters/backends/slurm_family/notebook.py): the ports a session's server may listen on (its job
+# picks a free one in this range and reports which; the proxy opens no other), and ports it never opens even inside the
 # range. The portal's own services are added to these where it runs (its database, Redis, web server, the cluster's
 # SSH and slurmrestd ports); the defaults name SSH, HTTP(S), MySQL, PostgreSQL, Redis and SLURM's daemons.
 GPULAB_NOTEBOOK_PORTS = port_range(env_str("NOTEBOOK_PORT_RANGE", "8800-8999"), "NOTEBOOK_PORT_RANGE")

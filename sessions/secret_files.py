@@ -3,7 +3,7 @@
 Invariant: whoever may read a run directory through Files (its owner, the course's instructors and TAs) never gets a
 file that would let them open a session as its student. Refused by name wherever they lie: JupyterLab's server and
 connection files (`.jupyter-server*.json`, `jpserver-*.json`/`.html`, `nbserver-*`), its cookie secret, and the
-portal's own runtime directory (`.gpulab-runtime`, clusters/backends/batch_notebook.py) and everything under it.
+portal's own runtime directory (`.gpulab-runtime`, clusters/backends/slurm_family/notebook.py) and everything under it.
 Refused by name and mode: a kernel's connection file (`kernel-*.json`, which holds the kernel's signing key) when
 only its owner may read it (0600, as Jupyter writes it); the same name with wider modes is an ordinary file.
 """

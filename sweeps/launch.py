@@ -11,12 +11,10 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from clusters import kinds
-from clusters.backends import arrays
 from clusters.backends.kind import Rendered, RenderRefused, RenderRequest
 from clusters.identity import IdentityMissing, account_for
 from core.choices import EventKind
 from core.enqueue import send_on_commit
-from core.templating.rendering import value_text
 from jobs import access
 from jobs.launch import LaunchInvalid, check_files, validate_launch
 from jobs.models import Job
@@ -103,17 +101,13 @@ def launch_sweep(user, *, course, template, cluster, raw_params, swept, mode, at
     sweep_id = uuid.uuid4()
     run_ids = [uuid.uuid4() for _ in the_plan.runs]
     names = tuple(the_plan.swept)
-    as_array = kinds.kind_of(cluster.kind).sweep_as_array(names)
+    kind = kinds.kind_of(cluster.kind)
+    as_array = kind.sweep_as_array(names)
     # An array renders once, keyed by the sweep's id; each run of a sweep that goes run by run, by its own.
     keys = [sweep_id] * len(run_ids) if as_array else run_ids
     rendered = _rendered(user, course, template, cluster, base, the_plan, keys)
-    schema = {p.name: p for p in template.schema()}
-    values_file = arrays.values_file(
-        [
-            (run_id, [value_text(schema[n], run[n]) for n in names])
-            for run_id, run in zip(run_ids, the_plan.runs, strict=True)
-        ]
-    )
+    runs = list(zip(run_ids, the_plan.runs, strict=True))
+    values_file = kind.array_values(template.schema(), runs, names) if as_array else ""
     with transaction.atomic():
         get_user_model().objects.select_for_update().filter(pk=user.pk).first()
         fit = _fit(user, course, template, base, the_plan, rendered, at_once)

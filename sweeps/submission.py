@@ -18,9 +18,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from clusters.backends import BackendError, arrays
+from clusters.backends import BackendError
 from clusters.backends.base import SubmitRequest
-from clusters.kinds import get_backend
+from clusters.kinds import get_backend, kind_of
 from core import enqueue, failpoints
 from core.choices import JobState
 from courses.lab_sessions import reservation_for
@@ -93,7 +93,7 @@ def _submit_locked(sweep: Sweep) -> Outcome:
         job_id=sweep.pk,
         script=sweep.script,
         reservation=reservation_for(sweep.course_id, sweep.cluster_id),
-        array=arrays.spec_for([index for index, _ in live], sweep.max_concurrent),
+        array=kind_of(sweep.cluster.kind).array_spec([index for index, _ in live], sweep.max_concurrent),
         task_values=sweep.values_file,
     )
     try:

@@ -15,7 +15,7 @@ from clusters.backends.base import (
     SchedulerStatus,
     SubmitRequest,
 )
-from clusters.backends.reservations import HeldReservation, ReservationRefused, ReservationRequest
+from clusters.backends.slurm_family.reservations import HeldReservation, ReservationRefused, ReservationRequest
 
 
 class FakeBackend(ClusterBackend):

@@ -26,7 +26,7 @@ POST /_emulator/logs/<ns>/<pod>/<container> (appends the body), POST /_emulator/
 {"url": …}, GET /_emulator/requests (and DELETE to clear).
 
 With --kueue, the custom resources of Kueue, the Training Operator, KubeRay and AppWrapper are registered from the
-CRD documents their projects publish (clusters/backends/kubernetes/crds/*.yaml, read here as an API server reads
+CRD documents their projects publish (clusters/backends/kinds/kubernetes/crds/*.yaml, read here as an API server reads
 CRDs), and a created object is refused (422 Invalid) unless it matches its version's openAPIV3Schema. Kueue's
 controller is the test's to play (it writes Workload status); Kueue's visibility API (pendingworkloads of a
 ClusterQueue or LocalQueue) answers from the order the test gives: POST /_emulator/pending/<clusterqueue>
@@ -77,7 +77,7 @@ SERVED = [
     "metrics.k8s.io/v1beta1/nodes",
 ]
 MPI = "kubeflow.org/v2beta1/mpijobs"
-CRDS = Path(__file__).resolve().parents[1] / "clusters/backends/kubernetes/crds"
+CRDS = Path(__file__).resolve().parents[1] / "clusters/backends/kinds/kubernetes/crds"
 VISIBILITY = ["visibility.kueue.x-k8s.io/v1beta1/clusterqueues", "visibility.kueue.x-k8s.io/v1beta1/localqueues"]
 
 

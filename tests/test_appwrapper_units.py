@@ -12,8 +12,8 @@ import kubernetes_validate
 import pytest
 
 from clusters.backends.kind import RenderRefused
-from clusters.backends.kubernetes import appwrapper_status, crds, launch
-from clusters.backends.kubernetes.manifests import (
+from clusters.backends.kinds.kubernetes import appwrapper_status, crds, launch
+from clusters.backends.kinds.kubernetes.manifests import (
     KUBERNETES_VERSION,
     ManifestError,
     preview_context,
@@ -43,7 +43,7 @@ def cluster(**addons) -> Cluster:
 def rendered(template, course, user, on: Cluster, **values) -> list[dict]:
     defaults = {p.name: p.default for p in template.schema()} | values
     script = launch.render(template, course, user, defaults, JOB_ID, cluster=on).script
-    from clusters.backends.kubernetes.manifests import load
+    from clusters.backends.kinds.kubernetes.manifests import load
 
     return load(script)
 

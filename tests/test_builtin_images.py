@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.backends.kubernetes.manifests import pod_specs, preview_context, render_manifests
+from clusters.backends.kinds.kubernetes.manifests import pod_specs, preview_context, render_manifests
 from core.templating.params import parse_schema
 from jobs.builtin import builtin_definitions
 

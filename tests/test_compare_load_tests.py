@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from django.urls import reverse
 
-from clusters.backends.kubernetes.endpoints import LoadTestReport
+from clusters.backends.kinds.kubernetes.endpoints import LoadTestReport
 from jobs import servers
 from jobs.models import Job, LoadTestResult
 from tests.test_compare import api_url, page_queries, ran, url

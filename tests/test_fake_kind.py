@@ -1,4 +1,4 @@
-"""A fourth cluster kind registered from the test tree alone (tests/fake_kind/) is launched, polled, cancelled and
+"""A fourth cluster kind registered from the test tree alone (tests/kinds/fake/) is launched, polled, cancelled and
 previewed through the pages and the API: the plug-in seam of docs/adding-a-backend.md, with nothing under jobs/
 knowing the kind. The tasks' bodies (submit, poll, cancel on the cluster) run here as a worker would run them."""
 
@@ -14,7 +14,7 @@ from core.choices import JobState
 from jobs import polling, submission
 from jobs.cancellation import cancel_on_cluster
 from jobs.models import Job, JobTemplate
-from tests.fake_kind.backend import MemoryBackend
+from tests.kinds.fake.backend import MemoryBackend
 from tests.template_forms import editor_data, editor_data_of
 
 pytestmark = pytest.mark.django_db
@@ -28,7 +28,7 @@ PARAMETERS = [
 
 @pytest.fixture
 def fake_kind():
-    kinds.register("fake", "tests.fake_kind.kind.FakeKind")
+    kinds.register("fake", "tests.kinds.fake.kind.FakeKind")
     MemoryBackend.reset()
     yield kinds.kind_of("fake")
     kinds.unregister("fake")

@@ -6,11 +6,11 @@ import uuid
 import pytest
 
 from clusters.backends.base import BackendError
-from clusters.backends.kubernetes import launch as k8s_launch
-from clusters.backends.kubernetes import status as kube_status
-from clusters.backends.kubernetes.api import check_kubeconfig
-from clusters.backends.kubernetes.endpoints import answer_text
-from clusters.backends.kubernetes.namespaces import namespace_for, plan_for
+from clusters.backends.kinds.kubernetes import launch as k8s_launch
+from clusters.backends.kinds.kubernetes import status as kube_status
+from clusters.backends.kinds.kubernetes.api import check_kubeconfig
+from clusters.backends.kinds.kubernetes.endpoints import answer_text
+from clusters.backends.kinds.kubernetes.namespaces import namespace_for, plan_for
 from clusters.forms import ClusterAccountForm
 from clusters.models import Cluster
 from core.choices import JobState

@@ -10,8 +10,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from clusters.backends.kubernetes import crds, kueue
-from clusters.backends.kubernetes.kueue_sessions import gpu_quota, keep_raise, raised, session_raise
+from clusters.backends.kinds.kubernetes import crds, kueue
+from clusters.backends.kinds.kubernetes.kueue_sessions import gpu_quota, keep_raise, raised, session_raise
 from clusters.models import Cluster
 from courses import lab_sessions
 from courses.models import LabSession, LabSessionState

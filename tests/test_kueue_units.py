@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from clusters.backends.kubernetes import kueue, kueue_status
-from clusters.backends.kubernetes.manifests import ManifestError
+from clusters.backends.kinds.kubernetes import kueue, kueue_status
+from clusters.backends.kinds.kubernetes.manifests import ManifestError
 from clusters.models import Cluster
 from core.choices import JobState
 from core.course_choices import KueuePreemption

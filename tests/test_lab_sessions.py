@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from clusters.backends.base import NodeInfo
-from clusters.backends.reservations import (
+from clusters.backends.slurm_family.reservations import (
     ReservationRefused,
     ReservationRequest,
     create_argv,
@@ -379,7 +379,7 @@ def test_a_kind_that_cannot_hold_sessions_is_refused_the_setting(lab_cluster):
 
 
 def test_jobs_slurm_held_when_it_dropped_the_sessions_reservation_are_the_ones_released():
-    from clusters.backends.reservations import held_for, release_argv
+    from clusters.backends.slurm_family.reservations import held_for, release_argv
 
     listed = "17|Reservation gpulab-hpc-3 was deleted\n18|Reservation gpulab-hpc-30 was deleted\n19|JobHeldUser\n"
     assert held_for(listed, "gpulab-hpc-3") == ["17"]

@@ -5,10 +5,10 @@ import subprocess
 
 import pytest
 
+from clusters.backends.slurm_family.script.rendering import RenderContext, render_script
 from clusters.choices import AuthMethod
 from clusters.lab_space import files_subdir
 from clusters.models import ClusterAccount
-from core.templating.rendering import RenderContext, render_script
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,12 @@ from django.urls import reverse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clusters.backends.kubernetes.manifests import ManifestContext, ManifestError, render_manifests, requested_resources
+from clusters.backends.kinds.kubernetes.manifests import (
+    ManifestContext,
+    ManifestError,
+    render_manifests,
+    requested_resources,
+)
 from core.templating.params import CONTROL_CHARS, parse_schema
 from jobs.models import JobTemplate
 from tests.template_forms import editor_data

@@ -1,7 +1,8 @@
-"""Where the portal connects for a SLURM job's JupyterLab, and with which token (clusters/backends/batch_notebook.py,
-jobs/session_tokens.py): the job runs the student's code, so the host is the scheduler's address for the job's node,
-the port one the job reports from the portal's range that none of the portal's own services use, and the token the
-portal's own, handed to the job outside its script and its run directory."""
+"""Where the portal connects for a SLURM job's JupyterLab, and with which token
+(clusters/backends/slurm_family/notebook.py, jobs/session_tokens.py): the job runs the student's code, so the host is
+the scheduler's address for the job's node, the port one the job reports from the portal's range that none of the
+portal's own services use, and the token the portal's own, handed to the job outside its script and its run
+directory."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from types import SimpleNamespace
 import pytest
 
 from clusters import crypto
-from clusters.backends import batch_notebook as notebook
 from clusters.backends.base import LogChunk, NodeInfo, SubmitRequest
 from clusters.backends.kind import ActionRefused, NotebookAddress, NotebookNotReady
+from clusters.backends.slurm_family import notebook
 from core.choices import SessionKind
 from jobs import session_tokens
 from jobs.builtin import builtin_definitions
@@ -177,7 +178,7 @@ def test_over_ssh_the_token_goes_to_a_private_file_outside_the_run_directory_nev
     from contextlib import contextmanager
 
     from clusters.backends import ssh
-    from clusters.backends.slurm.backend import SlurmBackend
+    from clusters.backends.kinds.slurm.backend import SlurmBackend
 
     sftp, ran = MemorySftp(), []
 
@@ -208,8 +209,8 @@ def ok(stdout: str):
 
 
 def test_through_slurmrestd_the_token_is_in_the_jobs_environment_never_in_its_script(monkeypatch, cluster):
-    from clusters.backends.slurm_rest import versions
-    from clusters.backends.slurm_rest.backend import SlurmRestBackend
+    from clusters.backends.kinds.slurm_rest import versions
+    from clusters.backends.kinds.slurm_rest.backend import SlurmRestBackend
 
     sent = []
     actor = SimpleNamespace(request=lambda method, path, body=None: sent.append(body) or (200, {"job_id": 9}))

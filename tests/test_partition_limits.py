@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 
 from clusters.backends.base import PartitionLimits, SchedulerStatus
-from clusters.backends.slurm.backend import SlurmBackend, parse_minutes, parse_partitions
-from clusters.backends.slurm_states import never_starts
+from clusters.backends.kinds.slurm.backend import SlurmBackend, parse_minutes, parse_partitions
+from clusters.backends.slurm_family.states import never_starts
 from clusters.backends.ssh import CommandResult
 from clusters.models import Cluster
 from jobs import never_starts as never_starts_jobs

@@ -10,9 +10,9 @@ import pytest
 
 from clusters.backends import as_student
 from clusters.backends.as_student import StudentShell
+from clusters.backends.slurm_family.script.rendering import RenderContext, render_script
 from clusters.backends.ssh import CommandResult
 from core.templating.params import parse_schema
-from core.templating.rendering import RenderContext, render_script
 
 pytestmark = pytest.mark.django_db
 

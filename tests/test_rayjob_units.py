@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from clusters.backends.kubernetes import kueue
-from clusters.backends.kubernetes import ray as kube_ray
-from clusters.backends.kubernetes.manifests import (
+from clusters.backends.kinds.kubernetes import kueue
+from clusters.backends.kinds.kubernetes import ray as kube_ray
+from clusters.backends.kinds.kubernetes.manifests import (
     ManifestContext,
     ManifestError,
     pod_specs,
@@ -355,7 +355,7 @@ def test_a_ray_cluster_that_cannot_make_its_pods_says_why_and_fails_with_it():
 
 
 def test_the_rayjob_crd_is_kuberays_published_v1_schema_trimmed():
-    from clusters.backends.kubernetes import crds
+    from clusters.backends.kinds.kubernetes import crds
 
     entry = crds.definitions()[("ray.io/v1", "RayJob")]
     spec = entry["schema"]["properties"]["spec"]["properties"]

@@ -8,14 +8,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.templating.params import CONTROL_CHARS, SAFE_STRING, parse_schema
-from core.templating.rendering import (
+from clusters.backends.slurm_family.script.rendering import (
     RenderContext,
     RenderError,
     bash_syntax_error,
     check_placeholder_contexts,
     render_script,
 )
+from core.templating.params import CONTROL_CHARS, SAFE_STRING, parse_schema
 
 SCHEMA = parse_schema(
     [

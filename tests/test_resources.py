@@ -3,9 +3,15 @@ the schema check, the header and the advice all follow it."""
 
 import pytest
 
-from clusters.backends.slurm_rest.directives import OPTIONS
+from clusters.backends.kinds.slurm_rest.directives import OPTIONS
+from clusters.backends.slurm_family.script.header import DIRECTIVES
+from clusters.backends.slurm_family.script.rendering import (
+    RenderContext,
+    RenderError,
+    check_placeholder_contexts,
+    render_script,
+)
 from core.templating.params import SchemaError, parse_schema
-from core.templating.rendering import RenderContext, RenderError, check_placeholder_contexts, render_script
 from core.templating.resources import RESOURCES
 
 CTX = RenderContext(job_id="00000000-0000-0000-0000-000000000001", job_name="gpulab-t", lab_dir="~/gpulab")
@@ -67,5 +73,5 @@ def test_a_placeholder_in_an_sbatch_line_is_told_every_resource_parameter_to_use
 
 
 def test_slurmrestd_reads_every_option_the_header_writes():
-    written = {r.option.removeprefix("--") for r in RESOURCES.values() if r.option} | {"job-name"}
+    written = {d.option.removeprefix("--") for d in DIRECTIVES.values() if d.option} | {"job-name"}
     assert written <= set(OPTIONS)

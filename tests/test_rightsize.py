@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from clusters.backends.accounting import AccountedUsage, parse_cpu_time, parse_sacct, parse_size
+from clusters.backends.slurm_family.accounting import AccountedUsage, parse_cpu_time, parse_sacct, parse_size
 from clusters.models import Cluster
 from core.choices import JobState
 from jobs.models import Job, JobTemplate, JobUsage
@@ -297,7 +297,7 @@ DBV_ANSWER = {
 
 
 def test_slurmdbd_answer_gives_sacct_figures():
-    from clusters.backends.slurm_rest.parsing import usage
+    from clusters.backends.kinds.slurm_rest.parsing import usage
 
     found = usage(DBV_ANSWER, ["3006", "77", "78", "79"])
     assert list(found) == ["3006"]  # 77 to 79 are asked for again once slurmdbd has their end and their limit
@@ -315,7 +315,7 @@ def test_slurmdbd_answer_gives_sacct_figures():
 
 @pytest.mark.parametrize(("limit", "kept"), [(30, 30), ({"set": True, "number": 30}, 30), (0xFFFFFFFF, None)])
 def test_slurmdbd_limit_forms(limit, kept):
-    from clusters.backends.slurm_rest.parsing import usage
+    from clusters.backends.kinds.slurm_rest.parsing import usage
 
     record = {"job_id": 5, "time": {"elapsed": 2, "end": 1795439318, "limit": limit}, "tres": {}, "steps": []}
     assert usage({"jobs": [record]}, ["5"])["5"].time_limit_minutes == kept

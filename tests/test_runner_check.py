@@ -101,7 +101,7 @@ def test_students_own_users_are_checked_too(cluster, login_node, alice, bob):
 
 
 def test_a_shared_user_that_is_the_slurmrestd_tokens_user_is_refused(cluster, login_node):
-    from clusters.backends import runner_check
+    from clusters.backends.slurm_family import runner_check
 
     runners = runner_check.Runners(login="labsvc", users=("labrest",), token_user="labrest")
     report = runner_check.check(runners, lambda argv: CommandResult(0, "", ""))
@@ -115,7 +115,7 @@ def test_the_check_runs_as_the_service_account_never_as_a_student(cluster, login
 
 
 def test_without_a_login_node_it_checks_names_and_the_token_and_says_what_it_could_not_ask():
-    from clusters.backends import runner_check
+    from clusters.backends.slurm_family import runner_check
 
     def no_login(argv):
         raise AssertionError(f"asked {argv} with no login node")

@@ -2,9 +2,9 @@
 
 import pytest
 
+from clusters.backends.slurm_family.script.rendering import RenderError, check_placeholder_contexts, render_script
 from core.templating.params import parse_schema
-from core.templating.rendering import RenderError, check_placeholder_contexts, placeholder_problems, render_script
-from core.templating.script_safety import problems
+from core.templating.shell_safety import placeholder_problems, problems
 
 # v: a value that cannot start with "-" (a string, a bool, a non-negative number); n: one that can.
 CLASSES = {"v": False, "n": True}
@@ -198,7 +198,7 @@ def test_checking_runs_nothing(tmp_path, monkeypatch):
 
 
 def _ctx():
-    from core.templating.rendering import RenderContext
+    from clusters.backends.slurm_family.script.rendering import RenderContext
 
     return RenderContext(job_id="00000000-0000-0000-0000-000000000001", job_name="gpulab-t", lab_dir="~/gpulab")
 

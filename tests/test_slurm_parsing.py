@@ -3,7 +3,7 @@ integration (tests/integration/test_slurm_jobs.py); the sacct answers that slurm
 a cancelled job whose batch step has not yet stored its signal, are checked here."""
 
 from clusters.backends.base import complete_utf8
-from clusters.backends.slurm.backend import SlurmBackend, _parse_exit_code, _parse_time
+from clusters.backends.kinds.slurm.backend import SlurmBackend, _parse_exit_code, _parse_time
 from clusters.backends.ssh import CommandResult
 from clusters.models import Cluster
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from clusters.backends import tokens
-from clusters.backends.slurm_rest import directives, parsing, versions
-from clusters.backends.slurm_rest.client import error_messages
-from clusters.backends.slurm_rest.errors import RestRejected
+from clusters.backends.kinds.slurm_rest import directives, parsing, versions
+from clusters.backends.kinds.slurm_rest.client import error_messages
+from clusters.backends.kinds.slurm_rest.errors import RestRejected
 from clusters.forms import token_expiry_text
 from clusters.kinds import kinds_running, template_backend
 from clusters.models import ClusterAccount

@@ -3,7 +3,7 @@ broader is flagged with what to write instead."""
 
 import pytest
 
-from clusters.backends import sudo_rule
+from clusters.backends.slurm_family import sudo_rule
 
 HEADER = """Matching Defaults entries for labsvc on login1:
     env_reset, mail_badpass,

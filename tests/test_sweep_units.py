@@ -6,10 +6,10 @@ import uuid
 
 import pytest
 
-from clusters.backends import arrays
-from clusters.backends.slurm.backend import _keyed_by_task
+from clusters.backends.kinds.slurm.backend import _keyed_by_task
+from clusters.backends.slurm_family import arrays
+from clusters.backends.slurm_family.script.rendering import RenderContext, render_script, value_text
 from core.templating.params import parse_schema
-from core.templating.rendering import RenderContext, render_script, value_text
 from sweeps.plan import MAX_RUNS, SweepInvalid, expand, plan
 
 SCHEMA = parse_schema(
@@ -166,7 +166,7 @@ def test_a_task_without_its_line_stops_with_a_message(tmp_path):
 
 
 def test_a_running_array_task_s_gpus_are_keyed_by_array_and_task():
-    from clusters.backends.slurm.backend import parse_gpu_allocations
+    from clusters.backends.kinds.slurm.backend import parse_gpu_allocations
 
     shown = (
         "JobId=1243 ArrayJobId=1240 ArrayTaskId=3 JobName=x\n   JobState=RUNNING Reason=None\n"
@@ -177,7 +177,7 @@ def test_a_running_array_task_s_gpus_are_keyed_by_array_and_task():
 
 
 def test_slurmrestd_lists_array_tasks_by_array_and_task_and_finds_the_array_by_its_comment():
-    from clusters.backends.slurm_rest.parsing import NO_VAL, find_by_comment, statuses
+    from clusters.backends.kinds.slurm_rest.parsing import NO_VAL, find_by_comment, statuses
 
     answer = {
         "jobs": [

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from clusters.backends.hostlist import expand_hostlist
-from clusters.backends.slurm.backend import expand_ids, parse_gpu_allocations, parse_nodes
+from clusters.backends.kinds.slurm.backend import expand_ids, parse_gpu_allocations, parse_nodes
+from clusters.backends.slurm_family.hostlist import expand_hostlist
 from telemetry.frames import FrameBuilder
 from telemetry.hints import HOLD_SECONDS, HintRules, Sample
 from telemetry.live import JobRef, LiveState

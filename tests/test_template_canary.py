@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from clusters.backends.slurm_family.script.rendering import RenderContext, render_script
 from core.templating.params import parse_schema
-from core.templating.rendering import RenderContext, render_script
 from jobs.authoring import preview
 
 PARAMS = [
@@ -238,7 +238,7 @@ def test_no_value_in_a_publishable_template_runs_or_writes(sandbox, text, value,
     ],
 )
 def test_the_sandbox_sees_a_value_that_runs_when_the_checker_is_bypassed(sandbox, monkeypatch, text, value):
-    from core.templating import rendering
+    from clusters.backends.slurm_family.script import rendering
 
     monkeypatch.setattr(rendering, "check_placeholder_contexts", lambda body, schema=None: None)
     script = render_script(text, SCHEMA, {"v": value, "n": 1}, CTX)

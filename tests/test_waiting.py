@@ -15,9 +15,9 @@ import pytest
 from django.utils import timezone
 
 from clusters.backends.base import NotSupported
+from clusters.backends.kinds.slurm.queue import NO_MULTIFACTOR, parse_sprio, parse_squeue_start, queue_view
+from clusters.backends.kinds.slurm_rest import parsing, versions
 from clusters.backends.queue import QueuedJob, QueueView
-from clusters.backends.slurm.queue import NO_MULTIFACTOR, parse_sprio, parse_squeue_start, queue_view
-from clusters.backends.slurm_rest import parsing, versions
 from clusters.limits import PartitionLimits
 from core.choices import JobState
 from jobs import polling

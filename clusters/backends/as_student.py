@@ -1,10 +1,10 @@
 """Commands and files as a student's own cluster user, through the service account's SSH login and its sudo rule.
 
-Invariant: only the commands of the rule in docs/cluster-identity.md (sudo_rule.REQUIRED) run as the student, each
-as `sudo -n -u <student> -- <argv>` joined with shlex.join; the student's name comes from a ClusterAccount made by
-clusters.identity (a validated cluster username, never typed by the student). Run directories are made by the
-student's user with mode 0700 (the lab directory in their home too), and the SFTP server runs with umask 077, so no
-other student (and not the service account) can read them.
+Invariant: only the commands of the rule in docs/cluster-identity.md (slurm_family/sudo_rule.REQUIRED) run as the
+student, each as `sudo -n -u <student> -- <argv>` joined with shlex.join; the student's name comes from a
+ClusterAccount made by clusters.identity (a validated cluster username, never typed by the student). Run directories
+are made by the student's user with mode 0700 (the lab directory in their home too), and the SFTP server runs with
+umask 077, so no other student (and not the service account) can read them.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from clusters.choices import POSIX_NAME, SYSTEM_ACCOUNTS
 from . import ssh
 from .base import AuthenticationFailed, BackendError, LogChunk, complete_utf8
 from .ssh import CommandResult, run
-from .sudo_rule import SFTP_SERVER
 
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"  # Debian's path; the sudo rule must name the login node's own
 SUDO_REFUSED = re.compile(r"sudo: (a password is required|a terminal is required|.*not allowed)", re.IGNORECASE)
 
 

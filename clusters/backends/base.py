@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clusters.errors import (  # handed on: every backend raises these
     AuthenticationFailed as AuthenticationFailed,
@@ -47,9 +47,6 @@ from .nodes import NodeInfo as NodeInfo
 from .queue import QueuedJob as QueuedJob
 from .queue import QueueSummary as QueueSummary
 from .queue import QueueView as QueueView
-
-if TYPE_CHECKING:
-    from .accounting import AccountedUsage
 
 
 @dataclass(frozen=True)
@@ -93,8 +90,8 @@ class SubmitRequest:
     # An interactive session's secret, made by the portal (jobs/session_tokens.py): the kind hands it to the job
     # outside its script and its run directory, and never logs it.
     session_token: str = field(default="", repr=False)
-    # A job array (a sweep, SLURM kinds): sbatch's --array ("0-3%2"), and the tasks' values file the kind writes
-    # beside the script (one line per task, read by the script as data: clusters/backends/arrays.py).
+    # A job array (a sweep, on a kind whose sweeps go as arrays): its tasks as the kind spells them (Kind.array_spec),
+    # and the tasks' values file the kind writes beside the script (Kind.array_values: one line per task, data).
     array: str = ""
     task_values: str = ""
 
@@ -120,8 +117,8 @@ class SchedulerStatus:
 class Polled(dict):
     """poll()'s answer: scheduler id → SchedulerStatus, and whether the scheduler's controller itself gave it.
 
-    A kind that can answer from a record kept beside the controller (SLURM accounting: sacct reads slurmdbd, which
-    answers while slurmctld is down) says so with from_controller=False and `note` in words for admins: the states
+    A kind that can answer from a record kept beside the controller (an accounting store that answers while the
+    controller is down) says so with from_controller=False and `note` in words for admins: the states
     are then what the controller last reported, so the cluster is not marked as heard from and pages keep saying
     that states may be out of date (jobs/staleness.py). A plain dict counts as the controller's answer.
     """
@@ -172,8 +169,22 @@ class NodeUsage:
 
 
 @dataclass(frozen=True)
+class AccountedUsage:
+    """One finished job as the cluster's accounting recorded it; None where accounting has no figure."""
+
+    scheduler_id: str
+    elapsed_seconds: int
+    cpu_seconds: float  # user + system time of every step
+    cpus: int
+    gpus: int
+    max_rss_bytes: int | None
+    requested_memory_bytes: int | None
+    time_limit_minutes: int | None
+
+
+@dataclass(frozen=True)
 class GpuAllocation:
-    """Which GPU indexes of which node the scheduler gave a job (SLURM GRES IDX)."""
+    """Which GPU indexes of which node the scheduler gave a job."""
 
     scheduler_id: str
     node: str
@@ -229,7 +240,7 @@ class ClusterBackend(ABC):
     def stage_lab_files(self, source: Path) -> int:
         """Copy the bundled workloads into the cluster's lab directory; return the number of files copied."""
 
-    # A running job's own files and nodes (batch kinds: where its JupyterLab listens, backends/batch_notebook.py).
+    # A running job's own files and nodes (e.g. where a job's notebook server says it listens).
     def read_job_file(self, job_id: uuid.UUID, name: str, offset: int, limit: int) -> LogChunk:
         """Part of a file the job wrote in its run directory (a fixed name of the portal's), as the job's identity."""
         raise NotSupported(f"The portal cannot read the files of jobs on {self.cluster.display_name}.")

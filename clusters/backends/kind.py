@@ -13,7 +13,7 @@ Inputs and outputs are the dataclasses below. A kind refuses with its own errors
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -155,9 +155,8 @@ class Kind:
     student_logins: ClassVar[bool] = False
     # The shared mode (RunAs.SERVICE) runs jobs as the cluster's shared user (Cluster.shared_user), reached through the
     # service account as a student's own user is, and never as the service account, which holds the portal's
-    # privileges (a sudo rule, SLURM operator level, the slurmrestd SlurmUser's token). False: the kind's service
-    # account runs no code of students itself (Kubernetes: pods run with the pod's identity, in the course's
-    # namespace).
+    # privileges (whatever lets it act for students: docs/cluster-identity.md). False: the kind's service account
+    # runs no code of students itself (its jobs run with an identity the cluster gives them).
     shared_user_mode: ClassVar[bool] = False
 
     def backend(self, cluster: Any, account: Any = None) -> ClusterBackend:
@@ -188,6 +187,20 @@ class Kind:
         """Whether a sweep of these parameters goes as one array; if not, its runs go to the cluster one by one,
         each rendered with its own values."""
         return self.sweeps_as_arrays
+
+    def array_spec(self, indexes: list[int], at_once: int) -> str:
+        """How the scheduler is asked for an array of these task indexes, at most `at_once` running together
+        (SubmitRequest.array); only for a kind whose sweeps go as arrays."""
+        from .base import NotSupported
+
+        raise NotSupported(f"{self.name} clusters run no job arrays.")
+
+    def array_values(
+        self, schema: Any, runs: Sequence[tuple[uuid.UUID, Mapping[str, Any]]], swept: tuple[str, ...]
+    ) -> str:
+        """The file an array's tasks read their run's id and swept values from (SubmitRequest.task_values), one line
+        per run in task order; "" where the kind's sweeps do not go as arrays."""
+        return ""
 
     def render(self, request: RenderRequest) -> Rendered:
         """The template and values as what will be submitted; RenderRefused names what is wrong."""
@@ -251,6 +264,10 @@ class Kind:
     def load_test_report(self, job: Any) -> Any:
         """The newest load test's name, phase, figures and error (jobs/_load_test.html), or None."""
         return None
+
+    # Accounting: what finished jobs used, where the kind's clusters record it (ClusterBackend.usage). The record may
+    # come after the job's end: the poll asks again for this many seconds, and pages say the figures are on their way.
+    usage_arrives_within: ClassVar[int] = 0
 
     # Lab sessions: GPUs held for a course during a live lab where the admin allows it, by the kind's holder class
     # (clusters/backends/lab_holds.py); None where its clusters cannot hold them.
@@ -331,8 +348,6 @@ class Kind:
         """Test connection's one-line answer, above the report's lines."""
         if ok:
             return "Login works"
-        if cluster.run_as == RunAs.SUDO:
-            return "Login works; the sudo rule must change"
         if cluster.run_as == RunAs.SERVICE:
             return "Login works; what is marked below must change before students' jobs run here"
         return "Login problem"

@@ -2,8 +2,9 @@
 
 A kind that can hold them names its holder class (`Kind.lab_holds`); courses/lab_reservations.py asks the holder only
 through this interface: hold (make, or find what an earlier attempt made), and release at the end. What holding is
-belongs to the kind: the SLURM kinds make a reservation for the window ahead (clusters/backends/reservations.py);
-Kubernetes with Kueue raises the course's ClusterQueue quota while the session is on (kubernetes/kueue_sessions.py).
+belongs to the kind: the SLURM kinds make a reservation for the window ahead
+(clusters/backends/slurm_family/reservations.py); Kubernetes with Kueue raises the course's ClusterQueue quota while the
+session is on (kubernetes/kueue_sessions.py).
 
 Every call is retry-safe: a hold is named after its session, and holding again finds what is already held and
 changes nothing. A refusal (HoldRefused) says in words why the cluster cannot hold the session and what to do; a

@@ -1,6 +1,6 @@
 """A terminal on a cluster: a PTY on the login node running one fixed command, for the portal to relay.
 
-Invariant: the command is an argument list chosen by the kind (e.g. `srun --jobid=<id> --overlap --pty bash -l`),
+Invariant: the command is an argument list chosen by the kind (the SLURM kinds' srun: slurm_family/srun.py),
 joined with shlex.join; only keystrokes typed into the PTY come from the user. The host key is the pinned one, always.
 
 Two ways, one interface (Terminal, below; the Kubernetes kind's exec stream has it too):
@@ -28,9 +28,8 @@ from typing import Protocol
 
 import paramiko
 
-from . import as_student, openssh, ssh
+from . import openssh, ssh
 from .base import BackendError
-from .sudo_rule import TERMINAL_SRUN
 
 TERM = "xterm-256color"  # what xterm.js understands
 # A terminal's own: a remote PTY, and no escape character (a student typing "~." must not cut their own shell).
@@ -236,27 +235,3 @@ def open_terminal(cluster, login, argv: list[str], *, cols: int, rows: int) -> T
             "failing, tell your instructor."
         ) from None
     return ChannelTerminal(channel)
-
-
-def srun_in_job(cluster, account, scheduler_id: str, *, cols: int, rows: int, first_line: str = "") -> Terminal:
-    """A login shell in a running SLURM job as `account`: its own login, or the student's user through the service
-    account's sudo rule (which allows exactly this srun). `first_line` is typed into it first (job_shell_line)."""
-    argv = ["srun", f"--jobid={scheduler_id}", *TERMINAL_SRUN]
-    student = as_student.for_account(cluster, account)
-    login = account
-    if student:
-        login, argv = student.login, student.as_student(argv)
-    term = open_terminal(cluster, login, argv, cols=cols, rows=rows)
-    if first_line:
-        term.write(first_line.encode())
-    return term
-
-
-def job_shell_line(exports: list[str], run_dir: str) -> str:
-    """What the terminal types first, so the shell is the job's: its GPULAB_* variables (`exports`, the job script's
-    own quoted lines) and its run directory (`run_dir`, a shell word), then a clear screen. The srun the sudo rule
-    pins can take neither a directory nor variables, and srun's shell starts in the login's home with the login's
-    environment. A leading space keeps the line out of the shell's history where HISTCONTROL ignores such lines."""
-    if not exports:
-        return ""
-    return " " + "; ".join([*exports, f"cd -- {run_dir} && clear"]) + "\n"

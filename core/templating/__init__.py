@@ -1,3 +1,4 @@
-"""The template language: typed parameters, the resource table, rendering a body into a script, and the checks that
-keep a student's values out of code. It imports nothing from the portal's apps, so the kinds that render templates
-(clusters/backends/) and the jobs app that launches them both stand on it."""
+"""The kind-neutral template language: typed parameters (params.py), the placeholder grammar (placeholders.py) and the
+resource table (resources.py). It imports nothing from the portal's apps, so the kinds that render templates
+(clusters/backends/: the SLURM family's batch script in slurm_family/script/, Kubernetes objects) and the jobs app
+that launches them both stand on it."""

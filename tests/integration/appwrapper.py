@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import datetime
 
-from clusters.backends.kubernetes import crds
+from clusters.backends.kinds.kubernetes import crds
 
 from .k8s import Emulator
 

@@ -17,7 +17,7 @@ import requests
 from playwright.sync_api import expect
 from websockets.exceptions import InvalidStatus
 
-from clusters.backends.kubernetes import notebook
+from clusters.backends.kinds.kubernetes import notebook
 from jobs import session_tokens
 from jobs.models import Job
 from sessions import notebook as portal_notebook

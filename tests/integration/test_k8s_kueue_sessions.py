@@ -17,7 +17,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 from rest_framework.test import APIClient
 
-from clusters.backends.kubernetes import crds
+from clusters.backends.kinds.kubernetes import crds
 from clusters.kinds import get_backend, kind_of
 from clusters.models import AuthMethod, Cluster, ClusterAccount
 from courses import lab_reservations

@@ -1,9 +1,9 @@
 """KubeRay's RayJob through the real pages, API and worker, against the emulated API server with the RayJob and
-RayCluster CRDs registered from KubeRay's published schema (v1.4.2, clusters/backends/kubernetes/crds/): the built-in
-fine-tuning template admitted by Kueue, running and succeeding; a RayJob whose Ray cluster never comes up; and the Ray
-dashboard proxied to its owner alone. The tests play KubeRay's operator (tests/integration/kuberay.py), Kueue's
-controller and the kubelet; a small HTTP server plays the Ray head's dashboard, as the JupyterLab tests play the
-notebook server."""
+RayCluster CRDs registered from KubeRay's published schema (v1.4.2, clusters/backends/kinds/kubernetes/crds/): the
+built-in fine-tuning template admitted by Kueue, running and succeeding; a RayJob whose Ray cluster never comes up;
+and the Ray dashboard proxied to its owner alone. The tests play KubeRay's operator (tests/integration/kuberay.py),
+Kueue's controller and the kubelet; a small HTTP server plays the Ray head's dashboard, as the JupyterLab tests play
+the notebook server."""
 
 from __future__ import annotations
 

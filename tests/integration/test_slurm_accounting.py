@@ -7,7 +7,7 @@ import subprocess
 import pytest
 from django.urls import reverse
 
-from clusters.backends.accounting import parse_cpu_time, parse_size
+from clusters.backends.slurm_family.accounting import parse_cpu_time, parse_size
 from clusters.choices import accounting_in_words
 from clusters.identity import set_cluster_username
 from clusters.kinds import get_backend

@@ -10,7 +10,7 @@ import paramiko
 import pytest
 from django.urls import reverse
 
-from clusters.backends.slurm.backend import SlurmBackend
+from clusters.backends.kinds.slurm.backend import SlurmBackend
 from clusters.kinds import get_backend
 from clusters.models import Cluster
 from jobs.models import Job

@@ -39,7 +39,7 @@ def _learn_partitions(cluster) -> None:
 
 def _learn_partitions_over_ssh(cluster) -> None:
     """The REST kind learns no partitions of its own: the figures the SSH kind's sinfo gives for the same SLURM."""
-    from clusters.backends.slurm.backend import parse_partitions
+    from clusters.backends.kinds.slurm.backend import parse_partitions
 
     limits = parse_partitions(slurm("sinfo", "--all", "--noheader", "--format=%P|%D|%s|%l|%G"))
     Cluster.objects.filter(pk=cluster.pk).update(partition_limits={n: p.as_dict() for n, p in limits.items()})
@@ -194,7 +194,7 @@ def test_slurmrestd_cluster_gives_the_estimate_and_priority_from_the_polls_own_j
     """The same SLURM through slurmrestd: a job behind a root job holding every GPU gets slurmctld's estimate and its
     priority from the one GET …/jobs the poll makes (no factors in v0.0.38: the wait says so)."""
     from clusters.backends import tokens
-    from clusters.backends.slurm_rest import backend as rest_backend
+    from clusters.backends.kinds.slurm_rest import backend as rest_backend
 
     token = Path(services["GPULAB_SLURMREST_TOKEN_FILE"]).read_text().strip()
     Cluster.objects.filter(pk=cluster.pk).update(kind="slurm-rest", api_url=services["GPULAB_SLURMREST_URL"])
