@@ -366,3 +366,25 @@ def test_the_rayjob_crd_is_kuberays_published_v1_schema_trimmed():
     assert {"jobStatus", "jobDeploymentStatus", "reason", "message", "rayClusterName", "dashboardURL"} <= set(status)
     assert ("ray.io/v1", "RayCluster") in crds.definitions()
     assert yaml.safe_dump(entry["crd"]["metadata"]) == "name: rayjobs.ray.io\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "fix"),
+    [
+        (
+            ("--model {{ model }}", '--model "{{ model }}"'),
+            "write it outside the quotes (the portal quotes values itself).",
+        ),
+        (
+            ("python /app/trainer", "MODEL={{ model }} python /app/trainer"),
+            "pass the value as an argument of a command instead.",
+        ),
+    ],
+)
+def test_an_entrypoint_refusal_names_no_variable_a_ray_head_does_not_have(change, fix):
+    """A batch script gets every value as $GPULAB_P_<name> too, and its refusals may say to use that; a RayJob's
+    entrypoint gets no such variable, so its refusals say what works there."""
+    assert change[0] in FINETUNE["body"]
+    with pytest.raises(ManifestError) as refusal:
+        render(FINETUNE["body"].replace(*change, 1))
+    assert str(refusal.value).endswith(fix) and "GPULAB_P_" not in str(refusal.value)

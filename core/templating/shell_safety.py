@@ -78,9 +78,12 @@ class _Occurrence:
 
 
 class _Refused(Exception):
-    def __init__(self, context: str, fix: str):
+    """`fix` may name the exported variable ({env}); `plain`, where given, is the fix for a script that has no such
+    variables (a RayJob's entrypoint)."""
+
+    def __init__(self, context: str, fix: str, plain: str | None = None):
         super().__init__(context)
-        self.context, self.fix = context, fix
+        self.context, self.fix, self.plain = context, fix, plain
 
 
 @cache
@@ -88,11 +91,14 @@ def _parser() -> Parser:
     return Parser(Language(tree_sitter_bash.language()))
 
 
-def problems(body: str, dash_prone: Mapping[str, bool], durations: Collection[str] = ()) -> list[Problem]:
+def problems(
+    body: str, dash_prone: Mapping[str, bool], durations: Collection[str] = (), *, exported: bool = True
+) -> list[Problem]:
     """Every value occurrence bash would not keep an inert argument. `dash_prone[name]`: may the value start
     with "-" (negative numbers, choices like "-O2")? `durations`: the parameters whose every value is a duration
     (a number that cannot be negative, or a choice like 30s). Flags ({{ x|flag:--y }}) are the instructor's text
-    and are not checked here."""
+    and are not checked here. `exported`: does the script get every value as GPULAB_P_<name> too (a batch script
+    does; a RayJob's entrypoint does not), so that the fixes may suggest "$GPULAB_P_name"?"""
     text, occurrences = _tagged(body)
     if not occurrences:
         return []
@@ -108,7 +114,12 @@ def problems(body: str, dash_prone: Mapping[str, bool], durations: Collection[st
                 )
             _judge(canonical, occ, dash_prone, durations, reprint=True)
         except _Refused as refused:
-            found.append(Problem(occ.line, occ.what, refused.context, refused.fix.replace("{env}", occ.env)))
+            # The fix names only what the script has: the exported variable, or else the placeholder, which stands
+            # as an argument word anywhere a fix puts the variable.
+            fix = refused.fix if exported or refused.plain is None else refused.plain
+            found.append(
+                Problem(occ.line, occ.what, refused.context, fix.replace("{env}", occ.env if exported else occ.what))
+            )
     return found
 
 
@@ -381,6 +392,7 @@ def _word_unit(leaf: Node, occ: _Occurrence) -> Node:
             raise _Refused(
                 "inside double quotes, so it would not stay one quoted word",
                 "write it outside the quotes (the portal quotes values itself), or use {env} inside them",
+                "write it outside the quotes (the portal quotes values itself)",
             )
         if leaf.type in ("raw_string", "ansi_c_string"):
             raise _Refused(
@@ -480,6 +492,7 @@ def _assignment_checks(assignment: Node, occ: _Occurrence) -> None:
         raise _Refused(
             "a variable's value, which other commands may evaluate",
             "write NAME={env} (the portal exports every value as GPULAB_P_<name>)",
+            "pass the value as an argument of a command instead",
         )
     variable = assignment.child_by_field_name("name")
     name = _text(variable) if variable is not None else ""
@@ -668,7 +681,7 @@ def unix_lines(body: str) -> str:
     return body.replace("\r\n", "\n")
 
 
-def placeholder_problems(body: str, schema: list[Param] | None = None) -> list[str]:
+def placeholder_problems(body: str, schema: list[Param] | None = None, *, exported: bool = True) -> list[str]:
     """Each placeholder or $GPULAB_P_ reference bash would not keep an inert argument, as a sentence."""
     body = unix_lines(body)
     names = {p.name: p for p in schema or ()}
@@ -681,4 +694,4 @@ def placeholder_problems(body: str, schema: list[Param] | None = None) -> list[s
     dash_prone.update({name: _dash_prone(p) for name, p in names.items()})
     dash_prone.update(dict.fromkeys(BUILTIN_PLACEHOLDERS, False))
     durations = {name for name, p in names.items() if _duration_like(p)}
-    return [str(problem) for problem in problems(body, dash_prone, durations)]
+    return [str(problem) for problem in problems(body, dash_prone, durations, exported=exported)]
