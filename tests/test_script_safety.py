@@ -2,7 +2,13 @@
 
 import pytest
 
-from clusters.backends.slurm_family.script.rendering import RenderError, check_placeholder_contexts, render_script
+from clusters.backends.slurm_family.script.rendering import (
+    DIRECTIVES,
+    RenderError,
+    check_placeholder_contexts,
+    render_script,
+    script_problems,
+)
 from core.templating.params import parse_schema
 from core.templating.shell_safety import placeholder_problems, problems
 
@@ -11,7 +17,8 @@ CLASSES = {"v": False, "n": True}
 
 
 def refusals(body: str) -> list[str]:
-    return [str(p) for p in problems(body, CLASSES)]
+    """A batch script's refusals: it gets every value as $GPULAB_P_<name> too, and sbatch reads its #SBATCH lines."""
+    return [str(p) for p in problems(body, CLASSES, exported=True, directives=DIRECTIVES)]
 
 
 ACCEPTED = [
@@ -145,9 +152,29 @@ def test_placements_that_would_let_a_value_run_are_refused(body, context):
 def test_refusal_names_the_line_the_context_and_the_fix():
     schema = parse_schema([{"name": "steps", "type": "int", "default": 10, "min": 1, "max": 100}])
     body = "echo start\n\n\n\n\n\n(( total = {{ steps }} * 2 ))\n"
-    [message] = placeholder_problems(body, schema)
+    [message] = script_problems(body, schema)
     assert message.startswith("Line 7: {{ steps }} is inside (( )) arithmetic, where a value would be evaluated;")
     assert '"$GPULAB_P_steps"' in message
+
+
+def test_a_fix_names_the_exported_variable_only_where_the_kind_exports_it():
+    """A batch script gets every value as $GPULAB_P_<name> too; the checker, asked for a script that does not (a
+    RayJob's entrypoint), names the placeholder in the same fix."""
+    schema = parse_schema([{"name": "steps", "type": "int", "default": 10, "min": 1, "max": 100}])
+    body = "(( total = {{ steps }} * 2 ))"
+    assert script_problems(body, schema)[0].endswith('e.g. [ "$GPULAB_P_steps" -gt 10 ] or seq 1 "$GPULAB_P_steps".')
+    assert placeholder_problems(body, schema)[0].endswith("e.g. [ {{ steps }} -gt 10 ] or seq 1 {{ steps }}.")
+
+
+def test_a_comment_refuses_a_value_only_where_the_kind_says_a_program_reads_it():
+    """sbatch reads #SBATCH lines as the job's options, so a batch script may not hold a value in one; where no
+    program reads comments (a RayJob's entrypoint), the same line is a comment like any other."""
+    schema = parse_schema([{"name": "v", "type": "string", "default": "x"}])
+    body = "#SBATCH --partition={{ v }}\necho {{ v }}"
+    [refusal] = script_problems(body, schema)
+    assert refusal.startswith("Line 1: {{ v }} is in a #SBATCH directive line") and "partition" in refusal
+    assert placeholder_problems(body, schema) == []
+    assert placeholder_problems(body, schema, directives={"PBS": "no"}) == []
 
 
 def test_every_refusal_is_reported_not_just_the_first():
@@ -157,22 +184,22 @@ def test_every_refusal_is_reported_not_just_the_first():
 
 def test_negative_numbers_may_stand_only_joined_to_their_option():
     schema = parse_schema([{"name": "shift", "type": "int", "default": 0, "min": -5, "max": 5}])
-    assert placeholder_problems("./bench --shift={{ shift }}", schema) == []
-    assert "may begin with '-'" in placeholder_problems("./bench --shift {{ shift }}", schema)[0]
+    assert script_problems("./bench --shift={{ shift }}", schema) == []
+    assert "may begin with '-'" in script_problems("./bench --shift {{ shift }}", schema)[0]
     natural = parse_schema([{"name": "shift", "type": "int", "default": 0, "min": 0, "max": 5}])
-    assert placeholder_problems("./bench --shift {{ shift }}", natural) == []
+    assert script_problems("./bench --shift {{ shift }}", natural) == []
 
 
 def test_a_choice_with_a_dashed_option_counts_as_dash_prone():
     schema = parse_schema([{"name": "opt", "type": "choice", "default": "-O2", "choices": ["-O2", "-O3"]}])
-    assert placeholder_problems("gcc {{ opt }} a.c", schema)
-    assert placeholder_problems("gcc -Wall a.c --level={{ opt }}", schema) == []
+    assert script_problems("gcc {{ opt }} a.c", schema)
+    assert script_problems("gcc -Wall a.c --level={{ opt }}", schema) == []
 
 
 def test_unknown_parameter_is_named():
     schema = parse_schema([{"name": "steps", "type": "int", "default": 1}])
     expected = ["Line 1: {{ stepz }} is not a parameter of this template."]
-    assert placeholder_problems("echo {{ stepz }}", schema) == expected
+    assert script_problems("echo {{ stepz }}", schema) == expected
 
 
 def test_a_refused_body_does_not_render():
@@ -206,7 +233,7 @@ def _ctx():
 def test_a_body_from_a_browser_textarea_renders_with_unix_line_ends():
     schema = parse_schema([{"name": "v", "type": "string", "default": "x"}])
     body = "echo start\r\n[ {{ v }} = x ] && echo yes\r\n"
-    assert placeholder_problems(body, schema) == []
+    assert script_problems(body, schema) == []
     assert "\r" not in render_script(body, schema, {"v": "x"}, _ctx())
 
 
@@ -246,7 +273,7 @@ TIMEOUT_ACCEPTED = [
 
 @pytest.mark.parametrize("body", TIMEOUT_ACCEPTED)
 def test_a_number_that_cannot_be_negative_may_be_the_duration_of_timeout(body):
-    assert placeholder_problems(body, TIMEOUT_SCHEMA) == []
+    assert script_problems(body, TIMEOUT_SCHEMA) == []
 
 
 TIMEOUT_REFUSED = [
@@ -281,7 +308,7 @@ TIMEOUT_REFUSED = [
 
 @pytest.mark.parametrize(("body", "context"), TIMEOUT_REFUSED)
 def test_near_misses_of_a_timeout_duration_are_refused(body, context):
-    found = placeholder_problems(body, TIMEOUT_SCHEMA)
+    found = script_problems(body, TIMEOUT_SCHEMA)
     assert found, f"accepted: {body!r}"
     assert context in " ".join(found)
 
@@ -290,4 +317,4 @@ def test_the_perf_tools_template_renders_with_its_timeout():
     schema = parse_schema([{"name": "seconds", "type": "int", "default": 10, "min": 1, "max": 300}])
     body = "module load perf\ntimeout {{ seconds }} perf stat -e cycles ./bench\necho done\n"
     assert "timeout 10 perf stat" in render_script(body, schema, {"seconds": 10}, _ctx())
-    assert "set a minimum of 0" not in " ".join(placeholder_problems(body, schema))
+    assert "set a minimum of 0" not in " ".join(script_problems(body, schema))

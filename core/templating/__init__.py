@@ -1,4 +1,5 @@
-"""The kind-neutral template language: typed parameters (params.py), the placeholder grammar (placeholders.py) and the
-resource table (resources.py). It imports nothing from the portal's apps, so the kinds that render templates
-(clusters/backends/: the SLURM family's batch script in slurm_family/script/, Kubernetes objects) and the jobs app
-that launches them both stand on it."""
+"""The kind-neutral template language: typed parameters (params.py), the placeholder grammar (placeholders.py), the
+resource table (resources.py) and the shell checker that keeps a student's values out of a bash script's code
+(shell_safety.py, with its command tables in shell_rules.py). It imports nothing from the portal's apps, so every kind
+that renders templates (a batch script, a RayJob's entrypoint, Kubernetes objects) and the jobs app that launches them
+stand on it; what a kind's scripts add (a scheduler's header, its directive comments, its environment) is the kind's."""

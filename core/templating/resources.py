@@ -2,8 +2,7 @@
 
 One row per parameter gives its required type and how messages name it. The schema check (params.py) and the advice
 to name a parameter rather than write the scheduler's own line (a kind's script checks) read this table; how a kind
-asks its scheduler for each resource is the kind's (the SLURM family's #SBATCH header:
-clusters/backends/slurm_family/script/header.py, a row per resource here).
+asks its scheduler for each resource is the kind's (a SLURM batch script's #SBATCH header writes a line for each row).
 """
 
 from __future__ import annotations

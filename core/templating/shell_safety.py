@@ -1,6 +1,7 @@
 """Where a student's value may stand in a bash script a template writes, decided with bash's own grammar: an sbatch
 body on the SLURM family's clusters, a RayJob's entrypoint on Kubernetes. Kind-neutral: a kind hands it the text
-and the parameters, and words the refusals.
+and the parameters, says whether its scripts also get every value as $GPULAB_P_<name> and which comments a program
+reads as directives, and the refusals name only what the kind's script has.
 
 Invariant: `problems(body, …)` is empty only if every `{{ placeholder }}` and every `$GPULAB_P_name`
 reference is, in BOTH the body as written and bash's own re-print of it (`declare -f` of the body imported
@@ -31,7 +32,6 @@ from tree_sitter import Language, Node, Parser
 from . import shell_rules as rules
 from .params import BUILTIN_PLACEHOLDERS, Param
 from .placeholders import PLACEHOLDER, not_a_parameter
-from .resources import names_in_words
 
 ENV_PREFIX = "GPULAB_P_"
 ENV_REF = re.compile(r"(?<![A-Za-z0-9_])GPULAB_P_[A-Za-z0-9_]*")
@@ -92,13 +92,21 @@ def _parser() -> Parser:
 
 
 def problems(
-    body: str, dash_prone: Mapping[str, bool], durations: Collection[str] = (), *, exported: bool = True
+    body: str,
+    dash_prone: Mapping[str, bool],
+    durations: Collection[str] = (),
+    *,
+    exported: bool = False,
+    directives: Mapping[str, str] | None = None,
 ) -> list[Problem]:
     """Every value occurrence bash would not keep an inert argument. `dash_prone[name]`: may the value start
     with "-" (negative numbers, choices like "-O2")? `durations`: the parameters whose every value is a duration
     (a number that cannot be negative, or a choice like 30s). Flags ({{ x|flag:--y }}) are the instructor's text
     and are not checked here. `exported`: does the script get every value as GPULAB_P_<name> too (a batch script
-    does; a RayJob's entrypoint does not), so that the fixes may suggest "$GPULAB_P_name"?"""
+    does; a RayJob's entrypoint does not), so that the fixes may suggest "$GPULAB_P_name"? `directives`: the
+    comments a program reads before the script runs, by their first word ("SBATCH" for "#SBATCH --nodes=2"), each
+    with the fix its refusal gives; a value in any other comment is read by nothing."""
+    directives = directives or {}
     text, occurrences = _tagged(body)
     if not occurrences:
         return []
@@ -106,13 +114,13 @@ def problems(
     found: list[Problem] = []
     for occ in occurrences:
         try:
-            _judge(text, occ, dash_prone, durations)
+            _judge(text, occ, dash_prone, durations, directives)
             if canonical is None:
                 raise _Refused(
                     "in a script bash cannot read as one piece",
                     "fix the syntax error bash reports (see the preview)",
                 )
-            _judge(canonical, occ, dash_prone, durations, reprint=True)
+            _judge(canonical, occ, dash_prone, durations, directives, reprint=True)
         except _Refused as refused:
             # The fix names only what the script has: the exported variable, or else the placeholder, which stands
             # as an argument word anywhere a fix puts the variable.
@@ -190,7 +198,12 @@ def _script_refusal(text: str) -> _Refused | None:
 
 
 def _judge(
-    text: str, occ: _Occurrence, dash_prone: Mapping[str, bool], durations: Collection[str], reprint: bool = False
+    text: str,
+    occ: _Occurrence,
+    dash_prone: Mapping[str, bool],
+    durations: Collection[str],
+    directives: Mapping[str, str],
+    reprint: bool = False,
 ) -> None:
     root = _parse(text)
     refused = _script_refusal(text)
@@ -206,11 +219,10 @@ def _judge(
     if leaf is None:
         raise _Refused("somewhere the checker cannot find", "write it as a word on its own")
     if leaf.type == "comment":
-        if _text(leaf).lstrip("#").lstrip().startswith("SBATCH"):
-            raise _Refused(
-                "in an #SBATCH line",
-                f"name the parameter {names_in_words()} and the portal writes the directive",
-            )
+        comment = _text(leaf).lstrip("#").lstrip()
+        for word, fix in directives.items():
+            if comment.startswith(word):
+                raise _Refused(f"in a #{word} directive line, which is read before the script runs", fix)
         return
     _enclosing_checks(leaf, occ)
     unit = _word_unit(leaf, occ)
@@ -681,8 +693,15 @@ def unix_lines(body: str) -> str:
     return body.replace("\r\n", "\n")
 
 
-def placeholder_problems(body: str, schema: list[Param] | None = None, *, exported: bool = True) -> list[str]:
-    """Each placeholder or $GPULAB_P_ reference bash would not keep an inert argument, as a sentence."""
+def placeholder_problems(
+    body: str,
+    schema: list[Param] | None = None,
+    *,
+    exported: bool = False,
+    directives: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Each placeholder or $GPULAB_P_ reference bash would not keep an inert argument, as a sentence (`exported`,
+    `directives`: as `problems` reads them)."""
     body = unix_lines(body)
     names = {p.name: p for p in schema or ()}
     unknown = [
@@ -694,4 +713,5 @@ def placeholder_problems(body: str, schema: list[Param] | None = None, *, export
     dash_prone.update({name: _dash_prone(p) for name, p in names.items()})
     dash_prone.update(dict.fromkeys(BUILTIN_PLACEHOLDERS, False))
     durations = {name for name, p in names.items() if _duration_like(p)}
-    return [str(problem) for problem in problems(body, dash_prone, durations, exported=exported)]
+    found = problems(body, dash_prone, durations, exported=exported, directives=directives)
+    return [str(problem) for problem in found]

@@ -20,7 +20,7 @@ from clusters.lab_space import files_subdir
 from core.templating.params import SchemaError, parse_schema, requested_gpus
 from core.templating.placeholders import PLACEHOLDER
 from core.templating.resources import RESOURCES
-from core.templating.shell_safety import placeholder_problems, unix_lines
+from core.templating.shell_safety import unix_lines
 
 from .. import as_student, ssh, terminal
 from ..base import BackendError
@@ -32,6 +32,7 @@ from .script.rendering import (
     bash_syntax_error,
     portal_exports,
     render_script,
+    script_problems,
     value_exports,
     value_text,
 )
@@ -162,7 +163,7 @@ class BatchKind(Kind):
             result.errors.append(str(exc))
             return result
         values = {p.name: p.default for p in schema}
-        refused = placeholder_problems(body, schema)
+        refused = script_problems(body, schema)
         if refused:
             syntax = bash_syntax_error(PLACEHOLDER.sub("x", unix_lines(body)))  # a syntax error explains them best
             result.errors.extend([f"bash -n: {syntax}"] if syntax else refused)

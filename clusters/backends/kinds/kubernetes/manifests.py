@@ -279,7 +279,7 @@ def _ray_entrypoint(document: dict, slots: list[Any], names: list[str | None], s
         lambda m: _as_text(slots[int(m[1])]) if names[int(m[1])] is None else f"{{{{ {names[int(m[1])]} }}}}",
         entrypoint,
     )
-    problems = placeholder_problems(as_written, schema, exported=False)  # no GPULAB_P_ variables on a Ray head
+    problems = placeholder_problems(as_written, schema)  # no GPULAB_P_ variables, no directive comments
     if problems:
         raise ManifestError("RayJob entrypoint: " + " ".join(problems))
 

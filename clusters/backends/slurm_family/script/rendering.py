@@ -6,8 +6,9 @@ Placeholders:
     {{ lab_dir }}           the cluster's lab directory, quoted ("$HOME"/… for ~/…)
     {{ job_id }}            the portal's job UUID
 
-A quoted value is inert only where bash does nothing more with the word than pass it to a program, so
-`safety` checks every placeholder's place with bash's own grammar before anything renders, and refuses
+A quoted value is inert only where bash does nothing more with the word than pass it to a program, so the
+kind-neutral shell checker (core/templating/shell_safety.py) checks every placeholder's place with bash's own
+grammar before anything renders, told what a batch script has (`script_problems`), and refuses
 the rest (arithmetic, [[ ]], eval, bash -c, redirections, here-documents, quotes, #SBATCH lines, …). Every value
 is also exported as GPULAB_P_<name>, for templates that need it inside text ("$GPULAB_P_name"). The portal
 writes the #SBATCH header itself from the resource parameters (the table in resources.py), whose values
@@ -31,12 +32,15 @@ from typing import Any
 
 from core.templating.params import Param
 from core.templating.placeholders import PLACEHOLDER, not_a_parameter, stray_braces
+from core.templating.resources import names_in_words
 from core.templating.shell_safety import ENV_PREFIX, placeholder_problems, unix_lines
 
 from .header import resource_directives
 
 DEFAULT_LAB_DIR = "~/gpulab"
 SWEPT_FLAG_PREFIX = "GPULAB_ON_"  # set (to 1) for a swept bool that is true in this task
+# The comments sbatch reads as the job's options, with the fix a value written in one is given.
+DIRECTIVES = {"SBATCH": f"name the parameter {names_in_words()} and the portal writes the directive"}
 
 
 class RenderError(ValueError):
@@ -64,9 +68,16 @@ class RenderContext:
         )
 
 
+def script_problems(body: str, schema: list[Param] | None = None) -> list[str]:
+    """The shell checker's refusals for a batch script, which gets every value as $GPULAB_P_<name> too (so a fix
+    may point there) and whose #SBATCH comments sbatch reads as the job's options (so no value may stand in one:
+    the portal writes the header from the resource parameters)."""
+    return placeholder_problems(body, schema, exported=True, directives=DIRECTIVES)
+
+
 def check_placeholder_contexts(body: str, schema: list[Param] | None = None) -> None:
     """Refuse placeholders where shell quoting would not keep a value inert (RenderError names each)."""
-    found = placeholder_problems(body, schema)
+    found = script_problems(body, schema)
     if found:
         raise RenderError(" ".join(found))
 
