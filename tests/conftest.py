@@ -53,6 +53,19 @@ def _no_earlier_tests_cluster_answers():
 
 
 @pytest.fixture(autouse=True)
+def _no_log_context_from_an_earlier_test():
+    """A request's and a task's log context (core/logs.py) is reset by the middleware and the task signals; a test
+    that calls the access helper directly binds a job in this thread's context, which no request ends, so each test
+    starts and ends with none."""
+    from core import logs
+
+    tokens = logs.request_id_var.set(""), logs.job_id_var.set("")
+    yield
+    logs.request_id_var.reset(tokens[0])
+    logs.job_id_var.reset(tokens[1])
+
+
+@pytest.fixture(autouse=True)
 def _no_task_for_an_earlier_tests_worker(request, monkeypatch):
     """A test outside tests/integration/ runs no Celery worker, but an integration test that ran earlier in this
     process may have left one consuming this process's broker, and it works on the same database: a job a unit test
