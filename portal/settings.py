@@ -337,7 +337,11 @@ CELERY_BEAT_SCHEDULE = {
     "evaluate-budgets": {"task": "workers.tasks.evaluate_budgets", "schedule": GPULAB_GOVERNANCE_INTERVAL},
     "sweep-lab-sessions": {"task": "workers.tasks.sweep_lab_sessions", "schedule": GPULAB_LAB_SESSION_SWEEP_INTERVAL},
     "end-idle-sessions": {"task": "workers.tasks.end_idle_sessions", "schedule": GPULAB_GOVERNANCE_INTERVAL},
-    "resume-stale-sweeps": {"task": "sweeps.tasks.resume_stale_sweeps", "schedule": GPULAB_POLL_INTERVAL},
+    # A sweep is resumed only once its submit is SUBMIT_STALE_AFTER old: looking twice in that time is soon enough.
+    "resume-stale-sweeps": {
+        "task": "sweeps.tasks.resume_stale_sweeps",
+        "schedule": max(GPULAB_POLL_INTERVAL, GPULAB_SUBMIT_STALE_AFTER / 2),
+    },
 }
 
 # --- Hostile input and sign-in (README "Configuration", docs/operations.md "Sign-in throttling") -------------

@@ -10,13 +10,14 @@ echo "[test] $(date +%T) packages, environments and services"
 bash scripts/ensure_packages.sh --test
 bash scripts/sign_on.sh install  # slapd and oidc-provider: the sign-on tests start their own
 
-make -s venv workloads-venv
+make -s -j2 venv workloads-venv  # two environments, built side by side
 
 bash scripts/services.sh start
 bash scripts/local_slurm.sh start
 bash scripts/lab_venv.sh  # the jobs' Python (PyTorch, JupyterLab) in /opt/gpulab-lab-venv, as make demo
 cleanup() {
   [ -n "${mypy_pid:-}" ] && kill "$mypy_pid" 2>/dev/null
+  [ -n "${workloads_pid:-}" ] && kill "$workloads_pid" 2>/dev/null
   bash scripts/local_slurm.sh stop || true
   bash scripts/services.sh stop || true
 }
@@ -39,11 +40,15 @@ echo "[test] $(date +%T) lint and checks"
 .venv/bin/lint-imports  # the floor plan: contracts in pyproject.toml [tool.importlinter]
 .venv/bin/python manage.py check
 .venv/bin/python manage.py makemigrations --check --dry-run
-# The type checker (every app, with Django's and DRF's stubs: pyproject.toml [tool.mypy]) runs beside the tests, which
-# spend most of their time waiting on SLURM; its verdict is read after them.
-mypy_log=$(mktemp)
+# The type checker (every app, with Django's and DRF's stubs: pyproject.toml [tool.mypy]) and the workloads' own tests
+# (trainer, inference server, load generator, manifests; CPU, their own environment) run beside the portal's tests,
+# whose SLURM lanes spend much of their time waiting on jobs; their verdicts are read after them.
+mypy_log=$(mktemp) workloads_log=$(mktemp)
 .venv/bin/mypy >"$mypy_log" 2>&1 &
 mypy_pid=$!
+# (PYTEST_ADDOPTS is the portal run's: a --junitxml in it must not be overwritten by this run's report.)
+(cd workloads && PYTEST_ADDOPTS= exec .venv/bin/pytest) >"$workloads_log" 2>&1 &
+workloads_pid=$!
 
 echo "[test] $(date +%T) portal: unit and integration tests, in parallel (pytest-xdist; the SLURM node's tests in one group)"
 .venv/bin/pytest -n "${GPULAB_TEST_PROCESSES:-5}" --dist loadgroup --durations=25 "$@"
@@ -56,5 +61,9 @@ cat "$mypy_log"
 [ "$status" = 0 ] || exit "$status"
 
 echo "[test] $(date +%T) workloads: trainer, inference server, load generator, manifests (CPU)"
-(cd workloads && .venv/bin/pytest)
+status=0
+wait "$workloads_pid" || status=$?
+workloads_pid=
+cat "$workloads_log"
+[ "$status" = 0 ] || exit "$status"
 echo "[test] $(date +%T) done"
