@@ -141,7 +141,9 @@ def call_kind(line: str) -> str:
 def make_cluster(emulator, prefix: str, kueue: bool):
     from clusters.models import AuthMethod, Cluster, ClusterAccount
 
-    cluster = Cluster.objects.create(name=f"{prefix}-k8s", kind="kubernetes", kube_addons={"kueue": kueue})
+    cluster = Cluster.objects.create(
+        name=f"{prefix}-k8s", kind="kubernetes", kind_settings={"kube_addons": {"kueue": kueue}}
+    )
     account = ClusterAccount(cluster=cluster, username="portal", auth_method=AuthMethod.KUBECONFIG)
     account.set_secret(emulator.kubeconfig("bench-token"))
     account.save()

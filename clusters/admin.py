@@ -4,7 +4,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db import models
+from django.db import models, transaction
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -15,9 +15,10 @@ from django.utils.text import capfirst
 from . import kinds, services
 from .backends import BackendError
 from .backends.ssh import fingerprint, probe_host_key
-from .choices import RunAs, accounting_in_words
+from .choices import RunAs
 from .forms import TOKEN_WARNING, ApiTokenField, ClusterAccountForm, token_expiry_text
 from .identity import set_cluster_username, validate_cluster_username
+from .kind_settings import settings_form_fields
 from .kinds import get_backend
 from .models import Cluster, ClusterAccount, ClusterIdentity, CredentialEvent
 
@@ -50,6 +51,27 @@ class ClusterAccountInline(admin.TabularInline):
         return token_expiry_text(obj)
 
 
+class ClusterAdminForm(forms.ModelForm):
+    """A cluster's fields and its kind's settings (Kind.cluster_settings, added as form fields by
+    ClusterAdmin.get_form), the settings shown from and kept in Cluster.kind_settings."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        stored = self.instance.kind_settings or {}
+        for name in self.settings_names():  # what the row holds, else the kind's default
+            self.initial[name] = stored.get(name, self.fields[name].initial)
+
+    def settings_names(self) -> list[str]:
+        columns = {field.name for field in Cluster._meta.get_fields()}
+        return [name for name in self.fields if name not in columns]
+
+    def typed_settings(self) -> list[str]:
+        """The settings the cluster's kind declares that an admin types (detected ones are Test connection's)."""
+        kind = self.cleaned_data.get("kind") or self.instance.kind
+        typed = kinds.kind_of(kind).cluster_settings.names(detected=False) if kind in kinds.KINDS else []
+        return [name for name in typed if name in self.fields]
+
+
 # A new cluster's "Jobs run as": left empty, Cluster.clean() gives it its kind's isolated mode (kinds.default_run_as).
 NEW_CLUSTER_RUN_AS = ""
 NEW_CLUSTER_RUN_AS_LABEL = "Each student's own user (sudo on SLURM, impersonation on slurmrestd)"
@@ -61,34 +83,29 @@ class ClusterAdmin(admin.ModelAdmin):
     list_filter = ["kind", "enabled", "emulated"]
     search_fields = ["name", "title", "host"]
     # Filled in by "Test connection"; shown, never typed. The pinned key reads as its fingerprint.
+    # The kind's own detected settings are shown by their form fields (disabled, in words: clusters/kind_settings.py).
     readonly_fields = [
         "pinned_host_key",
         "host_key_pinned_at",
-        "accounting",
         "server_version",
-        "mpi_operator",
-        "metrics_api",
-        "addons",
         "partition_limits_summary",
         "partition_limits_at",
     ]
-    shown_as = {
-        "host_key": "pinned_host_key",
-        "has_accounting": "accounting",
-        "has_mpi_operator": "mpi_operator",
-        "has_metrics_api": "metrics_api",
-        "kube_addons": "addons",
-        "partition_limits": "partition_limits_summary",
-    }
+    shown_as = {"host_key": "pinned_host_key", "partition_limits": "partition_limits_summary"}
     inlines = [ClusterAccountInline]
     change_form_template = "admin/clusters/cluster/change_form.html"
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
+    def _kinds_shown(self, request, obj) -> list[str]:
+        """The cluster's own kind; for a new cluster the one chosen, or every kind (the page hides the others)."""
+        chosen = obj.kind if obj else request.POST.get("kind") or request.GET.get("kind")
+        return [chosen] if chosen in kinds.KINDS else kinds.names()
+
     def get_fieldsets(self, request, obj=None):
         """Only the cluster's own kind's fields; a new cluster shows every kind's, and the page hides the others."""
-        chosen = obj.kind if obj else request.POST.get("kind") or request.GET.get("kind")
-        kinds_shown = [chosen] if chosen in kinds.KINDS else kinds.names()
+        kinds_shown = self._kinds_shown(request, obj)
         detected = set(self.readonly_fields) | set(self.shown_as)
+        detected.update(*(kinds.kind_of(kind).cluster_settings.names(detected=True) for kind in kinds_shown))
         sets = [
             (kind, title, options, [self.shown_as.get(f, f) for f in options["fields"] if obj or f not in detected])
             for kind in kinds_shown
@@ -118,6 +135,8 @@ class ClusterAdmin(admin.ModelAdmin):
         return fieldsets
 
     def get_form(self, request, obj=None, change=False, **kwargs):
+        owned = [kinds.kind_of(kind).cluster_settings for kind in self._kinds_shown(request, obj)]
+        kwargs["form"] = type("ClusterForm", (ClusterAdminForm,), settings_form_fields(owned, detected=obj is not None))
         form = super().get_form(request, obj, change, **kwargs)
         field = cast("forms.ChoiceField | None", form.base_fields.get("run_as"))
         if field is not None and obj is not None:  # only the modes the cluster's kind supports
@@ -140,7 +159,21 @@ class ClusterAdmin(admin.ModelAdmin):
             extra_context = {**(extra_context or {}), "isolation_note": kinds.kind_of(cluster.kind).isolation_note}
         return super().change_view(request, object_id, form_url, extra_context)
 
+    def save_model(self, request, obj, form, change):
+        """The kind's typed settings join what the row holds, read under its lock: a fact Test connection stored
+        while the page was open stays."""
+        typed = {name: form.cleaned_data[name] for name in form.typed_settings() if name in form.cleaned_data}
+        with transaction.atomic():
+            stored = Cluster.objects.select_for_update().filter(pk=obj.pk).values_list("kind_settings", flat=True)
+            obj.kind_settings = {**(stored.first() or {}), **typed} if obj.pk else typed
+            super().save_model(request, obj, form, change)
+
     def _label(self, name: str) -> str:
+        settings_field = next(
+            (f for kind in kinds.names() if (f := kinds.kind_of(kind).cluster_settings.form_fields().get(name))), None
+        )
+        if settings_field is not None:
+            return capfirst(str(settings_field.label or name))
         return capfirst(self.model._meta.get_field(name).verbose_name)
 
     def get_readonly_fields(self, request, obj=None):
@@ -152,24 +185,6 @@ class ClusterAdmin(admin.ModelAdmin):
         if not obj.host_key:
             return "Not pinned: run “Test connection” and confirm the fingerprint."
         return f"{fingerprint(obj.host_key)} ({obj.host_key.split()[0]})"
-
-    @admin.display(description="SLURM accounting")
-    def accounting(self, obj):
-        return accounting_in_words(obj.has_accounting)
-
-    @admin.display(description="MPI Operator")
-    def mpi_operator(self, obj):
-        return "installed: MPIJob templates can run" if obj.has_mpi_operator else "not installed: no MPIJob templates"
-
-    @admin.display(description="metrics API")
-    def metrics_api(self, obj):
-        return "available: pod CPU and memory charts" if obj.has_metrics_api else "not available: no pod usage charts"
-
-    @admin.display(description="Kubernetes add-ons")
-    def addons(self, obj):
-        from .backends.kinds.kubernetes.kueue import addons_in_words
-
-        return addons_in_words(obj.kube_addons or {})
 
     @admin.display(description="partition limits")
     def partition_limits_summary(self, obj):

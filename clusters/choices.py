@@ -47,13 +47,3 @@ class AuthMethod(models.TextChoices):
     KUBECONFIG = "kubeconfig", "kubeconfig (Kubernetes)"
     # The student's cluster user, reached with the service account's credentials (sudo or slurmrestd). No secret.
     VIA_SERVICE = "via-service", "Through the service account"
-
-
-def accounting_in_words(has_accounting: bool | None) -> str:
-    """SLURM accounting as every page says it (the cluster's admin page, Test connection, job pages): what Test
-    connection learnt and stored on the cluster, None until it ran."""
-    if has_accounting is None:
-        return "not checked yet: “Test connection” finds out (until then jobs are followed with scontrol)"
-    if has_accounting:
-        return "available: jobs are followed with sacct, and job pages show CPU and memory figures once a job ends"
-    return "off: this cluster keeps no SLURM accounting; jobs are followed with scontrol, with no CPU or memory figures"

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from . import kinds, services
@@ -167,8 +168,10 @@ def parse_file(path: Path) -> dict:
     rest_url = str(job.get("rest_url", ""))
     if rest_url and not rest_url.startswith(("http://", "https://")):
         raise ClusterFileError(f"{where}: job.rest_url must be an http:// or https:// address.")
+    own = _kind_settings(kind, v2, where)
     # What the kind cannot work without, named by the file's keys.
-    missing = kinds.kind_of(kind).missing_fields(Cluster(kind=kind, host=str(login.get("host", "")), api_url=rest_url))
+    probe = Cluster(kind=kind, host=str(login.get("host", "")), api_url=rest_url, kind_settings=own)
+    missing = kinds.kind_of(kind).missing_fields(probe)
     if missing:
         needed = "; ".join(f"{FILE_KEYS.get(name, name)} is required ({why})" for name, why in missing.items())
         raise ClusterFileError(f"{where}: {needed}.")
@@ -184,7 +187,6 @@ def parse_file(path: Path) -> dict:
     account = _section(extra, "service_account", where)
     secret = _read_secret(account, f"{where} service_account")
     if secret:
-        probe = Cluster(kind=kind, kube_context=str(job.get("context", "")))
         problem = kinds.kind_of(kind).credential_problem(probe, *secret)
         if problem:
             raise ClusterFileError(f"{where}: {problem}")
@@ -207,23 +209,40 @@ def parse_file(path: Path) -> dict:
         "fields": {
             "title": str(metadata.get("title", "")),
             "emulated": metadata.get("emulated", False),
-            "kube_context": str(job.get("context", "")),
             "kind": kind,
             "host": str(login.get("host", "")),
             "port": port,
             "partitions": lists["partitions"],
             "gpu_types": lists["gpu_types"],
-            "has_accounting": bool(job.get("has_accounting", False)),
             "lab_dir": str(extra.get("lab_dir", "~/gpulab")),
             "preamble": str(extra.get("preamble", "")),
             "run_as": run_as,
             "shared_user": shared_user,
             **({"api_url": rest_url} if rest_url else {}),
+            "kind_settings": own,
         },
         "host_key": _host_key(login, where),
         "account": {"username": account.get("username"), "secret": secret, "token": token} if account else None,
         "courses": courses,
     }
+
+
+def _kind_settings(kind: str, v2: dict, where: str) -> dict:
+    """The settings the cluster's kind takes from a file (KindSettings.file_keys: "job.context" is `context` under
+    `job:`), validated as the admin's form validates them; a setting the file leaves out keeps the kind's default."""
+    owner = kinds.kind_of(kind).cluster_settings
+    given = {}
+    for key, name in owner.file_keys().items():
+        section, _, entry = key.partition(".")
+        values = _section(v2, section, where)
+        if entry in values:
+            given[name] = values[entry]
+    try:
+        return owner.clean(given)
+    except ValidationError as exc:
+        named = {name: key for key, name in owner.file_keys().items()}
+        problems = "; ".join(f"{named[name]}: {' '.join(why)}" for name, why in exc.message_dict.items())
+        raise ClusterFileError(f"{where}: {problems}") from None
 
 
 def _shared_user(extra: dict, kind: str, run_as: str, account: dict, where: str) -> str:
@@ -266,7 +285,14 @@ def sync_directory(directory: Path, *, link_courses: LinkCourses, actor=None) ->
 
 
 def _apply(spec: dict, actor, link_courses: LinkCourses) -> bool:
-    cluster, created = Cluster.objects.update_or_create(name=spec["name"], defaults=spec["fields"])
+    fields = dict(spec["fields"])
+    given = fields.pop("kind_settings")
+    cluster, created = Cluster.objects.update_or_create(name=spec["name"], defaults=fields)  # the row locked
+    # The file's settings replace the typed ones; what Test connection detected stays unless the file says it.
+    detected = kinds.kind_of(cluster.kind).cluster_settings.names(detected=True)
+    kept = {name: value for name, value in cluster.kind_settings.items() if name in detected}
+    cluster.kind_settings = {**kept, **given}
+    cluster.save(update_fields=["kind_settings"])
     if spec["host_key"] and spec["host_key"] != cluster.host_key:
         services.pin_host_key(cluster, spec["host_key"], actor=actor)
     if spec["account"]:

@@ -2,6 +2,7 @@ from datetime import UTC, datetime, timedelta
 from typing import cast
 
 from django import forms
+from django.utils.text import capfirst
 
 from . import kinds as cluster_kinds
 from .models import AuthMethod, ClusterAccount
@@ -126,14 +127,10 @@ class ClusterAccountForm(forms.ModelForm):
                 from .backends.ssh import load_private_key
 
                 load_private_key(secret)
-            elif secret and method == AuthMethod.KUBECONFIG:
-                from .backends.kinds.kubernetes.api import kubeconfig_contexts
-
-                contexts = kubeconfig_contexts(secret)
-                if cluster is not None and cluster.kube_context and cluster.kube_context not in contexts:
-                    self.add_error(
-                        "secret", f"The kubeconfig has no context {cluster.kube_context}; it has {', '.join(contexts)}."
-                    )
+            elif secret and method and cluster is not None and cluster.kind in cluster_kinds.KINDS:
+                problem = cluster_kinds.kind_of(cluster.kind).credential_problem(cluster, method, secret)
+                if problem:  # a kubeconfig that cannot be read, or without the cluster's context
+                    self.add_error("secret", capfirst(problem))
         except BackendError as exc:
             self.add_error("secret", str(exc))
         return data

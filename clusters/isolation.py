@@ -4,8 +4,6 @@ nobody."""
 
 from __future__ import annotations
 
-from core.course_choices import NamespaceMode
-
 from . import kinds
 from .choices import AuthMethod, RunAs
 
@@ -18,9 +16,8 @@ def shared_by(cluster, *, account=None, user=None, course=None) -> str:
     file space, as their next job would run. `course`: the job's course (Kubernetes namespaces are per course)."""
     if cluster is None or cluster.kind not in kinds.KINDS:
         return ""
-    if not kinds.kind_of(cluster.kind).shared_user_mode:  # Kubernetes: the course's namespaces decide
-        shared = course is not None and getattr(course, "namespace_mode", "") == NamespaceMode.PER_COURSE
-        return f"every student of {course} runs pods in one Kubernetes namespace" if shared else ""
+    if not kinds.kind_of(cluster.kind).shared_user_mode:  # the kind's own space decides (Kubernetes: namespaces)
+        return kinds.kind_of(cluster.kind).shared_by_course(course) if course is not None else ""
     if account is None and user is not None:
         own = cluster.accounts.filter(user=user).exclude(auth_method=AuthMethod.VIA_SERVICE).exists()
         if cluster.run_as != RunAs.SERVICE or own:

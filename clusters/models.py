@@ -1,6 +1,5 @@
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from . import crypto, kinds
@@ -60,13 +59,6 @@ class Cluster(models.Model):
         default="~/gpulab",
         help_text="Where the bundled workloads are staged and job directories are created (absolute or ~/…).",
     )
-    has_accounting = models.BooleanField(
-        "SLURM accounting",
-        null=True,
-        blank=True,
-        default=None,
-        help_text="Detected by “Test connection”; unknown until it runs.",
-    )
     lab_reservations = models.BooleanField(
         "lab sessions",
         default=False,
@@ -89,61 +81,10 @@ class Cluster(models.Model):
         help_text="Kubernetes: e.g. https://k8s.example.edu:6443. Leave empty when the account holds a kubeconfig. "
         "slurmrestd: its address, e.g. https://slurm.example.edu:6820.",
     )
-    ca_certificate = models.TextField(
-        "API server CA certificate",
-        blank=True,
-        help_text="Kubernetes: the PEM CA that signed the API server's certificate (public, not a secret).",
-    )
-    kube_context = models.CharField(
-        "kubeconfig context",
-        max_length=255,
-        blank=True,
-        help_text="Kubernetes: the context to use from the account's kubeconfig; empty means its current-context.",
-    )
-    gpu_sharing_factor = models.PositiveSmallIntegerField(
-        "GPU sharing factor",
-        default=1,
-        validators=[MinValueValidator(1), MaxValueValidator(64)],
-        help_text="Kubernetes: with time-sliced GPUs each physical GPU is advertised this many times (e.g. 4). "
-        "Students then see “shared GPU”.",
-    )
-    prometheus_url = models.URLField(
-        "Prometheus URL",
-        blank=True,
-        help_text="Kubernetes: where dcgm-exporter's GPU metrics can be queried, e.g. "
-        "http://prometheus.monitoring:9090. Empty: GPU charts are not shown for this cluster's pods.",
-    )
     server_version = models.CharField(max_length=64, blank=True, help_text="Detected by “Test connection”.")
-    has_mpi_operator = models.BooleanField(
-        "MPI Operator", default=False, help_text="Kubernetes: the MPIJob CRD exists; detected by “Test connection”."
-    )
-    has_metrics_api = models.BooleanField(
-        "metrics API", default=False, help_text="Kubernetes: metrics.k8s.io answers; detected by “Test connection”."
-    )
-    # Kubernetes with Kueue (kubernetes/kueue.py): what Test connection found, and where course queues go.
-    kube_addons = models.JSONField(
-        "Kubernetes add-ons",
-        default=dict,
-        blank=True,
-        editable=False,
-        help_text="Kueue (and its visibility API), the Training Operator, KubeRay and AppWrapper, as “Test "
-        "connection” last found them.",
-    )
-    kueue_cohort = models.CharField(
-        "Kueue cohort",
-        max_length=253,
-        blank=True,
-        help_text="Kubernetes with Kueue: the cohort the portal's course ClusterQueues join, lending each other idle "
-        "GPUs. Empty: each course keeps to its own quota.",
-    )
-    kueue_flavor = models.CharField(
-        "Kueue GPU flavor",
-        max_length=253,
-        default="default-flavor",
-        blank=True,
-        help_text="Kubernetes with Kueue: the ResourceFlavor that course ClusterQueues give their GPU quota in. "
-        "Empty: default-flavor.",
-    )
+    # What the cluster's kind keeps of it (clusters/kind_settings.py: the kind declares, validates and reads them):
+    # typed by an admin on the cluster's page or in its clusters.d file, or detected by Test connection.
+    kind_settings = models.JSONField("kind's settings", default=dict, db_default={}, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -168,6 +109,11 @@ class Cluster(models.Model):
     def shares_gpus(self) -> bool:
         """Its GPUs are time-sliced shares of physical ones (the kind knows; a kind not registered here shares none)."""
         return self.kind in kinds.KINDS and kinds.kind_of(self.kind).shares_gpus(self)
+
+    @property
+    def gpu_share(self) -> int:
+        """How many jobs share one of its physical GPUs (1: each GPU a job holds is its own)."""
+        return kinds.kind_of(self.kind).gpu_share(self) if self.kind in kinds.KINDS else 1
 
     def limits_of(self, partition: str | None):
         """The learnt limits of `partition` (its default partition when None); None when not known."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from . import kinds
 from .backends import ssh
 from .models import AuthMethod, Cluster, ClusterAccount, CredentialEvent
 
@@ -93,16 +94,24 @@ def rotate_all(*, actor=None) -> int:
 
 
 def save_connection_facts(cluster: Cluster, report) -> None:
-    """Keep what Test connection learnt (accounting, partition limits, Kubernetes features) on the cluster."""
-    fields = {k: v for k, v in report.facts.items() if getattr(cluster, k) != v}
-    if report.has_accounting is not None and report.has_accounting != cluster.has_accounting:
-        fields["has_accounting"] = report.has_accounting
-    if "partition_limits" in report.facts:
+    """Keep what Test connection learnt on the cluster: its fields (server version, partition limits) and its kind's
+    detected settings (accounting, a Kubernetes cluster's add-ons), those merged into what the row holds under its
+    lock, so that an admin's save or another test at the same moment loses nothing."""
+    detected = set(kinds.kind_of(cluster.kind).cluster_settings.names(detected=True))
+    learnt = kinds.kind_of(cluster.kind).cluster_settings.clean(
+        {k: v for k, v in report.facts.items() if k in detected}
+    )
+    fields = {k: v for k, v in report.facts.items() if k not in detected}
+    if "partition_limits" in fields:
         fields["partition_limits_at"] = timezone.now()
-    if fields:
-        Cluster.objects.filter(pk=cluster.pk).update(**fields)
-        for name, value in fields.items():
-            setattr(cluster, name, value)
+    with transaction.atomic():
+        row = Cluster.objects.select_for_update().only("kind_settings").get(pk=cluster.pk)
+        if learnt:
+            fields["kind_settings"] = {**row.kind_settings, **learnt}
+        if fields:
+            Cluster.objects.filter(pk=cluster.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(cluster, name, value)
 
 
 def refresh_partition_limits(cluster: Cluster) -> bool:

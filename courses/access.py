@@ -19,7 +19,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from clusters.access import get_files_cluster, visible_clusters
-from clusters.kinds import kinds_running
+from clusters.kinds import kind_of, kinds_running
 from clusters.models import Cluster
 from core.roles import is_admin
 
@@ -141,12 +141,12 @@ def get_lab_session(user, slug: str, session_id: int, *, write: bool = False) ->
 
 def launchable_clusters(user, course: Course, template: Any = None) -> QuerySet[Cluster]:
     """The course's enabled clusters the user may launch on; with a template (a jobs.JobTemplate, read by its backend
-    and needs_mpi_operator only: courses stands below jobs), those that run it."""
+    here and by each cluster's kind: courses stands below jobs), those that run it as Test connection found them."""
     if role_in(user, course) is None and not is_admin(user):
         return Cluster.objects.none()
     clusters = course.clusters.filter(enabled=True)
     if template is not None:
         clusters = clusters.filter(kind__in=kinds_running(template.backend))
-        if template.needs_mpi_operator:
-            clusters = clusters.filter(has_mpi_operator=True)
+        running = [cluster.pk for cluster in clusters if kind_of(cluster.kind).runs_template(cluster, template)]
+        clusters = clusters.filter(pk__in=running)
     return clusters

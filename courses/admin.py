@@ -1,11 +1,40 @@
+from typing import ClassVar
+
+from django import forms
 from django.contrib import admin
 from django.utils.html import format_html_join
 
 from clusters import kinds
 from clusters.backends import BackendError
+from clusters.kind_settings import KindSettings, settings_form_fields
 
 from . import quotas, roster_changes
 from .models import Course, Enrollment, LabSession, LabSessionEvent, RosterChange, TermNotice
+
+
+class CourseAdminForm(forms.ModelForm):
+    """A course's fields and each kind's settings of it (Kind.course_settings, added as form fields by
+    CourseAdmin.get_form), shown from and kept in Course.kind_settings[kind]."""
+
+    owners: ClassVar[dict[str, type[KindSettings]]] = {}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        stored = self.instance.kind_settings or {}
+        for kind, owner in self.owners.items():
+            own = stored.get(kind) or {}
+            for name in owner.names():  # what the row holds, else the kind's default
+                if name in self.fields:
+                    self.initial.setdefault(name, own.get(name, self.fields[name].initial))
+
+    def save(self, commit=True):
+        stored = dict(self.instance.kind_settings or {})
+        for kind, owner in self.owners.items():
+            typed = {name: self.cleaned_data[name] for name in owner.names() if name in self.cleaned_data}
+            if typed:
+                stored[kind] = {**(stored.get(kind) or {}), **typed}
+        self.instance.kind_settings = stored
+        return super().save(commit)
 
 
 class EnrollmentInline(admin.TabularInline):
@@ -58,32 +87,20 @@ class CourseAdmin(admin.ModelAdmin):
                 "told; at the end running jobs are stopped and the course becomes read-only. Both empty: no term.",
             },
         ),
-        (
-            "Per-student limits",
-            {"fields": ["max_concurrent_jobs", "max_gpus", "max_cpus", "max_memory_gb", "max_pods", "max_volumes"]},
-        ),
-        (
-            "Kubernetes",
-            {
-                "fields": ["namespace_mode", "ingress_host"],
-                "description": "The namespace quota is the per-student limits times the students it holds.",
-            },
-        ),
-        (
-            "Kubernetes with Kueue",
-            {
-                "fields": [
-                    "kueue_local_queue",
-                    "kueue_preemption",
-                    "kueue_borrowing_limit",
-                    "kueue_lending_limit",
-                    "kueue_usage",
-                ],
-                "description": "On a cluster where Test connection found Kueue, every job of the course goes in "
-                "the course's queue.",
-            },
-        ),
+        ("Per-student limits", {"fields": ["max_concurrent_jobs", "max_gpus"]}),
     ]
+
+    def get_fieldsets(self, request, obj=None):
+        """The course's own fields, then each kind's settings of it (Kind.course_fieldsets), then its queues."""
+        owned = [fieldset for name in kinds.names() for fieldset in kinds.kind_of(name).course_fieldsets]
+        queues = ("Scheduler queues", {"fields": ["kueue_usage"]})
+        return [*self.fieldsets, *owned, *([queues] if obj is not None else [])]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        owners = {name: kinds.kind_of(name).course_settings for name in kinds.names()}
+        fields = settings_form_fields(owners.values(), detected=False)
+        kwargs["form"] = type("CourseForm", (CourseAdminForm,), {**fields, "owners": owners})
+        return super().get_form(request, obj, change, **kwargs)
 
 
 def queue_line(cluster, course) -> str:

@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 
-from core.course_choices import KueuePreemption, NamespaceMode, Role
+from core.course_choices import Role
 
 # Roles that see and cancel every job of the course; only instructors manage its roster.
 TEACHING_ROLES = (Role.INSTRUCTOR, Role.TA)
@@ -27,50 +27,9 @@ class Course(models.Model):
     max_gpus = models.PositiveIntegerField(
         "max GPUs per student", default=4, help_text="GPUs held at once by one student's unfinished jobs."
     )
-    # Kubernetes: the namespace(s) the portal creates for the course, and their ResourceQuota.
-    namespace_mode = models.CharField(
-        "Kubernetes namespaces",
-        max_length=16,
-        choices=NamespaceMode.choices,
-        default=NamespaceMode.PER_STUDENT,  # students apart by default: one namespace is shared by all its pods
-        help_text="One namespace per student keeps students' pods, volumes and services apart; in one namespace for "
-        "the course they can reach each other's.",
-    )
-    max_cpus = models.PositiveIntegerField("max CPUs per student", default=16, help_text="Kubernetes CPU requests.")
-    max_memory_gb = models.PositiveIntegerField("max memory per student (GiB)", default=96)
-    max_pods = models.PositiveIntegerField("max pods per student", default=16)
-    max_volumes = models.PositiveIntegerField("max volumes per student", default=4, help_text="PersistentVolumeClaims.")
-    ingress_host = models.CharField(
-        "ingress host",
-        max_length=253,
-        blank=True,
-        help_text="Kubernetes: a wildcard DNS domain, e.g. lab.example.edu; inference servers then get "
-        "http://<job>.lab.example.edu. Empty: students use kubectl port-forward.",
-    )
-    # Kubernetes with Kueue (clusters/backends/kinds/kubernetes/kueue.py): the course's queue on a cluster that runs
-    # Kueue.
-    kueue_local_queue = models.CharField(
-        "existing Kueue LocalQueue",
-        max_length=253,
-        blank=True,
-        help_text="The LocalQueue, already in each of the course's namespaces, that its jobs go to. Empty: the portal "
-        "manages a ClusterQueue for the course (its quota: the per-student GPUs times the students) and a LocalQueue "
-        "in each of its namespaces.",
-    )
-    kueue_preemption = models.CharField(
-        "Kueue preemption",
-        max_length=16,
-        choices=KueuePreemption.choices,
-        default=KueuePreemption.MLBATCH,
-        blank=True,
-        help_text="For the ClusterQueue the portal manages. Empty: MLBatch's (the first).",
-    )
-    kueue_borrowing_limit = models.PositiveIntegerField(
-        "GPUs it may borrow", null=True, blank=True, help_text="From the cohort, above its quota. Empty: no limit."
-    )
-    kueue_lending_limit = models.PositiveIntegerField(
-        "GPUs it may lend", null=True, blank=True, help_text="Of its idle quota, to the cohort. Empty: all of them."
-    )
+    # What each kind of cluster keeps of the course ({kind name: settings}; clusters/kind_settings.py): Kubernetes'
+    # namespaces and their quotas, its Kueue queue. The kind declares, validates and reads them.
+    kind_settings = models.JSONField("kinds' settings", default=dict, db_default={}, blank=True, editable=False)
     # The term (courses/terms.py): students launch only between these; from the end on the course is read-only.
     # Both empty: no term, always open (courses made before terms existed).
     term_starts_at = models.DateTimeField("term starts", null=True, blank=True)

@@ -78,7 +78,7 @@ def visible_runs(viewer, job_ids: Sequence[uuid.UUID | str]) -> Selection:
         for job in access.visible_jobs(viewer)
         .filter(pk__in=ids)
         .select_related("template", "owner", "course", "cluster", "summary", "accounted", "load_test")
-        .defer("script", "template__body", "cluster__host_key", "cluster__preamble", "cluster__ca_certificate")
+        .defer("script", "template__body", "cluster__host_key", "cluster__preamble")
     }
     if not found:
         raise NothingVisible

@@ -14,7 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch, Q, QuerySet
 from django.http import Http404
 
-from clusters.kinds import template_backend
+from clusters.kinds import kind_of, template_backend
 from clusters.models import Cluster
 from core import logs
 from courses import terms
@@ -140,17 +140,21 @@ def template_catalog(user) -> Sequence[Course]:
     teaching = set(teaching_courses(user).values_list("pk", flat=True))
     managing = set(managed_courses(user).values_list("pk", flat=True))
     for course in courses:
-        runs = {template_backend(cluster.kind) for cluster in course.enabled_clusters}
-        mpi = any(cluster.has_mpi_operator for cluster in course.enabled_clusters)
         course.launchable = [
             p.template
             for p in course.published_placements
-            if p.template.backend in runs and (mpi or not p.template.needs_mpi_operator)
+            if any(_runs(cluster, p.template) for cluster in course.enabled_clusters)
         ]
         course.teaches = course.pk in teaching
         course.manages = course.pk in managing
         course.launch_refusal = terms.launch_refusal(course, teaches=course.teaches)
     return courses
+
+
+def _runs(cluster: Cluster, template: JobTemplate) -> bool:
+    """The cluster's kind runs the template's backend, and the cluster what it needs (an operator Test connection
+    found)."""
+    return template_backend(cluster.kind) == template.backend and kind_of(cluster.kind).runs_template(cluster, template)
 
 
 def launchable_templates(user, course: Course) -> QuerySet[JobTemplate]:

@@ -87,7 +87,7 @@ def _field_for(param: Param, choices: tuple[str, ...] | None) -> forms.Field:
 
 def _cluster_label(cluster) -> str:
     if cluster.shares_gpus:
-        return f"{cluster.display_name} (shared GPUs: each is 1/{cluster.gpu_sharing_factor} of a physical GPU)"
+        return f"{cluster.display_name} (shared GPUs: each is 1/{cluster.gpu_share} of a physical GPU)"
     return cluster.display_name
 
 

@@ -152,7 +152,6 @@ class JobQuerySet(models.QuerySet["Job"]):
                 "template__body",
                 "cluster__host_key",
                 "cluster__preamble",
-                "cluster__ca_certificate",
                 "owner__password",
                 "wait__factors",
                 "wait__advice",

@@ -102,7 +102,7 @@ def poll_cluster(cluster_id: int) -> PollReport:
 def _usage_still_missing(cluster, now, asked: list) -> list[Job]:
     """Jobs that ended in the last minutes whose accounting was not there yet (slurmdbd stores an end after
     slurmctld reports it): asked for again while the cluster is polled. One query; none without accounting."""
-    if not cluster.has_accounting:
+    if not kind_of(cluster.kind).keeps_usage(cluster):
         return []
     return list(
         Job.objects.filter(

@@ -17,7 +17,6 @@ from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import NullIf
 from django.utils import timezone
 
-from clusters.choices import accounting_in_words
 from clusters.kinds import kind_of
 from core.choices import TERMINAL_STATES, JobState
 
@@ -230,9 +229,10 @@ def _cpus_and_memory(report: Report, job: Job, accounted) -> None:
 
 def _why_no_accounting(job: Job) -> str:
     """Why a job has no accounting row, from what Test connection stored on its cluster (the one source of truth)."""
-    if not job.cluster.has_accounting:
-        return f"SLURM accounting {accounting_in_words(job.cluster.has_accounting)}."
-    arrives_within = timedelta(seconds=kind_of(job.cluster.kind).usage_arrives_within)
+    kind = kind_of(job.cluster.kind)
+    if not kind.keeps_usage(job.cluster):
+        return kind.no_usage_reason(job.cluster)
+    arrives_within = timedelta(seconds=kind.usage_arrives_within)
     if job.finished_at and timezone.now() - job.finished_at < arrives_within:
         return "accounting figures arrive after the job ends (SLURM stores them within a minute or two): reload then."
     return "SLURM accounting kept no figures of this job."

@@ -100,7 +100,11 @@ def admin_user(make_user):
 def course(db):
     # One Kubernetes namespace for the course (gpulab-hpc), which the tests name; new courses get one per student.
     return Course.objects.create(
-        slug="hpc", name="HPC Lab", max_concurrent_jobs=4, max_gpus=4, namespace_mode=NamespaceMode.PER_COURSE
+        slug="hpc",
+        name="HPC Lab",
+        max_concurrent_jobs=4,
+        max_gpus=4,
+        kind_settings={"kubernetes": {"namespace_mode": NamespaceMode.PER_COURSE}},
     )
 
 

@@ -25,6 +25,7 @@ from core.choices import JobState
 from core.templating.params import parse_schema
 from jobs.builtin import load_builtin_templates
 from jobs.models import JobTemplate
+from tests.kind_settings import set_course
 
 QUEUE = "kueue.x-k8s.io/queue-name"
 JOB_ID = uuid.UUID("12345678-9abc-4def-8123-456789abcdef")
@@ -37,7 +38,7 @@ def vllm(db) -> JobTemplate:
 
 
 def cluster(**addons) -> Cluster:
-    return Cluster(name="k", kind="kubernetes", kube_addons=addons)
+    return Cluster(name="k", kind="kubernetes", kind_settings={"kube_addons": addons})
 
 
 def rendered(template, course, user, on: Cluster, **values) -> list[dict]:
@@ -80,7 +81,7 @@ def test_without_the_crd_the_same_template_is_a_plain_job_in_the_queue(vllm, cou
 
 
 def test_the_wrapped_pods_count_against_the_course_s_limits(vllm, course, alice):
-    course.max_memory_gb = 32
+    set_course(course, max_memory_gb=32)
     with pytest.raises(RenderRefused, match=re.escape("asks for 68 GiB of memory")):
         rendered(vllm, course, alice, cluster(appwrapper=True))
     schema = parse_schema(vllm.parameters)

@@ -103,9 +103,11 @@ def test_new_clusters_run_jobs_as_each_students_own_user(db):
     fresh = Cluster(name="fresh", host="login.example.edu")
     fresh.full_clean()
     assert fresh.run_as == RunAs.SUDO
-    from courses.models import Course, NamespaceMode
+    from clusters.backends.kinds.kubernetes.settings import course_settings
+    from core.course_choices import NamespaceMode
+    from courses.models import Course
 
-    assert Course.objects.create(slug="new", name="New").namespace_mode == NamespaceMode.PER_STUDENT
+    assert course_settings(Course.objects.create(slug="new", name="New")).namespace_mode == NamespaceMode.PER_STUDENT
 
 
 def test_the_admins_new_cluster_form_starts_at_each_students_own_user(login, admin_user):
@@ -113,7 +115,7 @@ def test_the_admins_new_cluster_form_starts_at_each_students_own_user(login, adm
     text = client.get(reverse("admin:clusters_cluster_add")).content.decode()
     assert '<option value="" selected>Each student&#x27;s own user' in text
     data = {"name": "campus", "title": "", "kind": "slurm", "enabled": "on", "run_as": "", "host": "login.example"}
-    data.update({"port": "22", "lab_dir": "~/gpulab", "partitions": "[]", "gpu_types": "[]", "gpu_sharing_factor": "1"})
+    data.update({"port": "22", "lab_dir": "~/gpulab", "partitions": "[]", "gpu_types": "[]"})
     data.update({"accounts-TOTAL_FORMS": "0", "accounts-INITIAL_FORMS": "0"})
     response = client.post(reverse("admin:clusters_cluster_add") + "?kind=slurm", data)
     assert response.status_code == 302, response.content.decode()[-3000:]

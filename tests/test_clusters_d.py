@@ -147,7 +147,7 @@ def test_a_kubernetes_cluster_takes_its_kubeconfig_by_reference_and_says_it_is_e
     (tmp_path / "k8s.yml").write_text(KUBERNETES.replace("KUBECONFIG", str(kubeconfig)))
     call_command("sync_clusters", str(tmp_path))
     cluster = Cluster.objects.get(name="k8s")
-    assert cluster.kind == "kubernetes" and cluster.kube_context == "lab" and cluster.emulated
+    assert cluster.kind == "kubernetes" and cluster.kind_settings["kube_context"] == "lab" and cluster.emulated
     account = cluster.service_account()
     assert account.auth_method == "kubeconfig" and account.secret() == KUBECONFIG
     assert list(course.clusters.all()) == [cluster]

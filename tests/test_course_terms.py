@@ -16,6 +16,7 @@ from courses.forms import CopyTermForm
 from courses.models import Course, Enrollment, QuotaChange, QuotaOverride, Role, TermNotice
 from jobs import access, term_end
 from jobs.models import Job, JobEvent, JobTemplate
+from tests.kind_settings import set_course
 
 pytestmark = pytest.mark.django_db
 
@@ -409,7 +410,8 @@ def test_copy_carries_templates_clusters_and_limits_not_people_or_jobs(
     from jobs.builtin import load_builtin_templates
 
     builtin = load_builtin_templates([course])[0]
-    Course.objects.filter(pk=course.pk).update(max_gpus=2, ingress_host="lab.example.edu")
+    Course.objects.filter(pk=course.pk).update(max_gpus=2)
+    set_course(course, ingress_host="lab.example.edu", save=True)
     course.refresh_from_db()
     QuotaOverride.objects.create(course=course, user=alice, max_gpus=1)
     make_job(alice)
@@ -417,7 +419,9 @@ def test_copy_carries_templates_clusters_and_limits_not_people_or_jobs(
     new = copy_to_new_term(
         course, actor=instructor, name="HPC 2027", slug="hpc-2027", starts=now + DAY, ends=now + 90 * DAY
     )
-    assert (new.max_gpus, new.max_concurrent_jobs, new.ingress_host) == (2, 4, "lab.example.edu")
+    assert (new.max_gpus, new.max_concurrent_jobs) == (2, 4)
+    assert new.kind_settings["kubernetes"]["ingress_host"] == "lab.example.edu"
+    assert new.kind_settings == Course.objects.get(pk=course.pk).kind_settings
     assert list(new.clusters.all()) == [cluster]
     assert list(new.enrollments.values_list("user__username", "role")) == [("ines", Role.INSTRUCTOR)]
     assert not new.jobs.exists() and not new.quota_overrides.exists()

@@ -231,9 +231,67 @@ def test_admin_adds_a_cluster_of_the_kind_on_the_admin_page(login, admin_user, f
     client = login(admin_user)
     body = client.get("/admin/clusters/cluster/add/").content.decode()
     assert '<option value="fake">Memory (a test&#x27;s kind)</option>' in body and "kind-fake" in body
-    form = {"name": "memory", "kind": "fake", "enabled": "on", "lab_dir": "/tmp/memory", "gpu_sharing_factor": "1",
+    form = {"name": "memory", "kind": "fake", "enabled": "on", "lab_dir": "/tmp/memory", "max_gpus": "2",
             "accounts-TOTAL_FORMS": "0", "accounts-INITIAL_FORMS": "0"}  # fmt: skip
     response = client.post("/admin/clusters/cluster/add/", form)
     assert response.status_code == 302, response.content.decode()[-3000:]
     saved = Cluster.objects.get(name="memory")
     assert saved.kind == "fake" and saved.lab_dir == "/tmp/memory"
+
+
+def test_the_kind_s_own_setting_is_typed_on_the_admin_page_and_read_by_the_kind(
+    login, admin_user, alice, course, fake_template, fake_kind
+):
+    """A setting declared in tests/kinds/fake/settings.py alone (no shared model, migration or admin edit): the admin
+    page draws it, validates it and keeps it; the kind reads it; a student's launch obeys it."""
+    client = login(admin_user)
+    form = {"name": "memory", "kind": "fake", "enabled": "on", "lab_dir": "/tmp/memory", "max_gpus": "99",
+            "accounts-TOTAL_FORMS": "0", "accounts-INITIAL_FORMS": "0"}  # fmt: skip
+    refused = client.post("/admin/clusters/cluster/add/?kind=fake", form).content.decode()
+    assert "GPUs a job may hold" in refused and "Ensure this value is less than or equal to 8." in refused
+    assert client.post("/admin/clusters/cluster/add/?kind=fake", {**form, "max_gpus": "4"}).status_code == 302
+    cluster = Cluster.objects.get(name="memory")
+    assert cluster.kind_settings == {"max_gpus": 4}
+    account = ClusterAccount(cluster=cluster, username="memsvc", auth_method=AuthMethod.PASSWORD)
+    account.set_secret("unused")
+    account.save()
+    course.clusters.add(cluster)
+
+    url = reverse("jobs:launch", args=[course.slug, fake_template.slug])
+    assert login(alice).post(url, {"cluster": cluster.pk, "param_steps": 7, "param_gpus": 3}).status_code == 302
+    refused = login(alice).post(url, {"cluster": cluster.pk, "param_steps": 7, "param_gpus": 5}).content.decode()
+    assert "The memory cluster holds at most 4 GPUs a job; ask for 4 or fewer." in refused
+
+
+def test_the_kind_s_detected_setting_is_kept_from_test_connection_and_shown_not_typed(
+    login, admin_user, memory_cluster, fake_kind
+):
+    from clusters import services
+
+    Cluster.objects.filter(pk=memory_cluster.pk).update(kind_settings={"max_gpus": 3})
+    services.save_connection_facts(memory_cluster, kinds.get_backend(memory_cluster).test_connection())
+    assert Cluster.objects.get(pk=memory_cluster.pk).kind_settings == {"max_gpus": 3, "slots_free": 8}
+    client = login(admin_user)
+    change = f"/admin/clusters/cluster/{memory_cluster.pk}/change/"
+    page = client.get(change).content.decode()
+    assert "8 slots free" in page and 'name="slots_free"' not in page  # words, no input
+    account = memory_cluster.service_account()
+    form = {"name": "memory", "enabled": "on", "lab_dir": "/tmp/memory", "max_gpus": "2", "slots_free": "1",
+            "run_as": memory_cluster.run_as, "accounts-TOTAL_FORMS": "1", "accounts-INITIAL_FORMS": "1",
+            "accounts-0-id": str(account.pk), "accounts-0-cluster": str(memory_cluster.pk),
+            "accounts-0-username": "memsvc", "accounts-0-auth_method": "password"}  # fmt: skip
+    response = client.post(change, form)
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    assert Cluster.objects.get(pk=memory_cluster.pk).kind_settings == {"max_gpus": 2, "slots_free": 8}
+
+
+def test_a_cluster_file_gives_the_kind_s_setting_by_the_key_the_kind_names(tmp_path, fake_kind):
+    from clusters.clusters_d import ClusterFileError, parse_file, sync_directory
+
+    path = tmp_path / "memory.yml"
+    path.write_text("v2:\n  job: {adapter: fake, max_gpus: 6}\n")
+    sync_directory(tmp_path, link_courses=lambda cluster, slugs: None)
+    assert Cluster.objects.get(name="memory").kind_settings == {"max_gpus": 6}
+    path.write_text("v2:\n  job: {adapter: fake, max_gpus: many}\n")
+    with pytest.raises(ClusterFileError, match=r"memory\.yml: job\.max_gpus: Enter a whole number\."):
+        parse_file(path)

@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+# One test process runs them all, one after another: a probe kind written into the tree for one test must not be
+# read by another test's lint-imports running beside it.
+pytestmark = pytest.mark.xdist_group("kind-contracts")
+
 ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 

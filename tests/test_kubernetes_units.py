@@ -14,8 +14,10 @@ from clusters.backends.kinds.kubernetes.namespaces import namespace_for, plan_fo
 from clusters.forms import ClusterAccountForm
 from clusters.models import Cluster
 from core.choices import JobState
-from courses.models import Enrollment, NamespaceMode, Role
+from core.course_choices import NamespaceMode
+from courses.models import Enrollment, Role
 from jobs.models import JobTemplate
+from tests.kind_settings import set_course
 
 SID = "gpulab-hpc/3f2a9c1e-0000-4000-8000-000000000001"
 
@@ -100,9 +102,9 @@ def test_namespace_per_course_or_per_student_with_quota_for_the_class(course, al
     assert namespace_for(course, alice) == "gpulab-hpc"
     plan = plan_for(course, alice)
     assert plan.quota["requests.nvidia.com/gpu"] == str(course.max_gpus * 2)  # alice and bob
-    assert plan.quota["requests.memory"] == f"{course.max_memory_gb * 2}Gi"
-    assert plan.limits["max"] == {"cpu": str(course.max_cpus), "memory": f"{course.max_memory_gb}Gi"}
-    course.namespace_mode = NamespaceMode.PER_STUDENT
+    assert plan.quota["requests.memory"] == "192Gi"  # the default 96 GiB per student
+    assert plan.limits["max"] == {"cpu": "16", "memory": "96Gi"}
+    set_course(course, namespace_mode=NamespaceMode.PER_STUDENT)
     long_name = make_user("Ángela_" + "x" * 80)
     Enrollment.objects.create(course=course, user=long_name, role=Role.STUDENT)
     assert plan_for(course, alice).quota["requests.nvidia.com/gpu"] == str(course.max_gpus)
@@ -120,7 +122,7 @@ def test_namespace_per_course_or_per_student_with_quota_for_the_class(course, al
     ],
 )
 def test_resources_above_the_course_quota_are_refused_naming_the_limit(course, alice, replicas, memory, message):
-    course.max_cpus, course.max_memory_gb = 2, 8
+    set_course(course, max_cpus=2, max_memory_gb=8)
     template = JobTemplate(
         slug="srv",
         backend="kubernetes",
@@ -144,7 +146,7 @@ def test_an_ingress_is_added_when_the_course_has_an_ingress_host(course, alice):
     definition = next(d for d in builtin_definitions() if d["slug"] == "k8s-ollama")
     template = JobTemplate(**{k: definition[k] for k in ("slug", "backend", "body", "parameters", "endpoint_api")})
     values = {p["name"]: p["default"] for p in definition["parameters"]}
-    course.ingress_host = "lab.example.edu"
+    set_course(course, ingress_host="lab.example.edu")
     rendered = k8s_launch.render(template, course, alice, values, uuid.UUID(int=7))
     assert "host: gpulab-00000000.lab.example.edu" in rendered.script
     assert "kind: Ingress" in rendered.script and "number: 11434" in rendered.script
@@ -180,7 +182,7 @@ def test_kubeconfigs_that_run_programs_are_refused():
 @pytest.mark.django_db
 def test_a_kubernetes_cluster_takes_only_kubernetes_credentials():
     cluster = Cluster.objects.create(
-        name="k8s", kind="kubernetes", api_url="https://k8s.example.edu:6443", kube_context="lab"
+        name="k8s", kind="kubernetes", api_url="https://k8s.example.edu:6443", kind_settings={"kube_context": "lab"}
     )
     form = ClusterAccountForm({"cluster": cluster.pk, "username": "p", "auth_method": "password", "secret": "x"})
     assert not form.is_valid() and "takes: Bearer token (Kubernetes), kubeconfig (Kubernetes)" in str(form.errors)

@@ -23,7 +23,10 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def kueue_cluster(course):
     cluster = Cluster.objects.create(
-        name="kq", kind="kubernetes", kube_addons={"kueue": True}, kueue_cohort="lab", lab_reservations=True
+        name="kq",
+        kind="kubernetes",
+        kind_settings={"kube_addons": {"kueue": True}, "kueue_cohort": "lab"},
+        lab_reservations=True,
     )
     course.clusters.add(cluster)
     return cluster

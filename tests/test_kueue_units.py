@@ -13,23 +13,23 @@ from clusters.models import Cluster
 from core.choices import JobState
 from core.course_choices import KueuePreemption
 from jobs import queue_history
+from tests.kind_settings import set_course
 
 
 @pytest.fixture
 def kueue_cluster(db):
-    return Cluster(name="kq", kind="kubernetes", kube_addons={"kueue": True}, kueue_cohort="lab")
+    return Cluster(name="kq", kind="kubernetes", kind_settings={"kube_addons": {"kueue": True}, "kueue_cohort": "lab"})
 
 
 def test_a_managed_course_queue_takes_its_quota_limits_and_policy_from_the_course(course, alice, bob, kueue_cluster):
-    course.kueue_borrowing_limit, course.kueue_lending_limit = 2, 1
-    course.kueue_preemption = KueuePreemption.NEVER
+    set_course(course, kueue_borrowing_limit=2, kueue_lending_limit=1, kueue_preemption=KueuePreemption.NEVER)
     plan = kueue.plan_for(course, kueue_cluster)
     spec = plan.cluster_queue["spec"]
     (gpus,) = [r for r in spec["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == "nvidia.com/gpu"]
     assert gpus == {"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 2, "lendingLimit": 1}
     assert spec["cohort"] == "lab" and spec["preemption"]["reclaimWithinCohort"] == "Never"
     assert plan.local_queue == "gpulab-hpc"
-    course.kueue_local_queue = "team-a"
+    set_course(course, kueue_local_queue="team-a")
     assert kueue.plan_for(course, kueue_cluster).cluster_queue is None  # an admin's queue, only checked
     assert kueue.plan_for(course, Cluster(name="plain", kind="kubernetes")) is None
 

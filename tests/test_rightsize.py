@@ -10,11 +10,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from clusters.backends.slurm_family.accounting import AccountedUsage, parse_cpu_time, parse_sacct, parse_size
-from clusters.models import Cluster
 from core.choices import JobState
 from jobs.models import Job, JobTemplate, JobUsage
 from jobs.rightsize import class_efficiency, report_for, rightsized_params
 from telemetry.models import JobSummary
+from tests.kind_settings import set_cluster
 
 pytestmark = pytest.mark.django_db
 
@@ -145,7 +145,7 @@ class TestReport:
         assert report.suggested["mem_gb"] == 6 and "cpus_per_task" not in report.suggested
 
     def test_without_accounting_cpu_and_memory_are_left_out_not_zero(self, alice, course, big_template, cluster):
-        Cluster.objects.filter(pk=cluster.pk).update(has_accounting=False)
+        set_cluster(cluster, has_accounting=False, save=True)
         report = report_for(_ended(alice, course, big_template, cluster))
         assert {line.resource for line in report.lines} == {"Wall time"}
         assert any("no SLURM accounting" in reason for reason in report.missing)
@@ -197,7 +197,7 @@ class TestReport:
     def test_missing_accounting_says_what_the_cluster_stored(
         self, alice, course, big_template, cluster, has_accounting, ended_ago, said
     ):
-        Cluster.objects.filter(pk=cluster.pk).update(has_accounting=has_accounting)
+        set_cluster(cluster, has_accounting=has_accounting, save=True)
         job = _ended(alice, course, big_template, cluster)
         ended = timezone.now() - timedelta(minutes=ended_ago)
         Job.objects.filter(pk=job.pk).update(started_at=ended - timedelta(minutes=10), finished_at=ended)
@@ -331,7 +331,7 @@ def test_poll_asks_accounting_once_for_the_jobs_that_ended_and_again_for_a_missi
     from clusters.backends.base import SchedulerStatus
     from jobs import polling, submission
 
-    Cluster.objects.filter(pk=cluster.pk).update(has_accounting=True)
+    set_cluster(cluster, has_accounting=True, save=True)
     jobs = []
     for owner in (alice, alice, bob):
         job = make_job(owner)
@@ -377,9 +377,9 @@ def test_cluster_without_accounting_asks_nothing_again(fake_backend, make_job, a
 def test_cluster_admin_page_says_accounting_in_the_words_test_connection_uses(
     login, admin_user, cluster, has_accounting
 ):
-    from clusters.choices import accounting_in_words
+    from clusters.backends.slurm_family.settings import accounting_in_words
 
-    Cluster.objects.filter(pk=cluster.pk).update(has_accounting=has_accounting)
+    set_cluster(cluster, has_accounting=has_accounting, save=True)
     page = login(admin_user).get(reverse("admin:clusters_cluster_change", args=[cluster.pk])).content.decode()
     said = [value for value in (None, True, False) if accounting_in_words(value) in page]
     assert said == [has_accounting]

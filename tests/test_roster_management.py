@@ -247,7 +247,7 @@ def test_the_course_admins_enrollment_rows_are_recorded(login, course, admin_use
         "max_memory_gb": 96,
         "max_pods": 16,
         "max_volumes": 4,
-        "namespace_mode": course.namespace_mode,
+        "namespace_mode": "course",
         "ingress_host": "",
         "enrollments-TOTAL_FORMS": len(enrollments) + 1,
         "enrollments-INITIAL_FORMS": len(enrollments),

@@ -28,7 +28,7 @@ def test_a_cut_multibyte_character_waits_for_the_next_chunk():
 
 
 def test_sacct_output_is_parsed(db):
-    cluster = Cluster(name="acct", host="127.0.0.1", has_accounting=True)
+    cluster = Cluster(name="acct", host="127.0.0.1", kind_settings={"has_accounting": True})
     backend = SlurmBackend(cluster, account=None)
     sacct_output = (
         "101|COMPLETED|0:0|2026-11-21T10:00:00|2026-11-21T10:05:00|None\n"
@@ -57,7 +57,7 @@ def test_sacct_output_is_parsed(db):
 def test_a_cancelled_job_s_signal_not_yet_in_accounting_is_read_from_scontrol(db):
     """slurmdbd stored this job's end with its batch step still at 0:0 (seen on the local cluster right after
     scancel; a poll later it says 0:15). scontrol has the signal from the start, so the exit code is never 0."""
-    cluster = Cluster(name="acct", host="127.0.0.1", has_accounting=True)
+    cluster = Cluster(name="acct", host="127.0.0.1", kind_settings={"has_accounting": True})
     backend = SlurmBackend(cluster, account=None)
     answers = {
         "sacct": "2823|CANCELLED by 0|0:0|2026-11-24T06:49:50|2026-11-24T06:49:53|None\n"
@@ -88,7 +88,7 @@ def test_a_cancelled_job_s_signal_not_yet_in_accounting_is_read_from_scontrol(db
 def test_a_cancelled_job_the_controller_still_completes_is_held_running_until_its_code_is_known(db):
     """Seen in CI: accounting already says CANCELLED with 0:0 while slurmctld still waits for the batch step
     (JobState=COMPLETING ExitCode=0:0). Taking that 0 would record a wrong exit code for good."""
-    backend = SlurmBackend(Cluster(name="acct", host="127.0.0.1", has_accounting=True), account=None)
+    backend = SlurmBackend(Cluster(name="acct", host="127.0.0.1", kind_settings={"has_accounting": True}), account=None)
     answers = {
         "sacct": "2830|CANCELLED by 0|0:0|2026-11-27T06:49:50|2026-11-27T06:49:53|None\n",
         "scontrol": "JobId=2830 JobName=wrap JobState=COMPLETING Reason=None ExitCode=0:0 RunTime=00:00:03\n",
@@ -115,7 +115,7 @@ def _cluster_where(monkeypatch, controller_says: str) -> SlurmBackend:
         return CommandResult(1, "", controller_says) if controller_says else CommandResult(0, "77\n", "")
 
     monkeypatch.setattr(ssh, "run", run)
-    return SlurmBackend(Cluster(name="acct", host="127.0.0.1", has_accounting=True), account=None)
+    return SlurmBackend(Cluster(name="acct", host="127.0.0.1", kind_settings={"has_accounting": True}), account=None)
 
 
 def test_with_slurmctld_down_a_poll_answered_by_accounting_says_so(monkeypatch):

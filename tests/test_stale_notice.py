@@ -14,6 +14,7 @@ from core.choices import JobState
 from jobs.models import Job
 from jobs.staleness import notices_for
 from jobs.status_panel import render_panel
+from tests.kind_settings import set_cluster
 
 pytestmark = pytest.mark.django_db
 
@@ -137,8 +138,7 @@ def test_a_poll_that_only_accounting_answered_keeps_the_notice_until_slurmctld_a
     store = Store()
     monkeypatch.setattr(measurements, "client", lambda: store)
     cluster = running.cluster
-    cluster.has_accounting = True
-    cluster.save()
+    set_cluster(cluster, has_accounting=True).save()
     store.hset(f"{measurements.PREFIX}heard", cluster.name, str(time.time() - 74))
     controller = {"down": True}
 

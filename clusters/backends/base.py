@@ -144,8 +144,7 @@ class LogChunk:
 class ConnectionReport:
     ok: bool
     lines: list[str] = field(default_factory=list)
-    has_accounting: bool | None = None
-    facts: dict[str, object] = field(default_factory=dict)  # what Test connection learnt, saved on the Cluster
+    facts: dict[str, object] = field(default_factory=dict)  # what Test connection learnt: Cluster fields, kind settings
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from clusters.choices import AuthMethod, RunAs
+from clusters.kind_settings import KindSettings
 
 if TYPE_CHECKING:
     from .base import ClusterBackend, NamespacePlan
@@ -135,8 +136,14 @@ class Kind:
     # The JobTemplate.backend this kind runs: kinds that run the same templates share one name.
     templates: ClassVar[str] = ""
     backend_class: type[ClusterBackend]
-    # Cluster fields the admin shows for this kind: ((title, {"fields": [...]}), ...).
+    # The settings this kind owns (clusters/kind_settings.py), kept as JSON on the shared rows: a cluster's
+    # (Cluster.kind_settings) and a course's (Course.kind_settings[name]). A new one needs no migration.
+    cluster_settings: ClassVar[type[KindSettings]] = KindSettings
+    course_settings: ClassVar[type[KindSettings]] = KindSettings
+    # What the admin shows for this kind: ((title, {"fields": [...]}), ...), naming Cluster fields and this kind's
+    # cluster settings; course_fieldsets the same for a course (its fields and this kind's course settings).
     admin_fieldsets: ClassVar[tuple] = ()
+    course_fieldsets: ClassVar[tuple] = ()
     # How the kind's accounts sign in (clusters.choices.AuthMethod values); the account form refuses the others.
     auth_methods: ClassVar[frozenset[str]] = frozenset({AuthMethod.KEY, AuthMethod.PASSWORD})
     # What the cluster's admin page says of keeping students apart, where the kind decides it ("": the run_as mode's
@@ -269,6 +276,14 @@ class Kind:
     # come after the job's end: the poll asks again for this many seconds, and pages say the figures are on their way.
     usage_arrives_within: ClassVar[int] = 0
 
+    def keeps_usage(self, cluster: Any) -> bool:
+        """The cluster records what finished jobs used (as Test connection last found it)."""
+        return False
+
+    def no_usage_reason(self, cluster: Any) -> str:
+        """Why a finished job on this cluster has no usage record, in a sentence, where the cluster keeps none."""
+        return f"{cluster.display_name} records no usage of finished jobs."
+
     # Lab sessions: GPUs held for a course during a live lab where the admin allows it, by the kind's holder class
     # (clusters/backends/lab_holds.py); None where its clusters cannot hold them.
     lab_holds: ClassVar[type[LabSessionHolds] | None] = None
@@ -322,9 +337,26 @@ class Kind:
         """A line under a job's charts saying what this cluster cannot measure, or ""."""
         return ""
 
+    def gpu_share(self, cluster: Any) -> int:
+        """How many jobs share one physical GPU (time-sliced); 1 where each GPU a job holds is its own."""
+        return 1
+
     def shares_gpus(self, cluster: Any) -> bool:
         """Each GPU a job holds is a time-sliced share of a physical one (the launch form and job page say so)."""
-        return False
+        return self.gpu_share(cluster) > 1
+
+    def gpu_metrics_url(self, cluster: Any) -> str:
+        """Where the cluster's GPU metrics can be queried (a Prometheus with dcgm-exporter's), "" where nowhere."""
+        return ""
+
+    def runs_template(self, cluster: Any, template: Any) -> bool:
+        """Whether this cluster, as Test connection found it, can run `template` (one of this kind's templates)."""
+        return True
+
+    def shared_by_course(self, course: Any) -> str:
+        """Where the course's students share one space on clusters of this kind whatever identity their jobs have,
+        in words ("" where they do not): the pages that open a shell or files say so."""
+        return ""
 
     # -- what the admin's cluster list and its Test connection page say of a cluster of this kind ---------------
 

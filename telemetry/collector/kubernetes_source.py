@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import urllib3
 
 from clusters.backends.base import NotSupported
-from clusters.kinds import get_backend
+from clusters.kinds import get_backend, kind_of
 from telemetry.collector.sources import Periodic, running_jobs
 from telemetry.live import LiveState, PodLive
 from telemetry.models import Node
@@ -75,7 +75,7 @@ class MetricsApiSource(Periodic):
 
     def dcgm(self) -> list[DcgmGpu]:
         """dcgm-exporter's fields for every GPU, one instant query; [] when the cluster has no Prometheus."""
-        url = self.cluster.prometheus_url.rstrip("/")
+        url = kind_of(self.cluster.kind).gpu_metrics_url(self.cluster).rstrip("/")
         if not url:
             return []
         try:

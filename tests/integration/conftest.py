@@ -23,6 +23,7 @@ from django.conf import settings
 
 from clusters.choices import RunAs
 from clusters.models import AuthMethod, Cluster, ClusterAccount
+from tests.kind_settings import set_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRED = ["GPULAB_SSH_HOST", "GPULAB_SSH_PORT", "GPULAB_SERVICE_KEY", "GPULAB_HOST_KEY", "REDIS_URL", "DATABASE_URL"]
@@ -533,13 +534,16 @@ def k8s_cluster(transactional_db, course, kube, k8s_sign_in):
     """A Kubernetes cluster reached through a kubeconfig, as an admin would upload it; GPUs time-sliced 4 ways."""
     kube.deny()
     cluster = Cluster.objects.create(
-        name="k8s", title="Lab Kubernetes", kind="kubernetes", gpu_sharing_factor=4, has_mpi_operator=True
+        name="k8s",
+        title="Lab Kubernetes",
+        kind="kubernetes",
+        kind_settings={"gpu_sharing_factor": 4, "has_mpi_operator": True},
     )
     account = ClusterAccount(cluster=cluster, username="gpulab-portal", auth_method=AuthMethod.KUBECONFIG)
     account.set_secret(kube.kubeconfig(K8S_TOKEN if k8s_sign_in == "token" else None))
     if k8s_sign_in == "api-token":
-        cluster.api_url, cluster.ca_certificate = kube.url, kube.ca_pem
-        cluster.save()
+        cluster.api_url = kube.url
+        set_cluster(cluster, ca_certificate=kube.ca_pem).save()
         account.auth_method = AuthMethod.TOKEN
         account.set_secret(K8S_TOKEN)
     account.save()

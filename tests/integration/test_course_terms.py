@@ -13,6 +13,7 @@ from courses.models import Course, QuotaChange, QuotaOverride, Role
 from jobs import term_end
 from jobs.models import Job, JobTemplate
 from tests.integration.jobs_api import launch, read_whole_log
+from tests.kind_settings import set_course
 
 from .conftest import slurm, wait_for
 
@@ -108,7 +109,8 @@ def test_copy_to_a_new_term_carries_exactly_templates_clusters_limits_and_settin
     from jobs.builtin import load_builtin_templates
 
     shared = {t.pk for t in load_builtin_templates([course])}
-    Course.objects.filter(pk=course.pk).update(max_gpus=3, max_pods=7, description="Week 1: DDP")
+    Course.objects.filter(pk=course.pk).update(max_gpus=3, description="Week 1: DDP")
+    set_course(course, max_pods=7, save=True)
     QuotaOverride.objects.create(course=course, user=alice, max_gpus=1)
     now = timezone.now()
     set_term(course, now - HOUR, now + HOUR)
@@ -127,7 +129,7 @@ def test_copy_to_a_new_term_carries_exactly_templates_clusters_limits_and_settin
     assert response.status_code == 302
     new = Course.objects.get(slug="hpc-spring")
     assert new.name == "HPC Lab, spring" and new.term_starts_at.date() == starts.date()
-    assert (new.max_gpus, new.max_pods, new.description) == (3, 7, "Week 1: DDP")
+    assert (new.max_gpus, new.kind_settings["kubernetes"]["max_pods"], new.description) == (3, 7, "Week 1: DDP")
     assert list(new.clusters.all()) == [cluster]
     assert list(new.enrollments.values_list("user__username", "role")) == [("ines", Role.INSTRUCTOR)]
     assert not new.jobs.exists() and not new.quota_overrides.exists() and not new.quota_changes.exists()

@@ -44,8 +44,10 @@ def mlbatch_cluster(transactional_db, course, aw_kube):
         name="mlbatch",
         title="MLBatch cluster",
         kind="kubernetes",
-        kube_addons={"kueue": True, "kueue_visibility": True, "appwrapper": True},
-        kueue_cohort="default-cohort",
+        kind_settings={
+            "kube_addons": {"kueue": True, "kueue_visibility": True, "appwrapper": True},
+            "kueue_cohort": "default-cohort",
+        },
     )
     account = ClusterAccount(cluster=cluster, username="gpulab-portal", auth_method=AuthMethod.KUBECONFIG)
     account.set_secret(aw_kube.kubeconfig(K8S_TOKEN))

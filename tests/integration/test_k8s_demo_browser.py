@@ -71,7 +71,7 @@ def emulated_cluster(transactional_db, course, emulated_kube, services, tmp_path
     call_command("sync_clusters", str(only_kubernetes))
     cluster = Cluster.objects.get(name="k8s")
     assert (cluster.kind, cluster.emulated, cluster.title) == ("kubernetes", True, "Emulated Kubernetes (demo)")
-    assert cluster.kube_context == "emulated" and list(cluster.courses.all()) == [demo]
+    assert cluster.kind_settings["kube_context"] == "emulated" and list(cluster.courses.all()) == [demo]
     account = cluster.service_account()
     assert account.auth_method == AuthMethod.KUBECONFIG and account.secret() == kubeconfig.read_text()
     assert get_backend(cluster).test_connection().ok  # the portal reaches the emulator with what the file gave it

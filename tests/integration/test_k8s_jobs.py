@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from clusters.models import AuthMethod, Cluster, ClusterAccount
 from jobs.models import Job
+from tests.kind_settings import set_cluster, set_course
 
 from .conftest import ROOT, wait_for
 from .k8s import Emulator
@@ -184,7 +185,7 @@ def test_unreachable_api_server_fails_the_submission_with_its_reason(
     worker, api_for, alice, course, k8s_templates, kube, job_state
 ):
     cluster = Cluster.objects.create(
-        name="k8s", kind="kubernetes", api_url="https://127.0.0.1:9", ca_certificate=kube.ca_pem
+        name="k8s", kind="kubernetes", api_url="https://127.0.0.1:9", kind_settings={"ca_certificate": kube.ca_pem}
     )
     account = ClusterAccount(cluster=cluster, username="portal", auth_method=AuthMethod.TOKEN)
     account.set_secret("token-for-a-server-that-is-down")
@@ -234,8 +235,8 @@ def test_other_students_get_404_for_every_action(
 @pytest.mark.parametrize("how", ["kubeconfig", "token"])
 def test_test_connection_reports_version_and_missing_permissions(how, login, admin_user, k8s_cluster, kube):
     if how == "token":
-        k8s_cluster.api_url, k8s_cluster.ca_certificate = kube.url, kube.ca_pem
-        k8s_cluster.save()
+        k8s_cluster.api_url = kube.url
+        set_cluster(k8s_cluster, ca_certificate=kube.ca_pem).save()
         account = k8s_cluster.service_account()
         account.auth_method = AuthMethod.TOKEN
         account.set_secret("portal-sa-token-for-the-token-path")
@@ -246,7 +247,7 @@ def test_test_connection_reports_version_and_missing_permissions(how, login, adm
     assert "Missing permission: create namespaces" in page and "needed to create per-course namespaces" in page
     assert "Missing permission: get pods/log" in page and "MPI Operator (MPIJob): installed" in page
     k8s_cluster.refresh_from_db()
-    assert k8s_cluster.server_version == "v1.34.1" and k8s_cluster.has_metrics_api
+    assert k8s_cluster.server_version == "v1.34.1" and k8s_cluster.kind_settings["has_metrics_api"]
     kube.deny()
     page = login(admin_user).get(reverse("admin:cluster_test", args=[k8s_cluster.pk])).content.decode()
     assert "Connected; all permissions present" in page
@@ -256,8 +257,8 @@ def test_a_ca_that_does_not_sign_the_server_is_refused_in_words(login, admin_use
     from .k8s import make_tls
 
     _, _, other_ca = make_tls(tmp_path)
-    k8s_cluster.api_url, k8s_cluster.ca_certificate = kube.url, other_ca
-    k8s_cluster.save()
+    k8s_cluster.api_url = kube.url
+    set_cluster(k8s_cluster, ca_certificate=other_ca).save()
     account = k8s_cluster.service_account()
     account.auth_method = AuthMethod.TOKEN
     account.set_secret("portal-sa-token-for-the-token-path")
@@ -270,7 +271,7 @@ def test_mpi_hello_is_offered_only_where_the_mpi_operator_is_installed(
     login, alice, course, k8s_cluster, k8s_templates
 ):
     assert "MPI hello (Kubernetes" in login(alice).get(reverse("jobs:catalog")).content.decode()
-    Cluster.objects.filter(pk=k8s_cluster.pk).update(has_mpi_operator=False)
+    set_cluster(k8s_cluster, has_mpi_operator=False, save=True)
     assert "MPI hello (Kubernetes" not in login(alice).get(reverse("jobs:catalog")).content.decode()
     response = login(alice).get(reverse("jobs:launch", args=[course.slug, "k8s-mpi-hello"]))
     assert "No cluster of this course can run MPIJobs (it needs the MPI Operator)" in response.content.decode()
@@ -337,12 +338,11 @@ def test_one_pod_list_per_namespace_per_poll_cycle(
 ):
     """Three students' servers in three namespaces (one per student): a poll makes three list calls, no more."""
     from core.choices import JobState
-    from courses.models import NamespaceMode
+    from core.course_choices import NamespaceMode
     from jobs.launch import launch as launch_job
     from jobs.polling import poll_cluster
 
-    course.namespace_mode = NamespaceMode.PER_STUDENT
-    course.save()
+    set_course(course, namespace_mode=NamespaceMode.PER_STUDENT).save()
     backend_jobs = []
     for user in (alice, bob, alice, bob):
         job = launch_job(

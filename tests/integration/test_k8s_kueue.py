@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from clusters.models import AuthMethod, Cluster, ClusterAccount
 from jobs.models import Job, JobWait, QueueStep
+from tests.kind_settings import set_cluster, set_course
 
 from .conftest import K8S_TOKEN, wait_for
 from .k8s import Emulator
@@ -37,8 +38,10 @@ def kueue_cluster(transactional_db, course, kueue_kube):
         name="k8s",
         title="Kueue cluster",
         kind="kubernetes",
-        kube_addons={"kueue": True, "kueue_visibility": True, "training_operator": True},
-        kueue_cohort="lab",
+        kind_settings={
+            "kube_addons": {"kueue": True, "kueue_visibility": True, "training_operator": True},
+            "kueue_cohort": "lab",
+        },
     )
     account = ClusterAccount(cluster=cluster, username="gpulab-portal", auth_method=AuthMethod.KUBECONFIG)
     account.set_secret(kueue_kube.kubeconfig(K8S_TOKEN))
@@ -92,7 +95,7 @@ def test_test_connection_finds_kueue_the_operators_and_what_the_portal_may_not_d
     )
     assert "Missing permission: create clusterqueues.kueue.x-k8s.io — needed to create the ClusterQueues" in page
     kueue_cluster.refresh_from_db()
-    assert kueue_cluster.kube_addons == {
+    assert kueue_cluster.kind_settings["kube_addons"] == {
         "kueue": True,
         "kueue_visibility": True,
         "training_operator": True,
@@ -155,7 +158,7 @@ def test_a_job_waits_in_its_course_queue_is_admitted_runs_and_finishes(
     assert 'id="queue-counts"' not in timeline  # never preempted nor requeued
 
     # The admin takes the cluster out of its cohort: the next launch brings the course's queue along.
-    Cluster.objects.filter(pk=kueue_cluster.pk).update(kueue_cohort="")
+    set_cluster(kueue_cluster, kueue_cohort="", save=True)
     job_state(launch(api_for, alice), "pending")
     assert "cohort" not in kueue_kube.get(f"{KUEUE}/clusterqueues/{QUEUE}")["spec"]
 
@@ -269,8 +272,7 @@ def test_preempted_requeued_and_admitted_again_on_borrowed_quota_all_on_the_time
 def test_a_course_mapped_to_a_missing_local_queue_is_refused_with_the_reason(
     worker, api_for, alice, course, kueue_cluster, k8s_templates, kueue_kube, job_state
 ):
-    course.kueue_local_queue = "team-a"
-    course.save()
+    set_course(course, kueue_local_queue="team-a").save()
     job = job_state(launch(api_for, alice), "submit_failed")
     assert "The course's Kueue queue (LocalQueue “team-a”) does not exist in namespace gpulab-hpc" in job.error
     assert kueue_kube.items(f"/apis/batch/v1/namespaces/{NS}/jobs", f"gpulab.io/job={job.pk}") == []

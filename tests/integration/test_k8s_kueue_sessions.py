@@ -22,6 +22,7 @@ from clusters.kinds import get_backend, kind_of
 from clusters.models import AuthMethod, Cluster, ClusterAccount
 from courses import lab_reservations
 from courses.models import LabSession, LabSessionState
+from tests.kind_settings import set_cluster, set_course
 
 from . import test_browser
 from .conftest import K8S_TOKEN, wait_for
@@ -57,8 +58,7 @@ def kueue_cluster(transactional_db, course, alice, bob, sessions_kube):
         name="k8s",
         title="Kueue cluster",
         kind="kubernetes",
-        kube_addons={"kueue": True, "kueue_visibility": True},
-        kueue_cohort="lab",
+        kind_settings={"kube_addons": {"kueue": True, "kueue_visibility": True}, "kueue_cohort": "lab"},
         lab_reservations=True,
     )
     account = ClusterAccount(cluster=cluster, username="gpulab-portal", auth_method=AuthMethod.KUBECONFIG)
@@ -288,13 +288,12 @@ def test_a_cluster_without_a_cohort_or_a_course_with_an_admins_queue_is_refused_
     url = f"/api/v1/courses/{course.slug}/lab-sessions/"
     start = timezone.now().replace(second=0, microsecond=0).isoformat()
     body = {"cluster": kueue_cluster.name, "starts_at": start, "minutes": 30, "gpus": 2}
-    Cluster.objects.filter(pk=kueue_cluster.pk).update(kueue_cohort="")
+    set_cluster(kueue_cluster, kueue_cohort="", save=True)
     refused = api_for(instructor).post(url, body, format="json")
     assert refused.status_code == 400
     assert "puts course queues in no Kueue cohort" in str(refused.json()["cluster"])
-    Cluster.objects.filter(pk=kueue_cluster.pk).update(kueue_cohort="lab")
-    course.kueue_local_queue = "shared-queue"
-    course.save()
+    set_cluster(kueue_cluster, kueue_cohort="lab", save=True)
+    set_course(course, kueue_local_queue="shared-queue").save()
     refused = api_for(instructor).post(url, body, format="json")
     assert refused.status_code == 400 and "an admin's LocalQueue (shared-queue)" in str(refused.json()["cluster"])
     assert not LabSession.objects.exists()

@@ -41,7 +41,9 @@ def connect(cluster: Cluster, kube) -> Cluster:
 def ray_cluster(transactional_db, course, kueue_kube):  # noqa: F811
     """A cluster where Test connection found KubeRay (and no Kueue)."""
     kueue_kube.deny()
-    cluster = Cluster.objects.create(name="k8s", title="Ray cluster", kind="kubernetes", kube_addons={"kuberay": True})
+    cluster = Cluster.objects.create(
+        name="k8s", title="Ray cluster", kind="kubernetes", kind_settings={"kube_addons": {"kuberay": True}}
+    )
     course.clusters.add(connect(cluster, kueue_kube))
     return cluster
 
@@ -53,7 +55,10 @@ def ray_kueue_cluster(transactional_db, course, kueue_kube):  # noqa: F811
     kueue_kube.pend(QUEUE, [])
     addons = {"kueue": True, "kueue_visibility": True, "kuberay": True}
     cluster = Cluster.objects.create(
-        name="k8s", title="Ray and Kueue cluster", kind="kubernetes", kube_addons=addons, kueue_cohort="lab"
+        name="k8s",
+        title="Ray and Kueue cluster",
+        kind="kubernetes",
+        kind_settings={"kube_addons": addons, "kueue_cohort": "lab"},
     )
     course.clusters.add(connect(cluster, kueue_kube))
     return cluster

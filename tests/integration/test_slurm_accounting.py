@@ -8,14 +8,14 @@ import pytest
 from django.urls import reverse
 
 from clusters.backends.slurm_family.accounting import parse_cpu_time, parse_size
-from clusters.choices import accounting_in_words
+from clusters.backends.slurm_family.settings import accounting_in_words
 from clusters.identity import set_cluster_username
 from clusters.kinds import get_backend
-from clusters.models import Cluster
 from core.choices import TERMINAL_STATES
 from jobs.models import Job, JobTemplate, JobUsage
 from jobs.rightsize import report_for
 from tests.integration.jobs_api import launch
+from tests.kind_settings import set_cluster
 
 from . import test_slurm_rest_jobs as rest_jobs
 from .conftest import slurm, wait_for
@@ -24,7 +24,7 @@ from .conftest import slurm, wait_for
 def test_local_cluster_has_accounting_and_test_connection_says_so(cluster):
     assert "gpulab" in slurm("sacctmgr", "-n", "-P", "list", "cluster", "format=cluster")
     report = get_backend(cluster).test_connection()
-    assert report.has_accounting is True
+    assert report.facts["has_accounting"] is True
     assert "SLURM accounting: " + accounting_in_words(True) in report.lines
 
 
@@ -108,8 +108,8 @@ def test_right_size_figures_match_sacct_and_the_right_sized_clone_launches(
     worker, login, alice, cluster, burn_template, course, job_state, student_user
 ):
     # alice's jobs run as her own cluster user through the service account's sudo rule, as a class's would.
-    cluster.run_as, cluster.lab_dir, cluster.has_accounting = "sudo", "~/gpulab-acct-test", True
-    cluster.save()
+    cluster.run_as, cluster.lab_dir = "sudo", "~/gpulab-acct-test"
+    set_cluster(cluster, has_accounting=True).save()
     set_cluster_username(alice, student_user)
     url = reverse("jobs:launch", args=[course.slug, burn_template.slug])
     data = {
@@ -158,8 +158,8 @@ def test_cluster_without_accounting_still_polls_and_finishes_jobs(
     worker, api_for, alice, cluster, job_state, sleep_template, login, student_user
 ):
     # Followed with squeue and scontrol, as on a cluster without slurmdbd; run as the student's own cluster user.
-    cluster.run_as, cluster.lab_dir, cluster.has_accounting = "sudo", "~/gpulab-acct-test", False
-    cluster.save()
+    cluster.run_as, cluster.lab_dir = "sudo", "~/gpulab-acct-test"
+    set_cluster(cluster, has_accounting=False).save()
     set_cluster_username(alice, student_user)
     job = job_state(launch(api_for, alice, seconds=12, exit_code=3), *TERMINAL_STATES)  # long enough for a report
     assert (job.state, job.exit_code) == ("failed", 3) and job.started_at and job.finished_at
@@ -176,8 +176,9 @@ def test_rest_kind_reads_the_same_figures_from_slurmdbd(
     worker, api_for, alice, rest_cluster, sleep_template, job_state
 ):
     report = get_backend(rest_cluster).test_connection()
-    assert report.has_accounting is True and "SLURM accounting: " + accounting_in_words(True) in report.lines
-    Cluster.objects.filter(pk=rest_cluster.pk).update(has_accounting=True)
+    assert report.facts["has_accounting"] is True
+    assert "SLURM accounting: " + accounting_in_words(True) in report.lines
+    set_cluster(rest_cluster, has_accounting=True, save=True)
     # A second job keeps the cluster polled: slurmdbd may store the first one's end a cycle after slurmctld says so.
     job_state(launch(api_for, alice, seconds=120), "running")
     job = job_state(launch(api_for, alice, partition="gpu", gpus_per_node=1, seconds=3), *TERMINAL_STATES)

@@ -15,6 +15,7 @@ from clusters.kinds import get_backend
 from clusters.models import Cluster
 from jobs.models import Job
 from tests.integration.jobs_api import launch, read_whole_log
+from tests.kind_settings import set_cluster
 
 from .conftest import slurm, wait_for, wait_for_polls
 
@@ -51,7 +52,7 @@ def test_failed_job_reports_its_exit_code(worker, api_for, alice, cluster, sleep
 
 @pytest.mark.parametrize("followed_with", ["scontrol", "sacct"])
 def test_cancel_a_running_job(worker, api_for, alice, cluster, sleep_template, job_state, followed_with):
-    Cluster.objects.filter(pk=cluster.pk).update(has_accounting=followed_with == "sacct")
+    set_cluster(cluster, has_accounting=followed_with == "sacct", save=True)
     job = job_state(launch(api_for, alice, seconds=300), "running")
     response = api_for(alice).post(f"/api/v1/jobs/{job.pk}/cancel/")
     assert response.status_code == 202
@@ -202,7 +203,7 @@ def test_with_accounting_a_slurmctld_outage_still_shows_the_stale_notice(
     from core import measurements
     from jobs.staleness import notices_for
 
-    Cluster.objects.filter(pk=cluster.pk).update(has_accounting=True)
+    set_cluster(cluster, has_accounting=True, save=True)
     job = job_state(launch(api_for, alice, seconds=20), "running")
     stop_slurmctld()
     try:

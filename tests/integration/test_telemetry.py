@@ -17,6 +17,7 @@ from courses.models import Enrollment, Role
 from jobs.models import Job
 from telemetry.models import JobSummary, Node
 from telemetry.parsers import parse_nvidia_smi_line
+from tests.kind_settings import set_cluster
 
 from .conftest import ROOT, Daemon, free_port, start_web, wait_for
 from .jobs_api import launch
@@ -328,8 +329,7 @@ def test_kubernetes_pod_usage_and_dcgm_gpus_reach_the_job_frame(alice, course, k
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Prometheus)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        k8s_cluster.prometheus_url = f"http://127.0.0.1:{server.server_address[1]}"
-        k8s_cluster.save()
+        set_cluster(k8s_cluster, prometheus_url=f"http://127.0.0.1:{server.server_address[1]}").save()
         state = LiveState()
         MetricsApiSource(state, k8s_cluster, threading.Event()).cycle()
     finally:

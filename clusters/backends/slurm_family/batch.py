@@ -36,6 +36,7 @@ from .script.rendering import (
     value_exports,
     value_text,
 )
+from .settings import SlurmClusterSettings, accounting_in_words, cluster_settings
 
 PREVIEW_JOB_ID = uuid.UUID(int=0)
 
@@ -65,6 +66,7 @@ def _task_job_number(cluster, account, task_id: str) -> str:
 
 class BatchKind(Kind):
     templates = "slurm"
+    cluster_settings = SlurmClusterSettings
     telemetry_source = "nodes-over-ssh"  # both SLURM kinds: the backend interface and SSH to the nodes
     files_over_sftp = True
     student_logins = True
@@ -133,6 +135,12 @@ class BatchKind(Kind):
         return Rendered(script=script, gpus=requested_gpus(request.values))
 
     usage_arrives_within = accounting.USAGE_RETRY_SECONDS  # slurmdbd stores an end after slurmctld reports it
+
+    def keeps_usage(self, cluster) -> bool:
+        return bool(cluster_settings(cluster).has_accounting)
+
+    def no_usage_reason(self, cluster) -> str:
+        return f"SLURM accounting {accounting_in_words(cluster_settings(cluster).has_accounting)}."
 
     def array_spec(self, indexes: list[int], at_once: int) -> str:
         return arrays.spec_for(indexes, at_once)

@@ -47,7 +47,7 @@ class MemoryBackend(ClusterBackend):
         return LogChunk(offset=offset + len(chunk), data=chunk.decode(), eof=offset + len(chunk) >= len(data))
 
     def test_connection(self) -> ConnectionReport:
-        return ConnectionReport(ok=True, lines=["memory"])
+        return ConnectionReport(ok=True, lines=["memory"], facts={"slots_free": 8 - len(self.jobs)})
 
     def stage_lab_files(self, source: Path) -> int:
         return 0

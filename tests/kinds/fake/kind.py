@@ -17,8 +17,9 @@ from clusters.backends.kind import (
 )
 
 from .backend import MemoryBackend
+from .settings import MemorySettings
 
-MAX_GPUS = 2
+MAX_GPUS = 2  # the default of its max_gpus setting
 
 
 class TooManyGpus(RenderRefused):
@@ -35,12 +36,14 @@ class FakeKind(Kind):
     label = "Memory (a test's kind)"
     templates = "fake"
     backend_class = MemoryBackend
-    admin_fieldsets = (("Memory: nothing to set", {"fields": ["lab_dir"]}),)
+    cluster_settings = MemorySettings
+    admin_fieldsets = (("Memory", {"fields": ["lab_dir", "max_gpus", "slots_free"]}),)
 
     def render(self, request: RenderRequest) -> Rendered:
         gpus = int(request.values.get("gpus", 0) or 0)
-        if gpus > MAX_GPUS:
-            raise TooManyGpus(f"The memory cluster holds at most {MAX_GPUS} GPUs a job; ask for {MAX_GPUS} or fewer.")
+        most = MemorySettings.of(request.cluster.kind_settings).max_gpus
+        if gpus > most:
+            raise TooManyGpus(f"The memory cluster holds at most {most} GPUs a job; ask for {most} or fewer.")
         return Rendered(script=_fill(request.template.body, {**request.values, "job": request.job_id}), gpus=gpus)
 
     def preview(self, body: str, parameters: Any, cluster: Any = None) -> Preview:

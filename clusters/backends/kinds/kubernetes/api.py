@@ -24,6 +24,7 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import load_kube_config_from_dict
 
 from ...base import AuthenticationFailed, BackendError, ClusterUnreachable, PermissionDenied, SubmitRejected
+from .settings import cluster_settings
 
 if TYPE_CHECKING:
     from clusters.models import Cluster, ClusterAccount
@@ -130,7 +131,7 @@ def configuration(cluster: Cluster, account: ClusterAccount) -> Configuration:
         try:
             load_kube_config_from_dict(
                 check_kubeconfig(secret),
-                context=cluster.kube_context or None,
+                context=cluster_settings(cluster).kube_context or None,
                 client_configuration=config,
                 persist_config=False,
             )
@@ -141,7 +142,7 @@ def configuration(cluster: Cluster, account: ClusterAccount) -> Configuration:
             raise BackendError(f"“{cluster.display_name}” has no API server URL; an admin must set it.")
         config.host = cluster.api_url.rstrip("/")
         config.api_key = {"authorization": f"Bearer {secret.strip()}"}
-        config.ca_cert_data = cluster.ca_certificate.strip() or None
+        config.ca_cert_data = cluster_settings(cluster).ca_certificate.strip() or None
     else:
         raise BackendError(f"The account {account.username} holds SSH credentials, not Kubernetes ones.")
     config.retries = 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .api import KINDS
 from .manifests import wrapped_objects
+from .settings import cluster_settings
 
 APPWRAPPER = KINDS[("workload.codeflare.dev/v1beta2", "AppWrapper")]
 
@@ -23,7 +24,7 @@ NEEDED_ACCESS = [
 
 
 def available(cluster) -> bool:
-    return bool((getattr(cluster, "kube_addons", None) or {}).get("appwrapper"))
+    return bool(cluster_settings(cluster).kube_addons.get("appwrapper"))
 
 
 def unwrapped(objects: list[dict]) -> list[dict]:

@@ -65,6 +65,7 @@ from .manifests import (
     session_secret,
 )
 from .namespaces import namespace_for
+from .settings import cluster_settings, course_settings
 
 logger = logging.getLogger(__name__)
 
@@ -490,11 +491,11 @@ class KubernetesBackend(ClusterBackend):
         return {labels(w).get(LABEL_JOB, ""): w for w in found if not labels(w).get(LABEL_ROLE)}
 
     def _has(self, addon: str) -> bool:
-        return bool((self.cluster.kube_addons or {}).get(addon))
+        return bool(cluster_settings(self.cluster).kube_addons.get(addon))
 
     def _workload(self, namespace: str, job: str, hint: str = "") -> dict | None:
         kinds = [WORKLOADS[hint]] if hint in WORKLOADS else [*WORKLOADS.values()]
-        if hint == "MPIJob" or (not hint and self.cluster.has_mpi_operator):
+        if hint == "MPIJob" or (not hint and cluster_settings(self.cluster).has_mpi_operator):
             kinds.append(MPIJOB)
         if hint == "PyTorchJob" or (not hint and self._has("training_operator")):
             kinds.append(PYTORCHJOB)
@@ -512,12 +513,12 @@ class KubernetesBackend(ClusterBackend):
         """The course's ClusterQueue now: its own where the portal manages it, else the one the course's LocalQueue
         feeds (read in the namespace of the course, or of its first student)."""
         name = kueue.cluster_queue_name(course)
-        if course.kueue_local_queue:
+        if course_settings(course).kueue_local_queue:
             student = course.enrollments.filter(role=Role.STUDENT).select_related("user").first()
             if student is None:
                 raise BackendError("The course has no students yet, so no namespace of it holds its LocalQueue.")
             namespace = namespace_for(course, student.user)
-            local = self.api.get(kueue.LOCAL_QUEUE.item(namespace, course.kueue_local_queue))
+            local = self.api.get(kueue.LOCAL_QUEUE.item(namespace, course_settings(course).kueue_local_queue))
             name = (local.get("spec") or {}).get("clusterQueue", "")
         usage = kueue_status.QueueUsage.of(self.api.get(kueue.CLUSTER_QUEUE.item("", name)))
         return QueueSummary(
@@ -536,7 +537,7 @@ class KubernetesBackend(ClusterBackend):
         found = []
         for kind in OWNED:
             if (
-                (kind is MPIJOB and not self.cluster.has_mpi_operator)
+                (kind is MPIJOB and not cluster_settings(self.cluster).has_mpi_operator)
                 or (kind is PYTORCHJOB and not self._has("training_operator"))
                 or (kind is appwrapper.APPWRAPPER and not self._has("appwrapper"))
                 or (kind is RAYJOB and not self._has("kuberay"))

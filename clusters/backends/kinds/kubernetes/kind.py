@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from clusters.choices import AuthMethod
+from core.course_choices import NamespaceMode
 
 from ...base import BackendError
 from ...kind import (
@@ -29,17 +30,37 @@ from .api import kubeconfig_contexts
 from .backend import KubernetesBackend
 from .kueue_sessions import KueueSessionHolds
 from .manifests import ManifestError, dump, preview_context, render_manifests
+from .settings import KubernetesClusterSettings, KubernetesCourseSettings, cluster_settings, course_settings
 
 MPIJOB_KIND = re.compile(r"^\s*kind:\s*MPIJob\s*$", re.MULTILINE)
 RAYJOB_KIND = re.compile(r"^kind: RayJob$", re.MULTILINE)  # as manifests.dump writes a job's objects
 
 
 class KubernetesKind(Kind):
+    cluster_settings = KubernetesClusterSettings
+    course_settings = KubernetesCourseSettings
     name = "kubernetes"
     label = "Kubernetes (API)"
     templates = "kubernetes"
     backend_class = KubernetesBackend
     admin_fieldsets = KubernetesBackend.admin_fieldsets
+    course_fieldsets = (
+        (
+            "Kubernetes",
+            {
+                "fields": ["max_cpus", "max_memory_gb", "max_pods", "max_volumes", "namespace_mode", "ingress_host"],
+                "description": "Per student. A namespace's quota is these limits times the students it holds.",
+            },
+        ),
+        (
+            "Kubernetes with Kueue",
+            {
+                "fields": ["kueue_local_queue", "kueue_preemption", "kueue_borrowing_limit", "kueue_lending_limit"],
+                "description": "On a cluster where Test connection found Kueue, every job of the course goes in the "
+                "course's queue.",
+            },
+        ),
+    )
     telemetry_source = "metrics-api"
     portal_stops_at_time_limit = True
     auth_methods = frozenset({AuthMethod.TOKEN, AuthMethod.KUBECONFIG})
@@ -103,8 +124,18 @@ class KubernetesKind(Kind):
             rewritten_prefix=route.rewritten_prefix,
         )
 
-    def shares_gpus(self, cluster) -> bool:
-        return cluster.gpu_sharing_factor > 1
+    def gpu_share(self, cluster) -> int:
+        return cluster_settings(cluster).gpu_sharing_factor
+
+    def gpu_metrics_url(self, cluster) -> str:
+        return cluster_settings(cluster).prometheus_url
+
+    def runs_template(self, cluster, template) -> bool:
+        return cluster_settings(cluster).has_mpi_operator or not template.needs_mpi_operator
+
+    def shared_by_course(self, course) -> str:
+        shared = course_settings(course).namespace_mode == NamespaceMode.PER_COURSE
+        return f"every student of {course} runs pods in one Kubernetes namespace" if shared else ""
 
     def credential_problem(self, cluster, method: str, secret: str) -> str:
         """A kubeconfig as the portal takes it: parsed, logging in by no program, holding the cluster's context."""
@@ -114,15 +145,17 @@ class KubernetesKind(Kind):
             contexts = kubeconfig_contexts(secret)
         except BackendError as exc:
             return str(exc)
-        if cluster.kube_context and cluster.kube_context not in contexts:
-            return f"the kubeconfig has no context {cluster.kube_context}; it has {', '.join(contexts)}."
+        context = cluster_settings(cluster).kube_context
+        if context and context not in contexts:
+            return f"the kubeconfig has no context {context}; it has {', '.join(contexts)}."
         return ""
 
     def address(self, cluster) -> str:
         return cluster.api_url or "kubeconfig"
 
     def connection_target(self, cluster) -> str:
-        context = f" (context {cluster.kube_context})" if cluster.kube_context else ""
+        context = cluster_settings(cluster).kube_context
+        context = f" (context {context})" if context else ""
         return (cluster.api_url or "API server from the kubeconfig") + context
 
     def tests_over_ssh(self, cluster) -> bool:
@@ -205,7 +238,7 @@ class KubernetesKind(Kind):
         return endpoints.load_test_report(job)
 
     def telemetry_note(self, cluster) -> str:
-        if cluster.prometheus_url:
+        if cluster_settings(cluster).prometheus_url:
             return ""
         return (
             "GPU charts need the cluster's Prometheus (dcgm-exporter); CPU and memory come from the metrics API "

@@ -18,6 +18,7 @@ from . import crds
 from .api import Kind
 from .manifests import LABEL_COURSE, MANAGED_BY, MANAGED_BY_LABEL, ManifestError, label_value
 from .namespaces import PREFIX, _dns_label
+from .settings import ADDON_LABELS, cluster_settings, course_settings
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
 VISIBILITY = "visibility.kueue.x-k8s.io/v1beta1"
@@ -34,16 +35,18 @@ PENDING_IN_LOCAL_QUEUE = Kind(VISIBILITY, "LocalQueue", "localqueues")
 
 # What Test connection looks for by discovery: (fact, kind, what it is, what the portal does with it).
 ADDONS = [
-    ("kueue", WORKLOAD, "Kueue (kueue.x-k8s.io/v1beta1)", "jobs go in their course's queue"),
-    ("kueue_visibility", PENDING_IN_LOCAL_QUEUE, "Kueue's visibility API", "students see their place in the queue"),
-    ("training_operator", Kind("kubeflow.org/v1", "PyTorchJob", "pytorchjobs"), "Training Operator (PyTorchJob)", ""),
-    (
-        "kuberay",
-        Kind("ray.io/v1", "RayJob", "rayjobs"),
-        "KubeRay (RayJob)",
-        "RayJob templates run, with the Ray dashboard through the portal",
-    ),
-    ("appwrapper", Kind("workload.codeflare.dev/v1beta2", "AppWrapper", "appwrappers"), "AppWrapper", ""),
+    (fact, kind, ADDON_LABELS[fact], use)
+    for fact, kind, use in [
+        ("kueue", WORKLOAD, "jobs go in their course's queue"),
+        ("kueue_visibility", PENDING_IN_LOCAL_QUEUE, "students see their place in the queue"),
+        ("training_operator", Kind("kubeflow.org/v1", "PyTorchJob", "pytorchjobs"), ""),
+        (
+            "kuberay",
+            Kind("ray.io/v1", "RayJob", "rayjobs"),
+            "RayJob templates run, with the Ray dashboard through the portal",
+        ),
+        ("appwrapper", Kind("workload.codeflare.dev/v1beta2", "AppWrapper", "appwrappers"), ""),
+    ]
 ]
 
 # What the portal's account must be allowed on a cluster with Kueue, and what it cannot do without each.
@@ -95,13 +98,7 @@ RECLAIM_WORDS = {
 
 
 def uses_kueue(cluster) -> bool:
-    return bool((getattr(cluster, "kube_addons", None) or {}).get("kueue"))
-
-
-def addons_in_words(found: dict) -> str:
-    if not found:
-        return "not checked yet: run Test connection"
-    return "; ".join(f"{label}: {'found' if found.get(fact) else 'not found'}" for fact, _, label, _ in ADDONS)
+    return bool(cluster_settings(cluster).kube_addons.get("kueue"))
 
 
 def cluster_queue_name(course) -> str:
@@ -109,15 +106,16 @@ def cluster_queue_name(course) -> str:
 
 
 def local_queue_name(course) -> str:
-    return course.kueue_local_queue or cluster_queue_name(course)
+    return course_settings(course).kueue_local_queue or cluster_queue_name(course)
 
 
 def plan_for(course, cluster) -> QueuePlan | None:
     """The course's queue on this cluster; None where the cluster has no Kueue."""
     if not uses_kueue(cluster):
         return None
-    if course.kueue_local_queue:
-        return QueuePlan(local_queue=course.kueue_local_queue)
+    local_queue = course_settings(course).kueue_local_queue
+    if local_queue:
+        return QueuePlan(local_queue=local_queue)
     students = max(1, course.enrollments.filter(role=Role.STUDENT).count())
     return QueuePlan(local_queue=local_queue_name(course), cluster_queue=cluster_queue(course, cluster, students))
 
@@ -125,14 +123,15 @@ def plan_for(course, cluster) -> QueuePlan | None:
 def cluster_queue(course, cluster, students: int) -> dict:
     """The ClusterQueue the portal keeps for a course: the course's per-student limits times its students as the
     nominal quota, in the cluster's cohort, with the limits and preemption policy the admin picked."""
+    own, shared = course_settings(course), cluster_settings(cluster)
     gpus: dict[str, object] = {"name": GPU, "nominalQuota": course.max_gpus * students}
-    if course.kueue_borrowing_limit is not None and cluster.kueue_cohort:
-        gpus["borrowingLimit"] = course.kueue_borrowing_limit
-    if course.kueue_lending_limit is not None and cluster.kueue_cohort:
-        gpus["lendingLimit"] = course.kueue_lending_limit
-    resources = [
-        {"name": "cpu", "nominalQuota": course.max_cpus * students},
-        {"name": "memory", "nominalQuota": f"{course.max_memory_gb * students}Gi"},
+    if own.kueue_borrowing_limit is not None and shared.kueue_cohort:
+        gpus["borrowingLimit"] = own.kueue_borrowing_limit
+    if own.kueue_lending_limit is not None and shared.kueue_cohort:
+        gpus["lendingLimit"] = own.kueue_lending_limit
+    resources: list[dict[str, object]] = [
+        {"name": "cpu", "nominalQuota": own.max_cpus * students},
+        {"name": "memory", "nominalQuota": f"{own.max_memory_gb * students}Gi"},
         gpus,
     ]
     spec: dict[str, object] = {
@@ -141,13 +140,13 @@ def cluster_queue(course, cluster, students: int) -> dict:
         "resourceGroups": [
             {
                 "coveredResources": [r["name"] for r in resources],
-                "flavors": [{"name": cluster.kueue_flavor or "default-flavor", "resources": resources}],
+                "flavors": [{"name": shared.kueue_flavor or "default-flavor", "resources": resources}],
             }
         ],
-        "preemption": PREEMPTION[KueuePreemption(course.kueue_preemption or KueuePreemption.MLBATCH)],
+        "preemption": PREEMPTION[KueuePreemption(own.kueue_preemption or KueuePreemption.MLBATCH)],
     }
-    if cluster.kueue_cohort:
-        spec["cohort"] = cluster.kueue_cohort
+    if shared.kueue_cohort:
+        spec["cohort"] = shared.kueue_cohort
     return checked(
         {
             "apiVersion": KUEUE,

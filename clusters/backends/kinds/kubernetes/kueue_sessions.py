@@ -26,6 +26,7 @@ from django.utils import timezone
 from ...lab_holds import Held, HoldRefused, HoldRequest, LabSessionHolds
 from . import kueue
 from .api import Conflict, NotFound
+from .settings import cluster_settings, course_settings
 
 SESSION = "gpulab.io/lab-session"  # the session whose GPUs the queue holds now
 SESSION_GPUS = "gpulab.io/lab-session-gpus"  # how many of its GPUs are the session's
@@ -104,13 +105,14 @@ class KueueSessionHolds(LabSessionHolds):
                 f"Lab sessions on “{name}” need Kueue, which Test connection has not found there. Ask an admin to run "
                 "Test connection on it, or book on another cluster."
             )
-        if course.kueue_local_queue:
+        local_queue = course_settings(course).kueue_local_queue
+        if local_queue:
             return (
-                f"The course's jobs go to an admin's LocalQueue ({course.kueue_local_queue}), whose ClusterQueue the "
+                f"The course's jobs go to an admin's LocalQueue ({local_queue}), whose ClusterQueue the "
                 "portal does not manage, so it cannot give the course a session's GPUs. Ask an admin to clear the "
                 "course's “existing Kueue LocalQueue”, or to raise that queue's quota for the session by hand."
             )
-        if not self.cluster.kueue_cohort:
+        if not cluster_settings(self.cluster).kueue_cohort:
             return (
                 f"“{name}” puts course queues in no Kueue cohort, so no other course's queue can lend a session its "
                 "GPUs. Ask an admin to set the cluster's Kueue cohort."
@@ -135,10 +137,11 @@ class KueueSessionHolds(LabSessionHolds):
         name, normal, until = plan["metadata"]["name"], _nominal(plan), _time(request.ends_at)
         if not request.on_now:
             self._check_room(name, request)
+            cohort = cluster_settings(self.cluster).kueue_cohort
             return Held(
                 gpus=0,
-                words=f"Kueue's cohort {self.cluster.kueue_cohort} can lend the {request.gpus} GPU(s): the course's "
-                f"ClusterQueue {name} gets them from {_time(request.starts_at)} to {until}.",
+                words=f"Kueue's cohort {cohort} can lend the {request.gpus} GPU(s): the course's ClusterQueue {name} "
+                f"gets them from {_time(request.starts_at)} to {until}.",
             )
         wanted = raised(plan, request.name, request.gpus)
         held = f"{normal + request.gpus} GPUs ({normal} of its own and the session's {request.gpus}) until {until}"
@@ -201,7 +204,8 @@ class KueueSessionHolds(LabSessionHolds):
 
     def _check_room(self, name: str, request: HoldRequest) -> None:
         """Refuse a session the cohort's other queues cannot lend, saying what they can."""
-        cohort, flavor = self.cluster.kueue_cohort, self.cluster.kueue_flavor or "default-flavor"
+        shared = cluster_settings(self.cluster)
+        cohort, flavor = shared.kueue_cohort, shared.kueue_flavor or "default-flavor"
         lenders = {}
         for queue in self.backend.api.list(kueue.CLUSTER_QUEUE.collection()):
             queue_name = (queue.get("metadata") or {}).get("name", "")

@@ -23,8 +23,9 @@ from .manifests import (
     wrapped_objects,
 )
 from .namespaces import namespace_for
+from .settings import cluster_settings, course_settings
 
-# Operator kinds a cluster runs only where Test connection found the operator: (kind, Cluster.kube_addons fact, name).
+# Operator kinds a cluster runs only where Test connection found the operator: (kind, fact in kube_addons, name).
 OPERATORS = [
     ("PyTorchJob", "training_operator", "Kubeflow Training Operator"),
     ("RayJob", "kuberay", "KubeRay operator"),
@@ -98,12 +99,12 @@ def render(
     ctx = context_for(user, course, job_id)
     try:
         objects = render_manifests(template.body, template.schema(), values, ctx)
-        if with_ingress and course.ingress_host and template.endpoint_api:
-            ingress = ingress_for(objects, ctx, course.ingress_host)
+        if with_ingress and course_settings(course).ingress_host and template.endpoint_api:
+            ingress = ingress_for(objects, ctx, course_settings(course).ingress_host)
             if ingress is not None:
                 objects.append(ingress)
         for kind, addon, operator in OPERATORS:
-            found = cluster is not None and (cluster.kube_addons or {}).get(addon)
+            found = cluster is not None and cluster_settings(cluster).kube_addons.get(addon)
             if cluster is not None and not found and any(o["kind"] == kind for o in objects):
                 raise RenderRefused(
                     f"This template runs a {kind}, and {cluster.display_name} has no {operator} (Test connection "
@@ -131,23 +132,24 @@ def render(
 
 def check_resources(template, course, wanted: Resources) -> None:
     """Refuse, naming the limit, a job that could never fit: above the template's or the course's quota."""
+    limits = course_settings(course)
     if wanted.gpus > template.max_gpus:
         raise ResourcesRefused(
             f"This job asks for {wanted.gpus} GPU(s); the template allows at most {template.max_gpus}. "
             "Lower the GPUs or replicas."
         )
-    if wanted.cpu_millis > course.max_cpus * 1000:
+    if wanted.cpu_millis > limits.max_cpus * 1000:
         raise ResourcesRefused(
-            f"This job asks for {wanted.cpu_millis / 1000:g} CPUs; {course.name} allows {course.max_cpus} CPUs per "
+            f"This job asks for {wanted.cpu_millis / 1000:g} CPUs; {course.name} allows {limits.max_cpus} CPUs per "
             "student. Lower the replicas or ask your instructor."
         )
-    if wanted.memory_bytes > course.max_memory_gb * 2**30:
+    if wanted.memory_bytes > limits.max_memory_gb * 2**30:
         raise ResourcesRefused(
             f"This job asks for {wanted.memory_bytes / 2**30:g} GiB of memory; {course.name} allows "
-            f"{course.max_memory_gb} GiB per student. Lower the replicas or ask your instructor."
+            f"{limits.max_memory_gb} GiB per student. Lower the replicas or ask your instructor."
         )
-    if wanted.pods > course.max_pods:
+    if wanted.pods > limits.max_pods:
         raise ResourcesRefused(
-            f"This job can run {wanted.pods} pods; {course.name} allows {course.max_pods} per student. "
+            f"This job can run {wanted.pods} pods; {course.name} allows {limits.max_pods} per student. "
             "Lower the replicas or the autoscaling limit."
         )

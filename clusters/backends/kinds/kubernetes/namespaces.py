@@ -14,6 +14,7 @@ from clusters.backends.base import NamespacePlan
 from core.course_choices import NamespaceMode, Role
 
 from .manifests import LABEL_COURSE, LABEL_OWNER, MANAGED_BY, MANAGED_BY_LABEL, label_value
+from .settings import course_settings
 
 PREFIX = "gpulab"
 
@@ -29,13 +30,14 @@ def _dns_label(*parts: str) -> str:
 
 
 def namespace_for(course, user) -> str:
-    if course.namespace_mode == NamespaceMode.PER_STUDENT:
+    if course_settings(course).namespace_mode == NamespaceMode.PER_STUDENT:
         return _dns_label(PREFIX, course.slug, user.username)
     return _dns_label(PREFIX, course.slug)
 
 
 def plan_for(course, user) -> NamespacePlan:
-    per_student = course.namespace_mode == NamespaceMode.PER_STUDENT
+    own = course_settings(course)
+    per_student = own.namespace_mode == NamespaceMode.PER_STUDENT
     students = 1 if per_student else max(1, course.enrollments.filter(role=Role.STUDENT).count())
     labels = {MANAGED_BY_LABEL: MANAGED_BY, LABEL_COURSE: label_value(course.slug)}
     if per_student:
@@ -45,14 +47,14 @@ def plan_for(course, user) -> NamespacePlan:
         labels=labels,
         quota={
             "requests.nvidia.com/gpu": str(course.max_gpus * students),
-            "requests.cpu": str(course.max_cpus * students),
-            "requests.memory": f"{course.max_memory_gb * students}Gi",
-            "pods": str(course.max_pods * students),
-            "persistentvolumeclaims": str(course.max_volumes * students),
+            "requests.cpu": str(own.max_cpus * students),
+            "requests.memory": f"{own.max_memory_gb * students}Gi",
+            "pods": str(own.max_pods * students),
+            "persistentvolumeclaims": str(own.max_volumes * students),
         },
         limits={
             "default": {"cpu": "1", "memory": "2Gi"},
             "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
-            "max": {"cpu": str(course.max_cpus), "memory": f"{course.max_memory_gb}Gi"},
+            "max": {"cpu": str(own.max_cpus), "memory": f"{own.max_memory_gb}Gi"},
         },
     )

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from clusters.choices import accounting_in_words
 from core.choices import JobState
 
 from ... import as_student, ssh
@@ -38,6 +37,7 @@ from ...base import (
 from ...slurm_family import arrays, notebook, reservations, runner_check, sudo_rule
 from ...slurm_family.accounting import SACCT_FIELDS, parse_sacct
 from ...slurm_family.hostlist import expand_hostlist
+from ...slurm_family.settings import accounting_in_words, cluster_settings
 from ...slurm_family.states import STATE_MAP, TERMINAL_RAW, never_starts, reason_text, shell_exit_code
 from . import queue as slurm_queue
 from .text import _GPU_COUNT, _parse_time, parse_minutes
@@ -293,7 +293,7 @@ class SlurmBackend(ClusterBackend):
     def find_submitted(self, request: SubmitRequest) -> str | None:
         comment = f"{COMMENT_PREFIX}{request.job_id}"
         # An array's tasks all carry its comment: its own job id is what a retry finds (the id before "_").
-        if self.cluster.has_accounting:
+        if cluster_settings(self.cluster).has_accounting:
             argv = ["sacct", "-X", "-n", "-P", "--format=JobID,Comment", f"--user={self.account.username}"]
             argv.append("--starttime=now-7days")
         else:
@@ -344,7 +344,7 @@ class SlurmBackend(ClusterBackend):
         ids = [i for i in scheduler_ids if SCHEDULER_ID.match(i)]
         if not ids:
             return {}
-        if self.cluster.has_accounting:
+        if cluster_settings(self.cluster).has_accounting:
             accounted = self._sacct(ids)
             if self._controller_answers(ids):
                 return Polled(accounted)
@@ -456,7 +456,7 @@ class SlurmBackend(ClusterBackend):
 
     def usage(self, scheduler_ids: list[str]) -> dict[str, AccountedUsage]:
         ids = [i for i in scheduler_ids if SCHEDULER_ID.match(i) and not arrays.TASK_ID.match(i)]  # tasks: not yet
-        if not ids or not self.cluster.has_accounting:
+        if not ids or not cluster_settings(self.cluster).has_accounting:
             return {}
         result = self._run(["sacct", "-n", "-P", "--noconvert", f"--jobs={','.join(ids)}", f"--format={SACCT_FIELDS}"])
         if not result.ok:
@@ -553,9 +553,9 @@ class SlurmBackend(ClusterBackend):
         lines.append("SLURM accounting: " + accounting_in_words(has_accounting))
         if self.cluster.lab_reservations:
             lines.append(self._operator_line(has_accounting))
-        facts: dict[str, object] = (
-            {"partition_limits": {name: p.as_dict() for name, p in limits.items()}} if partitions.ok else {}
-        )
+        facts: dict[str, object] = {"has_accounting": has_accounting}
+        if partitions.ok:
+            facts["partition_limits"] = {name: p.as_dict() for name, p in limits.items()}
         rule_ok = True
         if self.cluster.run_as == "sudo" or self.cluster.uses_shared_user:  # students' users reached through sudo
             verdict = sudo_rule.judge(sudo_rule.parse(self._as_login(["sudo", "-n", "-l"]).stdout))
@@ -564,7 +564,7 @@ class SlurmBackend(ClusterBackend):
         runners = runner_check.runners_of(self.cluster, self.login.username, has_accounting=has_accounting)
         who = runner_check.check(runners, self._as_login)
         lines += who.lines
-        return ConnectionReport(ok=rule_ok and who.ok, lines=lines, has_accounting=has_accounting, facts=facts)
+        return ConnectionReport(ok=rule_ok and who.ok, lines=lines, facts=facts)
 
     def _as_login(self, argv: list[str]) -> ssh.CommandResult:
         """A command as the service account itself (never through sudo as a student)."""

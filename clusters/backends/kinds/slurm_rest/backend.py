@@ -19,7 +19,7 @@ import time
 import uuid
 from pathlib import Path
 
-from clusters.choices import RunAs, accounting_in_words
+from clusters.choices import RunAs
 
 from ... import as_student, ssh, tokens
 from ...base import (
@@ -35,6 +35,7 @@ from ...base import (
 )
 from ...slurm_family import arrays, notebook, runner_check
 from ...slurm_family.hostlist import expand_hostlist
+from ...slurm_family.settings import accounting_in_words, cluster_settings
 from . import directives, parsing, versions
 from .client import IMPERSONATION_REFUSED, INVALID_JOB_ID, RestClient, error_messages
 from .errors import ImpersonationRefused, LogsUnavailable, RestRejected, TokenRejected, UnsupportedApi
@@ -252,7 +253,7 @@ class SlurmRestBackend(ClusterBackend):
     # -- accounting: one GET /slurmdb/…/jobs?step=<ids> for the jobs that ended in a cycle ----------------------------
     def usage(self, scheduler_ids: list[str]) -> dict[str, AccountedUsage]:
         ids = [i for i in scheduler_ids if i.isdigit()]
-        if not ids or not self.cluster.has_accounting:
+        if not ids or not cluster_settings(self.cluster).has_accounting:
             return {}
         path = f"/slurmdb/{self.version().name}/jobs"
         return parsing.usage(self._reader().call("GET", path, params={"step": ",".join(ids)}), ids)
@@ -335,7 +336,8 @@ class SlurmRestBackend(ClusterBackend):
         )
         who = runner_check.check(runners, self._as_login)
         lines += who.lines
-        return ConnectionReport(ok=acts and who.ok, lines=lines, facts=facts, has_accounting=has_accounting)
+        facts["has_accounting"] = has_accounting
+        return ConnectionReport(ok=acts and who.ok, lines=lines, facts=facts)
 
     def _as_login(self, argv: list[str]) -> ssh.CommandResult:
         """A command as the service account over SSH (the runner check asks only where it has an SSH login)."""
