@@ -101,9 +101,9 @@ class JobTemplate(TemplateContent):
         return self.name
 
     @property
-    def needs_mpi_operator(self) -> bool:
-        """An MPIJob template runs only where the MPI Operator's CRD is installed."""
-        return kinds.kind_of(self.backend).needs_mpi_operator(self.body)
+    def requirement(self) -> str:
+        """What the template is where only some clusters of its kind run it, in words ("" where every one does)."""
+        return kinds.kind_of(self.backend).template_requirement(self.body)
 
 
 class CourseTemplate(models.Model):

@@ -202,12 +202,12 @@ def submit_request(job: Job) -> SubmitRequest:
     """What the backend needs: the script or objects, what the kind prepares first (Kubernetes: the namespace with the
     course's quota), the reservation of the course's lab session on now, which the job goes into, and an interactive
     session's token, made now if the job has none yet."""
-    plan = kinds.kind_of(job.cluster.kind).namespace_plan(job.course, job.owner, job.cluster)
+    prepared = kinds.kind_of(job.cluster.kind).prepare_submit(job.course, job.owner, job.cluster)
     reservation = reservation_for(job.course_id, job.cluster_id)
     return SubmitRequest(
         job_id=job.pk,
         script=job.script,
-        namespace=plan,
+        prepared=prepared,
         reservation=reservation,
         session_token=session_tokens.ensure(job),
     )

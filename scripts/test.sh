@@ -51,7 +51,8 @@ mypy_pid=$!
 workloads_pid=$!
 
 echo "[test] $(date +%T) portal: unit and integration tests, in parallel (pytest-xdist; the SLURM node's tests in one group)"
-.venv/bin/pytest -n "${GPULAB_TEST_PROCESSES:-5}" --dist loadgroup --durations=25 "$@"
+# Six processes: one for each of the four SLURM lanes (tests/integration/conftest.py), two for everything else.
+.venv/bin/pytest -n "${GPULAB_TEST_PROCESSES:-6}" --dist loadgroup --durations=25 "$@"
 
 echo "[test] $(date +%T) type checker (mypy)"
 status=0

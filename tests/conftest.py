@@ -282,6 +282,24 @@ CHROMIUM_ARGS = [
 ]
 
 
+# The SLURM lanes' tests (tests/integration/conftest.py) are the parallel suite's critical path: they mostly wait on
+# the node's jobs, while every other test has minutes to spare. In a parallel run a test process running anything else
+# yields the CPU to them (nice 5), and takes it back for a lane's test; what a test starts (its Celery worker, its
+# Chromium) keeps the process's priority of that moment. Only root may take a priority back: elsewhere a process once
+# yielding stays so.
+LANE_NICE, OTHER_NICE = 0, 5
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    wanted = LANE_NICE if item.get_closest_marker("slurm_node") else OTHER_NICE
+    with contextlib.suppress(PermissionError):
+        if os.getpriority(os.PRIO_PROCESS, 0) != wanted:
+            os.setpriority(os.PRIO_PROCESS, 0, wanted)
+
+
 @pytest.fixture(scope="session")
 def _chromium_process():
     """Debian's Chromium, launched once per test process (a launch costs seconds; a context costs milliseconds)."""

@@ -50,26 +50,6 @@ from .queue import QueueView as QueueView
 
 
 @dataclass(frozen=True)
-class NamespacePlan:
-    """A Kubernetes namespace the portal owns, with the quota and default limits it must carry."""
-
-    name: str
-    labels: dict[str, str]
-    quota: dict[str, str]  # ResourceQuota spec.hard
-    limits: dict[str, dict[str, str]]  # LimitRange container item: default, defaultRequest, max
-    queue: QueuePlan | None = None  # Kueue's queue for the namespace's jobs, where the cluster runs Kueue
-
-
-@dataclass(frozen=True)
-class QueuePlan:
-    """Kubernetes with Kueue: the LocalQueue a course's namespaces send jobs to, and the ClusterQueue the portal keeps
-    for the course; None where the course names an existing LocalQueue, which is only checked."""
-
-    local_queue: str
-    cluster_queue: dict | None = None
-
-
-@dataclass(frozen=True)
 class QueueMilestone:
     """A step the cluster's queue took with a job (Kueue: a Workload condition that became true), with its reason in
     words for the student; `at` is when the queue says it happened, which keeps each step once."""
@@ -83,8 +63,10 @@ class QueueMilestone:
 @dataclass(frozen=True)
 class SubmitRequest:
     job_id: uuid.UUID
-    script: str  # a batch script, or Kubernetes objects as YAML documents
-    namespace: NamespacePlan | None = None
+    script: str  # what the kind rendered: a batch script, objects as YAML documents
+    # What the kind readies on the cluster before the submit (Kind.prepare_submit), as the kind's own data: jobs
+    # passes it from the Kind to the backend without reading it.
+    prepared: Any = None
     # The hold of the course's lab session on now, by name, where the kind's holds take jobs in (lab_holds.py).
     reservation: str = ""
     # An interactive session's secret, made by the portal (jobs/session_tokens.py): the kind hands it to the job

@@ -21,7 +21,7 @@ from clusters.choices import AuthMethod, RunAs
 from clusters.kind_settings import KindSettings
 
 if TYPE_CHECKING:
-    from .base import ClusterBackend, NamespacePlan
+    from .base import ClusterBackend
     from .lab_holds import LabSessionHolds
     from .queue import QueueSummary
     from .terminal import Terminal
@@ -222,13 +222,14 @@ class Kind:
         """The body rendered with the schema's defaults, with every reason it could not be published."""
         return Preview(errors=[f"Templates for {self.name} clusters have no preview yet."])
 
-    def needs_mpi_operator(self, body: str) -> bool:
-        """Whether a template body runs only on clusters with the MPI Operator."""
-        return False
+    def template_requirement(self, body: str) -> str:
+        """What a template with this body is, where only some clusters of the kind run it, in words for the launch
+        page ("MPIJobs (it needs the MPI Operator)"); "" where every cluster of the kind runs it (runs_template)."""
+        return ""
 
-    def namespace_plan(self, course: Any, user: Any, cluster: Any = None) -> NamespacePlan | None:
-        """What the backend must prepare before this user's job is submitted on `cluster` (a namespace with its quota,
-        and its queue where the cluster has one)."""
+    def prepare_submit(self, course: Any, user: Any, cluster: Any) -> Any:
+        """What the backend must ready on `cluster` before this user's job is submitted, as the kind's own data
+        (SubmitRequest.prepared; Kubernetes: a namespace with its quota, and its queue); None for nothing."""
         return None
 
     def queue_summary(self, cluster: Any, course: Any) -> QueueSummary | None:

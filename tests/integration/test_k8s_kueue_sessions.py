@@ -157,7 +157,7 @@ def test_a_session_on_now_raises_the_course_queue_keeps_it_through_a_launch_and_
     assert "The course's queue on Kueue cluster holds the session's GPUs on top of its quota" in page
 
     # A launch brings the course's queue to its plan; the session's GPUs stay on it.
-    plan = kind_of("kubernetes").namespace_plan(course, alice, kueue_cluster)
+    plan = kind_of("kubernetes").prepare_submit(course, alice, kueue_cluster)
     get_backend(kueue_cluster).ensure_namespace(plan, force=True)
     assert gpus_of(course_queue(sessions_kube))["nominalQuota"] == 12
 

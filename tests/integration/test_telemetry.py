@@ -40,6 +40,15 @@ def with_gpus(message: dict) -> bool:
     )
 
 
+def gres_indexes(text: str) -> list[int]:
+    """SLURM's GRES index list as `scontrol show job -d` prints it ("0-1", "0,2", "0-1,3"), in order."""
+    indexes: list[int] = []
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        indexes += range(int(first), int(last or first) + 1)
+    return indexes
+
+
 def test_job_socket_streams_its_gpus_from_the_node(
     worker, collector, web, api_for, alice, cluster, sleep_template, job_state
 ):
@@ -51,7 +60,7 @@ def test_job_socket_streams_its_gpus_from_the_node(
         assert socket.wait(lambda m: True, what="the history")["type"] == "series"
         frame = socket.wait(with_gpus, what="a frame with GPU numbers")
         # The GPUs SLURM gave the job (GRES IDX), with the values the node's nvidia-smi printed for them.
-        assert [g["i"] for g in frame["gpus"]] == [int(i) for i in allocated.split("IDX:")[1].split(")")[0].split("-")]
+        assert [g["i"] for g in frame["gpus"]] == gres_indexes(allocated.split("IDX:")[1].split(")")[0])
         for gpu in frame["gpus"]:
             recorded = {(s.util, s.mem_used_mib, s.power_w) for s in FIXTURE if s.index == gpu["i"]}
             assert (gpu["util"], gpu["mem_used"], gpu["power"]) in recorded

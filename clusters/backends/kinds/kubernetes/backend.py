@@ -35,12 +35,10 @@ from ...base import (
     ClusterUnreachable,
     ConnectionReport,
     LogChunk,
-    NamespacePlan,
     NodeUsage,
     NotSupported,
     PodUsage,
     QueuedJob,
-    QueuePlan,
     QueueSummary,
     QueueView,
     SchedulerStatus,
@@ -65,6 +63,7 @@ from .manifests import (
     session_secret,
 )
 from .namespaces import namespace_for
+from .plans import NamespacePlan, QueuePlan
 from .settings import cluster_settings, course_settings
 
 logger = logging.getLogger(__name__)
@@ -200,15 +199,15 @@ class KubernetesBackend(ClusterBackend):
 
     def submit(self, request: SubmitRequest) -> str:
         namespace, objects = self._objects(request)
-        if request.namespace is not None:
-            self.ensure_namespace(request.namespace)
+        if request.prepared is not None:
+            self.ensure_namespace(request.prepared)
         try:
             return self._create_all(request, namespace, objects)
         except NotFound:
-            if request.namespace is None:
+            if request.prepared is None:
                 raise
             # The namespace was deleted behind the portal's back while remembered as present: make it again.
-            self.ensure_namespace(request.namespace, force=True)
+            self.ensure_namespace(request.prepared, force=True)
             return self._create_all(request, namespace, objects)
 
     def _create_all(self, request: SubmitRequest, namespace: str, objects: list[dict]) -> str:

@@ -30,6 +30,7 @@ from .api import kubeconfig_contexts
 from .backend import KubernetesBackend
 from .kueue_sessions import KueueSessionHolds
 from .manifests import ManifestError, dump, preview_context, render_manifests
+from .plans import NamespacePlan
 from .settings import KubernetesClusterSettings, KubernetesCourseSettings, cluster_settings, course_settings
 
 MPIJOB_KIND = re.compile(r"^\s*kind:\s*MPIJob\s*$", re.MULTILINE)
@@ -131,7 +132,7 @@ class KubernetesKind(Kind):
         return cluster_settings(cluster).prometheus_url
 
     def runs_template(self, cluster, template) -> bool:
-        return cluster_settings(cluster).has_mpi_operator or not template.needs_mpi_operator
+        return cluster_settings(cluster).has_mpi_operator or not self.needs_mpi_operator(template.body)
 
     def shared_by_course(self, course) -> str:
         shared = course_settings(course).namespace_mode == NamespaceMode.PER_COURSE
@@ -188,9 +189,12 @@ class KubernetesKind(Kind):
     def needs_mpi_operator(self, body: str) -> bool:
         return bool(MPIJOB_KIND.search(body))
 
-    def namespace_plan(self, course, user, cluster=None):
+    def template_requirement(self, body: str) -> str:
+        return "MPIJobs (it needs the MPI Operator)" if self.needs_mpi_operator(body) else ""
+
+    def prepare_submit(self, course, user, cluster) -> NamespacePlan:
         plan = namespaces.plan_for(course, user)
-        queue = kueue.plan_for(course, cluster) if cluster is not None else None
+        queue = kueue.plan_for(course, cluster)
         return dataclasses.replace(plan, queue=queue) if queue else plan
 
     def queue_summary(self, cluster, course) -> QueueSummary | None:

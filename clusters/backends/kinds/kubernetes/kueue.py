@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from core.course_choices import KueuePreemption, Role
 
-from ...base import QueuePlan
 from . import crds
 from .api import Kind
 from .manifests import LABEL_COURSE, MANAGED_BY, MANAGED_BY_LABEL, ManifestError, label_value
 from .namespaces import PREFIX, _dns_label
+from .plans import QueuePlan
 from .settings import ADDON_LABELS, cluster_settings, course_settings
 
 KUEUE = "kueue.x-k8s.io/v1beta1"

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import re
 
-from clusters.backends.base import NamespacePlan
 from core.course_choices import NamespaceMode, Role
 
 from .manifests import LABEL_COURSE, LABEL_OWNER, MANAGED_BY, MANAGED_BY_LABEL, label_value
+from .plans import NamespacePlan
 from .settings import course_settings
 
 PREFIX = "gpulab"
