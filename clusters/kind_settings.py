@@ -22,6 +22,7 @@ from typing import Any, Self
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.html import format_html
+from django.utils.text import capfirst
 
 
 def setting(
@@ -79,6 +80,7 @@ class KindSettings:
                 field = forms.Field(required=False, disabled=True, widget=Described(f.metadata["describe"] or str))
                 field.label, field.help_text = declared.label, declared.help_text
             field.initial = _default(f)
+            field.label = capfirst(field.label) if field.label else field.label  # as a model field's label reads
             fields[f.name] = field
         return fields
 

@@ -149,8 +149,8 @@ class KubernetesCourseSettings(KindSettings):
             label="ingress host",
             max_length=253,
             required=False,
-            help_text="A wildcard DNS domain, e.g. lab.example.edu; inference servers then get "
-            "http://<job>.lab.example.edu. Empty: students use kubectl port-forward.",
+            help_text="A wildcard DNS domain, e.g. lab.example.edu; each inference server then gets a name in it, "
+            "e.g. http://gpulab-1a2b3c4d.lab.example.edu. Empty: students use kubectl port-forward.",
         ),
         "",
     )
