@@ -10,18 +10,23 @@ echo "[test] $(date +%T) packages, environments and services"
 bash scripts/ensure_packages.sh --test
 bash scripts/sign_on.sh install  # slapd and oidc-provider: the sign-on tests start their own
 
-make -s -j2 venv workloads-venv  # two environments, built side by side
-
-bash scripts/services.sh start
-bash scripts/local_slurm.sh start
-bash scripts/lab_venv.sh  # the jobs' Python (PyTorch, JupyterLab) in /opt/gpulab-lab-venv, as make demo
 cleanup() {
+  [ -n "${venvs_pid:-}" ] && kill "$venvs_pid" 2>/dev/null
   [ -n "${mypy_pid:-}" ] && kill "$mypy_pid" 2>/dev/null
   [ -n "${workloads_pid:-}" ] && kill "$workloads_pid" 2>/dev/null
   bash scripts/local_slurm.sh stop || true
   bash scripts/services.sh stop || true
 }
 trap cleanup EXIT
+
+# The two Python environments are built side by side while the daemons start, which need neither.
+make -s -j2 venv workloads-venv &
+venvs_pid=$!
+bash scripts/services.sh start
+bash scripts/local_slurm.sh start
+bash scripts/lab_venv.sh  # the jobs' Python (PyTorch, JupyterLab) in /opt/gpulab-lab-venv, as make demo
+wait "$venvs_pid"
+venvs_pid=
 
 set -a
 # shellcheck disable=SC1091
@@ -67,8 +72,8 @@ mypy_pid=$!
 workloads_pid=$!
 
 echo "[test] $(date +%T) portal: unit and integration tests, in parallel (pytest-xdist; the SLURM node's tests in one group)"
-# Six processes: one for each of the four SLURM lanes (tests/integration/conftest.py), two for everything else.
-.venv/bin/pytest -n "${GPULAB_TEST_PROCESSES:-6}" --dist loadgroup --durations=25 "$@"
+# Seven processes: one for each of the five SLURM lanes (tests/integration/conftest.py), two for everything else.
+.venv/bin/pytest -n "${GPULAB_TEST_PROCESSES:-7}" --dist loadgroup --durations=25 "$@"
 
 echo "[test] $(date +%T) type checker (mypy)"
 status=0
