@@ -31,7 +31,7 @@ REQUIRED = ["GPULAB_SSH_HOST", "GPULAB_SSH_PORT", "GPULAB_SERVICE_KEY", "GPULAB_
 
 # A parallel run (pytest-xdist, --dist loadgroup) shares one local SLURM node (16 cores, 4 GPUs) between its test
 # processes. The tests that put jobs or reservations on it (the SLURM cluster with the Celery worker or the collector
-# behind it) run in lanes (five by default, GPULAB_SLURM_LANES), xdist groups, each on one process, one test after
+# behind it) run in lanes (four by default, GPULAB_SLURM_LANES), xdist groups, each on one process, one test after
 # another; every other test runs
 # beside them. A test process has its own database, Redis database, Celery worker and web server, so the Kubernetes,
 # sign-on, browser and files tests need no lane. The lanes' tests share the node, each with its own small jobs,
@@ -48,7 +48,7 @@ REQUIRED = ["GPULAB_SSH_HOST", "GPULAB_SSH_PORT", "GPULAB_SERVICE_KEY", "GPULAB_
 # first lane, when the tests outside the lanes are mostly done, so that few wait for them.
 SLURM_LANES = tuple(
     "slurm-node" if lane == 1 else f"slurm-node-{lane}"
-    for lane in range(1, int(os.environ.get("GPULAB_SLURM_LANES", "5")) + 1)
+    for lane in range(1, int(os.environ.get("GPULAB_SLURM_LANES", "4")) + 1)
 )
 SLURM_CLUSTERS = {"cluster", "rest_cluster", "lab_cluster"}
 SLURM_DRIVERS = {"worker", "collector"}
