@@ -130,11 +130,11 @@ class ConnectionReport:
 
 
 @dataclass(frozen=True)
-class PodUsage:
-    """What `kubectl top pod` shows, per container summed: cpu in millicores, memory in bytes."""
+class TaskUsage:
+    """What one task of a running job uses now, as the cluster's metrics measure it (its processes summed): cpu in
+    millicores, memory in bytes. `task` names it the way the cluster's other metrics do ("where/name")."""
 
-    namespace: str
-    pod: str
+    task: str
     job_id: str
     cpu_millis: float
     memory_bytes: int
@@ -142,7 +142,7 @@ class PodUsage:
 
 @dataclass(frozen=True)
 class NodeUsage:
-    """What `kubectl top node` shows."""
+    """What one node uses now, as the cluster's metrics measure it."""
 
     node: str
     cpu_millis: float
@@ -210,7 +210,8 @@ class ClusterBackend(ABC):
         """Up to `limit` bytes of the job's output from `offset`; `stream` picks one of log_streams()."""
 
     def log_streams(self, scheduler_id: str) -> list[str]:
-        """The job's separate outputs (Kubernetes: pod/container); empty when there is only one."""
+        """The job's separate outputs (one per task and process, where a cluster keeps them apart); empty when there is
+        only one."""
         return []
 
     @abstractmethod
@@ -230,7 +231,8 @@ class ClusterBackend(ABC):
         """The nodes a running job holds; empty when it holds none."""
         raise NotSupported(f"{self.cluster.display_name} does not say which nodes its jobs hold.")
 
-    # Services (Kubernetes). Backends without them keep these refusals.
+    # Services a job serves (an inference server): scaled, sent requests, given helpers. Backends without them keep
+    # these refusals.
     def scale(self, scheduler_id: str, replicas: int) -> str:
         raise NotSupported(f"Jobs on {self.cluster.display_name} cannot be scaled.")
 
@@ -240,12 +242,16 @@ class ClusterBackend(ABC):
     def create_extra(self, scheduler_id: str, obj: dict) -> None:
         raise NotSupported(f"{self.cluster.display_name} cannot run helper objects.")
 
-    def pod_usage(self, namespaces: list[str]) -> list[PodUsage]:
-        raise NotSupported(f"{self.cluster.display_name} has no metrics API.")
+    # Usage measured by the cluster itself (the collector's "metrics-api" source): what clusters that do not
+    # stream their nodes' GPUs over SSH give instead.
+    def task_usage(self, scheduler_ids: list[str]) -> list[TaskUsage]:
+        """CPU and memory in use by every task of these running jobs, in one call per part of the cluster they run
+        in (not per job)."""
+        raise NotSupported(f"{self.cluster.display_name} does not measure its jobs' tasks.")
 
     def node_usage(self) -> list[NodeUsage]:
         """Every node's CPU and memory in use, in one call, where the cluster measures it."""
-        raise NotSupported(f"{self.cluster.display_name} has no metrics API.")
+        raise NotSupported(f"{self.cluster.display_name} does not measure its nodes.")
 
     # Telemetry: what the collector asks once per cycle per cluster.
     def nodes(self) -> list[NodeInfo]:

@@ -87,7 +87,7 @@ class ServerPanel:
     replicas: int = 0
     max_replicas: int = 0
     answers_prompts: bool = False  # the page offers Try it and Load test
-    reports_load: bool = False  # the job's own pod runs a load generator: the page shows its report
+    reports_load: bool = False  # the job runs a load generator of its own: the page shows its report
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ class Kind:
     isolation_note: ClassVar[str] = ""
     # Which of the telemetry collector's sources measures clusters of this kind, by name ("" = none: no live charts):
     # "nodes-over-ssh" (the backend's nodes() and gpu_allocations(), each node's GPUs streamed over SSH) or
-    # "metrics-api" (the backend's pod_usage() and node_usage(), GPUs from the cluster's Prometheus). A name, not an
+    # "metrics-api" (the backend's task_usage() and node_usage(), GPUs from the cluster's Prometheus). A name, not an
     # import: the collector stands above the kinds (telemetry/collector/sources.py).
     telemetry_source: ClassVar[str] = ""
     # Running jobs past their template's limit are stopped by the portal (the scheduler has no limit to hold).
@@ -244,7 +244,7 @@ class Kind:
         return int(minutes) if minutes else None
 
     def log_streams(self, job: Any) -> list[str]:
-        """The job's separate outputs (e.g. pod/container); empty when it has one log."""
+        """The job's separate outputs (e.g. "task/process"); empty when it has one log."""
         return []
 
     def server(self, job: Any) -> ServerPanel | None:
@@ -306,7 +306,7 @@ class Kind:
     terminal_note: ClassVar[str] = ""  # what the shell is and where it runs, under the terminal page's title
 
     def terminal_targets(self, job: Any) -> list[str]:
-        """Where in the job a shell can open (e.g. "pod/container"), the default first; [] when there is one place."""
+        """Where in the job a shell can open (e.g. "task/process"), the default first; [] when there is one place."""
         return []
 
     def open_terminal(self, job: Any, *, cols: int, rows: int, target: str = "") -> Terminal:

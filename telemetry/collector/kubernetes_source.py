@@ -1,6 +1,7 @@
 """The collector's "metrics-api" source (Kubernetes): pod and node usage from metrics.k8s.io through the backend
-interface (pod_usage, node_usage), GPUs from dcgm-exporter through the cluster's Prometheus. A kind names it by that
-name (Kind.telemetry_source); the collector stands above the kinds and asks only the registry for the backend.
+interface (task_usage, node_usage; a task is a pod, named "namespace/pod"), GPUs from dcgm-exporter through the
+cluster's Prometheus. A kind names it by that name (Kind.telemetry_source); the collector stands above the kinds and
+asks only the registry for the backend.
 """
 
 from __future__ import annotations
@@ -40,25 +41,24 @@ class MetricsApiSource(Periodic):
         backend = get_backend(self.cluster)
         running = running_jobs(cluster=self.cluster)
         refs = {job.job_id: job for job in running.values()}
-        namespaces = sorted({sid.partition("/")[0] for sid in running})
         pods: dict[str, PodLive] = {}
-        pod_jobs: dict[tuple[str, str], str] = {}
+        pod_jobs: dict[str, str] = {}
         now = time.time()
         try:
-            usage = backend.pod_usage(namespaces) if namespaces else []
+            usage = backend.task_usage(sorted(running)) if running else []
         except NotSupported:
             usage = []
-        for pod in usage:
-            if pod.job_id not in refs:
+        for task in usage:
+            if task.job_id not in refs:
                 continue
-            pod_jobs[(pod.namespace, pod.pod)] = pod.job_id
-            live = pods.setdefault(pod.job_id, PodLive(refs[pod.job_id], 0.0, 0, now))
-            live.cpu_millis += pod.cpu_millis
-            live.memory_bytes += pod.memory_bytes
+            pod_jobs[task.task] = task.job_id
+            live = pods.setdefault(task.job_id, PodLive(refs[task.job_id], 0.0, 0, now))
+            live.cpu_millis += task.cpu_millis
+            live.memory_bytes += task.memory_bytes
         self._node_usage(backend)
         dcgm: dict[str, list[DcgmGpu]] = {}
         for gpu in self.dcgm():
-            job_id = pod_jobs.get((gpu.namespace, gpu.pod))
+            job_id = pod_jobs.get(f"{gpu.namespace}/{gpu.pod}")
             if job_id:
                 dcgm.setdefault(job_id, []).append(gpu)
         self.state.put_pods(self.cluster.pk, pods, dcgm)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import uuid
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -402,9 +403,10 @@ def test_pod_and_node_usage_come_from_the_metrics_api(alice, k8s_cluster, kube):
     )
     kube.clear_requests()
     backend = get_backend(k8s_cluster)
-    (pod,) = backend.pod_usage([namespace])
-    assert (pod.job_id, pod.cpu_millis, pod.memory_bytes) == (labels["gpulab.io/job"], 255.0, 2048 * 1024 + 2**20)
-    assert len(kube.requests()) == 1  # one list call per namespace
+    (pod,) = backend.task_usage([f"{namespace}/{labels['gpulab.io/job']}", f"{namespace}/{uuid.uuid4()}", "not/an-id"])
+    assert (pod.task, pod.job_id) == (f"{namespace}/p", labels["gpulab.io/job"])
+    assert (pod.cpu_millis, pod.memory_bytes) == (255.0, 2048 * 1024 + 2**20)
+    assert len(kube.requests()) == 1  # one list call per namespace, not per job
     nodes = {n.node: n for n in backend.node_usage()}
     assert nodes["gpu-node-1"].cpu_millis == 3000 and nodes["gpu-node-1"].memory_bytes == 4 * 2**30
 

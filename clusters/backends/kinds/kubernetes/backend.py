@@ -37,13 +37,13 @@ from ...base import (
     LogChunk,
     NodeUsage,
     NotSupported,
-    PodUsage,
     QueuedJob,
     QueueSummary,
     QueueView,
     SchedulerStatus,
     SubmitRejected,
     SubmitRequest,
+    TaskUsage,
     complete_utf8,
 )
 from . import appwrapper, appwrapper_status, kueue, kueue_queue, kueue_sessions, kueue_status
@@ -653,17 +653,18 @@ class KubernetesBackend(ClusterBackend):
         return [p for p in self._pods(namespace, job) if labels(p).get(LABEL_ROLE, "") == role]
 
     # -- metrics ----------------------------------------------------------------------------------------------
-    def pod_usage(self, namespaces: list[str]) -> list[PodUsage]:
-        """What `kubectl top pod` reads, one list call per namespace."""
+    def task_usage(self, scheduler_ids: list[str]) -> list[TaskUsage]:
+        """What `kubectl top pod` reads for the pods of these jobs' namespaces, one list call per namespace; a task
+        is a pod, named "namespace/pod" as dcgm-exporter's labels name it."""
         metrics = KINDS[("metrics.k8s.io/v1beta1", "PodMetrics")]
         usage = []
-        for namespace in namespaces:
+        namespaces = {match["namespace"] for match in map(SCHEDULER_ID.match, scheduler_ids) if match}
+        for namespace in sorted(namespaces):
             for item in self.api.list(metrics.collection(namespace), f"{MANAGED_BY_LABEL}={MANAGED_BY}"):
                 containers = item.get("containers") or []
                 usage.append(
-                    PodUsage(
-                        namespace=namespace,
-                        pod=name_of(item),
+                    TaskUsage(
+                        task=f"{namespace}/{name_of(item)}",
                         job_id=labels(item).get(LABEL_JOB, ""),
                         cpu_millis=sum(cpu_millis((c.get("usage") or {}).get("cpu", "0")) for c in containers),
                         memory_bytes=sum(memory_bytes((c.get("usage") or {}).get("memory", "0")) for c in containers),
