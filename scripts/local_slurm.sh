@@ -246,6 +246,7 @@ install_gpu_fixture() {
   # No GPU on this machine: a stand-in nvidia-smi on the lab users' PATH so the GPU-check template runs.
   install -m 755 "$HERE/fixtures/nvidia-smi" /usr/local/bin/nvidia-smi
   install -D -m 644 "$HERE/fixtures/nvidia-smi-query.csv" /usr/local/share/gpulab/nvidia-smi-query.csv
+  rm -f /run/gpulab-nvidia-smi-replays  # a test's GPU replays (the stand-in's header) do not outlive its run
 }
 
 write_env() {

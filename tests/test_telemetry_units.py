@@ -229,6 +229,28 @@ def test_the_stand_ins_table_and_list_agree_with_the_rows_the_charts_draw():
     assert listed == [f"GPU {i}: GPU Lab demo GPU (simulated) (UUID: {first[i].uuid})" for i in (0, 3)]
 
 
+def test_the_stand_in_replays_another_gpus_figures_on_a_gpu_it_is_told_to(tmp_path):
+    import os
+    import subprocess
+
+    replays = tmp_path / "replays"
+    replays.write_text("0=3\n3=0\n")
+    env = {**os.environ, "GPULAB_NVIDIA_SMI_ROWS": str(ROWS), "GPULAB_NVIDIA_SMI_REPLAYS": str(replays)}
+    query = ["bash", str(STAND_IN), "--query-gpu=timestamp,index", "--format=csv,noheader,nounits"]
+    streamed = subprocess.run(query, env=env, capture_output=True, text=True, check=True).stdout
+    shown = {s.index: s for s in map(parse_nvidia_smi_line, streamed.splitlines()) if s}
+    rows = [s for s in map(parse_nvidia_smi_line, ROWS.read_text().splitlines()) if s]
+    recorded = {s.index: s for s in reversed(rows)}  # each GPU's first row
+    assert sorted(shown) == [0, 1, 2, 3]
+    for gpu, source in ((0, 3), (3, 0), (1, 1), (2, 2)):
+        assert shown[gpu].uuid == recorded[gpu].uuid  # still itself
+        assert (shown[gpu].util, shown[gpu].mem_used_mib) == (recorded[source].util, recorded[source].mem_used_mib)
+    replays.unlink()
+    plain = subprocess.run(query, env=env, capture_output=True, text=True, check=True).stdout
+    first_row = next(line for line in ROWS.read_text().splitlines() if not line.startswith("#"))
+    assert plain.splitlines()[0].split(", ")[1:] == first_row.split(", ")[1:]  # without it: the rows as written
+
+
 def test_stand_in_samples_are_simulated_on_the_wire_and_in_the_jobs_summary():
     samples = [s for s in map(parse_nvidia_smi_line, ROWS.read_text().splitlines()) if s]
     assert samples and all(s.simulated for s in samples)

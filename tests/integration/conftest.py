@@ -42,6 +42,10 @@ REQUIRED = ["GPULAB_SSH_HOST", "GPULAB_SSH_PORT", "GPULAB_SERVICE_KEY", "GPULAB_
 # in a student's home), longest first, each to the lane with the least to do, to even out what the lanes do after
 # that block; each lane runs its longest tests first, so the short ones fill its end.
 #
+# Tests marked `slurm_all_gpus` ask for all four GPUs, or hold some for minutes: SLURM would keep one such job
+# waiting behind another (the GPUs are busy, and the one asking for all of them is ahead of the rest), so their
+# modules are dealt to the same lane as one, where they run one after another.
+#
 # A test marked `slurm_outage` takes away what every user of the cluster needs (it stops slurmctld, freezes or kills
 # the service account's SSH sessions, changes a partition's limits): besides the node, it waits for and holds off
 # every test outside the lanes that talks to the cluster (the daemons turn). Those tests run at the end of the
@@ -99,19 +103,22 @@ def _recorded_seconds() -> dict[str, float]:
 
 def _deal_to_lanes(modules: dict[str, list]) -> Callable:
     """The exclusive tests to the first lane (the other lanes wait through them, so they are not counted against
-    any); then each module's other tests, whole, longest module first, to the lane with the least to do so far.
-    Returns the seconds each test is expected to take."""
+    any); then each module's other tests, whole (the modules with a `slurm_all_gpus` test as one), longest first, to
+    the lane with the least to do so far. Returns the seconds each test is expected to take."""
     recorded = _recorded_seconds()
 
     def seconds(item) -> float:
         return recorded.get(item.nodeid.split("@")[0], TEST_SECONDS)
 
     load = dict.fromkeys(SLURM_LANES, 0.0)
-    for tests in modules.values():
+    units: dict[str, list] = {}
+    for module, tests in modules.items():
         for item in tests:
             if item.get_closest_marker("slurm_exclusive"):
                 item.add_marker(pytest.mark.xdist_group(SLURM_LANES[0]))
-    for _, tests in sorted(modules.items(), key=lambda module: -sum(seconds(item) for item in module[1])):
+        all_gpus = any(item.get_closest_marker("slurm_all_gpus") for item in tests)
+        units.setdefault("all GPUs" if all_gpus else module, []).extend(tests)
+    for _, tests in sorted(units.items(), key=lambda unit: -sum(seconds(item) for item in unit[1])):
         shared = [item for item in tests if not item.get_closest_marker("slurm_exclusive")]
         lane = min(SLURM_LANES, key=load.__getitem__)
         for item in shared:

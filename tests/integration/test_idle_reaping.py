@@ -1,9 +1,14 @@
-"""Idle reaping on the real stack: the collector streams the stand-in nvidia-smi over SSH (its GPU 3 sits at 0 %,
-GPUs 0-2 work) and stores the buckets; the Celery worker's per-minute pass warns the job holding only the idle GPU,
-shows "Keep it" on its page and tells the student, then cancels it through SLURM with the numbers in its event,
-while the job on the working GPUs runs on."""
+"""Idle reaping on the real stack: the collector streams the stand-in nvidia-smi over SSH and stores the buckets;
+the Celery worker's per-minute pass warns the job holding only an idle GPU, shows "Keep it" on its page and tells the
+student, then cancels it through SLURM with the numbers in its event, while the job on a working GPU runs on.
+
+The node is shared with the other lanes' jobs, so the two jobs get whichever GPUs are free: the stand-in is told to
+replay, on each, the figures of a recorded GPU that idles (GPU 3) or trains (GPU 0) (scripts/fixtures/nvidia-smi)."""
 
 from __future__ import annotations
+
+import contextlib
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +20,10 @@ from tests.integration.jobs_api import launch
 
 from .conftest import slurm, wait_for
 from .test_series_store import start_collector
+from .test_telemetry import gres_indexes
+
+REPLAYS = Path("/run/gpulab-nvidia-smi-replays")  # the stand-in's "gpu=source" lines
+IDLE, TRAINING = 3, 0  # recorded GPUs (scripts/fixtures/nvidia-smi-query.csv)
 
 
 def evaluated(predicate):
@@ -28,7 +37,7 @@ def evaluated(predicate):
     return check
 
 
-@pytest.mark.slurm_exclusive  # its two jobs hold all four GPUs (the idle one must get GPU 3): alone on the node
+@pytest.mark.slurm_all_gpus  # its two jobs hold two GPUs for minutes
 @pytest.mark.timeout(400)
 def test_idle_gpu_is_warned_then_cancelled_and_a_busy_one_runs_on(
     worker, login, api_for, alice, bob, course, cluster, sleep_template, job_state, portal_env, tmp_path
@@ -36,11 +45,10 @@ def test_idle_gpu_is_warned_then_cancelled_and_a_busy_one_runs_on(
     Course.objects.filter(pk=course.pk).update(idle_util_below=10, idle_warn_minutes=1, idle_cancel_minutes=1)
     collector = start_collector(portal_env, tmp_path / "collector.log")
     try:
-        # SLURM hands out the lowest free GPUs: bob's job takes 0-2 (working), alice's then gets GPU 3 (idle).
-        busy = job_state(launch(api_for, bob, gpus_per_node=3, seconds=400, time_minutes=10), JobState.RUNNING)
+        busy = job_state(launch(api_for, bob, gpus_per_node=1, seconds=400, time_minutes=10), JobState.RUNNING)
         idle = job_state(launch(api_for, alice, gpus_per_node=1, seconds=400, time_minutes=10), JobState.RUNNING)
-        gres = slurm("scontrol", "show", "job", "-d", idle.scheduler_id)
-        assert "gpu:demo:1(IDX:3)" in gres or "IDX:3" in gres, gres
+        busy_gpu, idle_gpu = gpu_of(busy), gpu_of(idle)
+        replay({busy_gpu: TRAINING, idle_gpu: IDLE})
         try:
             warning = wait_for(
                 evaluated(lambda: IdleWarning.objects.filter(job=idle, warned_at__isnull=False).first()),
@@ -62,6 +70,8 @@ def test_idle_gpu_is_warned_then_cancelled_and_a_busy_one_runs_on(
         told = wait_for(lambda: Notification.objects.filter(user=alice, event="idle_warning").first(), what="notice")
         assert "below 10 %" in told.text
         _ask_until_cancelled(idle)
+        # Its GPU is another job's once SLURM frees it: from now on it shows its own recorded figures again.
+        replay({busy_gpu: TRAINING})
         idle = job_state(idle, JobState.CANCELLED, timeout=150)
         event = idle.events.get(kind=EventKind.CANCEL)
         assert event.actor is None and "stayed below 10 % utilization for" in event.message
@@ -74,13 +84,32 @@ def test_idle_gpu_is_warned_then_cancelled_and_a_busy_one_runs_on(
         assert busy.cancel_requested_at is None and not busy.events.filter(kind=EventKind.CANCEL).exists()
         assert not IdleWarning.objects.filter(job=busy, warned_at__isnull=False).exists()
     finally:
+        replay({})  # before the clean-up cancels the busy job and frees its GPU
         collector.stop()
+
+
+def gpu_of(job: Job) -> int:
+    """The GPU index SLURM gave a one-GPU job."""
+    shown = slurm("scontrol", "show", "job", "-d", job.scheduler_id)
+    (index,) = gres_indexes(shown.split("IDX:")[1].split(")")[0])
+    return index
+
+
+def replay(replays: dict[int, int]) -> None:
+    """Have the stand-in nvidia-smi show these GPUs with another recorded GPU's figures ({} for none)."""
+    if replays:  # whole or not at all: the stand-in reads it every second
+        written = REPLAYS.with_suffix(".new")
+        written.write_text("".join(f"{gpu}={source}\n" for gpu, source in replays.items()))
+        written.replace(REPLAYS)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            REPLAYS.unlink()
 
 
 def _ask_until_cancelled(job) -> None:
     wait_for(
         evaluated(lambda: Job.objects.filter(pk=job.pk, cancel_requested_at__isnull=False).exists()),
         timeout=150,
-        interval=5,
+        interval=1,  # then its GPU is released within seconds, and the stand-in must stop calling it idle first
         what="the idle job to be cancelled",
     )

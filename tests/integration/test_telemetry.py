@@ -265,6 +265,7 @@ def _has_step(socket, step: int) -> bool:
     return step in steps
 
 
+@pytest.mark.slurm_all_gpus  # its job asks for all four GPUs
 @pytest.mark.timeout(180)
 def test_bottleneck_hints_show_once_they_hold_and_idle_gpus_flag_the_student(
     worker, collector, web, api_for, alice, instructor, course, cluster, sleep_template, job_state
