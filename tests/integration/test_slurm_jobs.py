@@ -3,7 +3,6 @@
 import base64
 import pwd
 import subprocess
-import time
 from pathlib import Path
 
 import paramiko
@@ -17,7 +16,7 @@ from jobs.models import Job
 from tests.integration.jobs_api import launch, read_whole_log
 from tests.kind_settings import set_cluster
 
-from .conftest import slurm, wait_for, wait_for_polls
+from .conftest import LAB_DIR, slurm, wait_for, wait_for_polls
 
 
 def test_launch_from_the_form_runs_pending_running_completed(
@@ -178,12 +177,14 @@ def stop_slurmctld() -> None:
 @pytest.mark.slurm_outage  # it stops slurmctld
 @pytest.mark.timeout(300)
 def test_slurmctld_outage_keeps_last_state_and_recovers(worker, api_for, alice, cluster, sleep_template, job_state):
-    job = job_state(launch(api_for, alice, seconds=20), "running")
+    job = job_state(launch(api_for, alice, seconds=10), "running")
     stop_slurmctld()
     try:
         # The job ends meanwhile, and no process on the node says so while slurmctld is away (its steps wait to report).
-        time.sleep(25)
-        wait_for_polls(cluster.name)
+        log = Path(pwd.getpwnam(cluster.shared_user).pw_dir) / LAB_DIR[2:] / "jobs" / str(job.pk) / "output.log"
+        wait_for(lambda: "done" in log.read_text(), timeout=30, what="the job's script to end on the node")
+        # Polls against the stopped controller wait out their timeouts: the second one began after the job ended.
+        wait_for_polls(cluster.name, cycles=2)
         job.refresh_from_db()
         assert job.state == "running"
         assert not job.events.filter(to_state__in=["failed", "lost", "submit_failed"]).exists()
