@@ -156,7 +156,12 @@ class ClusterAdmin(admin.ModelAdmin):
         if cluster is not None and request.method == "GET":
             warn_if_token_lapses(request, cluster.accounts.exclude(api_token_encrypted=""))
         if cluster is not None and cluster.kind in kinds.KINDS:  # the kind's own word on keeping students apart
-            extra_context = {**(extra_context or {}), "isolation_note": kinds.kind_of(cluster.kind).isolation_note}
+            kind = kinds.kind_of(cluster.kind)
+            extra_context = {
+                **(extra_context or {}),
+                "isolation_note": kind.isolation_note,
+                "stages_lab_files": kind.stages_lab_files,
+            }
         return super().change_view(request, object_id, form_url, extra_context)
 
     def save_model(self, request, obj, form, change):
@@ -261,6 +266,9 @@ class ClusterAdmin(admin.ModelAdmin):
     def stage_lab_files(self, request, pk: int):
         cluster = get_object_or_404(Cluster, pk=pk)
         if request.method != "POST" or not self.has_change_permission(request, cluster):
+            return redirect(reverse("admin:clusters_cluster_change", args=[pk]))
+        if not kinds.kind_of(cluster.kind).stages_lab_files:
+            messages.error(request, f"Jobs on {cluster} do not run from a lab directory: there are no files to stage.")
             return redirect(reverse("admin:clusters_cluster_change", args=[pk]))
         try:
             count = get_backend(cluster).stage_lab_files(settings.GPULAB_LAB_FILES_DIR)

@@ -158,6 +158,9 @@ class Kind:
     portal_stops_at_time_limit: ClassVar[bool] = False
     # The student's files and run directories are reached over SFTP on the cluster's login node (sessions/files).
     files_over_sftp: ClassVar[bool] = False
+    # Its jobs run the bundled workloads from the cluster's lab directory, which the admin stages there (a kind whose
+    # jobs run container images has nothing to stage: the admin page offers no "Stage lab files").
+    stages_lab_files: ClassVar[bool] = False
     # Students may register their own cluster login on the profile page, and their jobs then run as that user.
     student_logins: ClassVar[bool] = False
     # The shared mode (RunAs.SERVICE) runs jobs as the cluster's shared user (Cluster.shared_user), reached through the

@@ -69,6 +69,7 @@ class BatchKind(Kind):
     cluster_settings = SlurmClusterSettings
     telemetry_source = "nodes-over-ssh"  # both SLURM kinds: the backend interface and SSH to the nodes
     files_over_sftp = True
+    stages_lab_files = True
     student_logins = True
     shared_user_mode = True
     opens_terminals = True
