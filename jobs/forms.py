@@ -152,3 +152,32 @@ class LaunchForm(forms.Form):
     @staticmethod
     def initial_from(params: dict) -> dict:
         return {PARAM_PREFIX + name: value for name, value in params.items()}
+
+
+_SMALL_NUMBER = forms.NumberInput(attrs={"class": "small-number"})
+
+
+class LoadTestForm(forms.Form):
+    """A server's load test, as the job page asks for it. The values go back into the page's address after a start
+    (or a refusal), so the form shows what the student asked for last instead of the defaults."""
+
+    prompts = forms.IntegerField(label="Prompts", min_value=1, max_value=1000, initial=64, widget=_SMALL_NUMBER)
+    concurrency = forms.IntegerField(label="At once", min_value=1, max_value=64, initial=8, widget=_SMALL_NUMBER)
+    output_len = forms.IntegerField(label="Output tokens", min_value=1, max_value=512, initial=64, widget=_SMALL_NUMBER)
+
+    @classmethod
+    def remembered(cls, query: QueryDict) -> LoadTestForm:
+        """The form drawn with the values of the page's address where they are valid, each other at its default."""
+        asked = cls({name: query.get(name, "") for name in cls.base_fields})
+        asked.is_valid()
+        kept = {name: value for name, value in getattr(asked, "cleaned_data", {}).items() if value is not None}
+        return cls(initial=kept, auto_id="load-test-%s")
+
+    def values(self) -> dict[str, int]:
+        return {name: self.cleaned_data[name] for name in self.fields}
+
+    def problems(self) -> str:
+        """The errors in one line for a message: "At once: Ensure this value is less than or equal to 64." """
+        return " ".join(
+            f"{self.fields[name].label}: {' '.join(map(str, errors))}" for name, errors in self.errors.items()
+        )

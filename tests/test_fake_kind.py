@@ -175,6 +175,36 @@ def test_server_actions_are_refused_once_the_term_has_ended_like_a_launch(
     assert job.gpus == 0 and not job.events.filter(message__startswith="Now").exists()
 
 
+def test_a_load_test_with_a_wrong_value_is_refused_in_words_and_starts_nothing(
+    login, api_for, alice, memory_cluster, fake_template
+):
+    from html import unescape
+
+    job = running_job(api_for(alice), memory_cluster)
+    client = login(alice)
+    asked = {"prompts": "12", "concurrency": "abc", "output_len": "600"}
+    answer = client.post(reverse("jobs:load_test", args=[job.pk]), asked)
+    assert answer.status_code == 302 and answer["Location"].endswith(
+        "?prompts=12&concurrency=abc&output_len=600#load-test"
+    )
+    told = " ".join(unescape(client.get(answer["Location"]).content.decode()).split())
+    assert (
+        "No load test started: At once: Enter a whole number. "
+        "Output tokens: Ensure this value is less than or equal to 512." in told
+    )
+    assert not job.events.filter(message__startswith="Load test").exists()
+
+
+def test_the_load_test_form_shows_the_valid_values_of_the_address_and_defaults_for_the_rest():
+    from django.http import QueryDict
+
+    from jobs.forms import LoadTestForm
+
+    shown = {f.name: f.value() for f in LoadTestForm.remembered(QueryDict("prompts=12&concurrency=999&output_len=x"))}
+    assert shown == {"prompts": 12, "concurrency": 8, "output_len": 64}
+    assert {f.name: f.value() for f in LoadTestForm.remembered(QueryDict(""))} == shown | {"prompts": 64}
+
+
 def test_other_students_cannot_see_or_cancel_a_fake_kind_job(
     client, api_for, alice, carol, memory_cluster, fake_template
 ):

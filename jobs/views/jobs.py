@@ -14,6 +14,7 @@ from core.choices import EventKind, JobState
 from jobs import access, job_page, queue_steps, rightsize, run_columns, servers, status_panel, waiting
 from jobs.cancellation import CancelRefused, request_cancel
 from jobs.filters import JobFilterForm
+from jobs.forms import LoadTestForm
 from jobs.logs import log_streams, read_log
 from jobs.models import IdleWarning, Job, JobTemplate
 from jobs.progress import job_progress
@@ -54,6 +55,7 @@ def detail(request, job_id):
         context["server"] = server
         context["server_refusal"] = servers.refusal(request.user, job)
         context["in_job_report"] = servers.IN_JOB_REPORT
+        context["load_test_form"] = LoadTestForm.remembered(request.GET)
         context["stream"] = request.GET.get("stream", "")
         if job.scheduler_id and not job.is_terminal:
             try:

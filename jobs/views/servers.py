@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from clusters.backends import BackendError
 from jobs import access, servers
+from jobs.forms import LoadTestForm
 
 
 def _int(value, default: int) -> int:
@@ -58,21 +59,20 @@ def try_it(request, job_id):
 @require_POST
 def load_test(request, job_id):
     job = access.get_job(request.user, job_id, act=True)
+    form = LoadTestForm(request.POST)
+    asked = {name: request.POST.get(name, "")[:12] for name in form.fields}  # what the form shows again
+    refused = servers.refusal(request.user, job)  # first: no value changes that answer
+    if refused or not form.is_valid():
+        messages.error(request, f"No load test started: {refused or form.problems()}")
+        return redirect(f"{job.get_absolute_url()}?{urlencode(asked)}#load-test")
     try:
-        name = servers.start_load_test(
-            request.user,
-            job,
-            prompts=_int(request.POST.get("prompts"), 64),
-            concurrency=_int(request.POST.get("concurrency"), 8),
-            output_len=_int(request.POST.get("output_len"), 64),
-        )
+        name = servers.start_load_test(request.user, job, **form.values())
     except servers.ActionRefused as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"Load test {name} started; its report appears below when it finishes.")
-        # The card waits for this test by name: its pod may not exist yet when the page asks.
-        return redirect(f"{job.get_absolute_url()}?{urlencode({'load_test': name})}#load-test")
-    return redirect(job)
+        messages.error(request, f"No load test started: {exc}")
+        return redirect(f"{job.get_absolute_url()}?{urlencode(asked)}#load-test")
+    messages.success(request, f"Load test {name} started; its report appears below when it finishes.")
+    # The card waits for this test by name: its pod may not exist yet when the page asks.
+    return redirect(f"{job.get_absolute_url()}?{urlencode({'load_test': name, **asked})}#load-test")
 
 
 @login_required

@@ -309,7 +309,10 @@ def test_try_it_streams_the_bundled_servers_answer_and_load_test_reports(
     # …and the page it lands on waits for that test by name while the Job has no pod yet.
     (name,) = parse_qs(urlparse(started["Location"]).query)["load_test"]
     assert name == loadtest["metadata"]["name"]
-    assert f"?expect={name}" in web.get(started["Location"]).content.decode()
+    landed = web.get(started["Location"]).content.decode()
+    assert f"?expect={name}" in landed
+    for field, value in (("prompts", 8), ("concurrency", 2), ("output_len", 8)):  # the form keeps what was asked
+        assert f'name="{field}" value="{value}"' in landed
     assert (
         f"{name} is starting"
         in web.get(reverse("jobs:load_test_report", args=[job.pk]), {"expect": name}).content.decode()
