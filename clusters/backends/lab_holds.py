@@ -16,12 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from clusters.errors import BackendError
 
 if TYPE_CHECKING:
-    from .kind import Kind
+    from .base import ClusterBackend
+
+
+class MakesBackends(Protocol):
+    """What a holder needs of its kind (clusters/backends/kind.py's Kind): the cluster's backend. Named by what it
+    does, so that this module, which the Kind names, does not name the Kind back."""
+
+    def backend(self, cluster: Any, account: Any = None) -> ClusterBackend: ...
 
 
 class HoldRefused(BackendError):
@@ -77,7 +84,7 @@ class LabSessionHolds:
     teacher_note: ClassVar[str] = "Your students' new jobs on {cluster} use the session's GPUs by themselves."
     student_note: ClassVar[str] = "Your jobs on {cluster} use the course's session GPUs: launch as usual."
 
-    def __init__(self, kind: Kind, cluster: Any):
+    def __init__(self, kind: MakesBackends, cluster: Any):
         self.kind, self.cluster = kind, cluster
 
     @cached_property
