@@ -51,7 +51,8 @@ document.addEventListener("click", (event) => {
 // The state panel's poller (jobs/_status_poller.html): a plain fetch every 3 s, so an answer of 204 (nothing changed,
 // the usual case) costs the page next to nothing; the parts that did change are swapped in by htmx, by id. No asking
 // while the cancel dialog is open (a swap would replace the Cancel link it returns the focus to), none once the
-// job has ended (the last answer's poller has no URL), and a failed request is asked again 3 s later.
+// job has ended (the last answer's poller has no URL), and a failed request is asked again 3 s later. Once the session
+// has ended, the whole page goes to sign-in and comes back here.
 const STATUS_EVERY_MS = 3000;
 const PANEL_PARTS = "#job-status,#job-progress,#job-timeline,#job-status-poller";
 
@@ -61,7 +62,10 @@ async function askStatus() {
   const dialog = document.getElementById("cancel-dialog");
   if (!(dialog && dialog.open)) {
     try {
-      const response = await fetch(poller.dataset.url, { credentials: "same-origin", headers: { "HX-Request": "true" } });
+      const headers = { "HX-Request": "true", "HX-Current-URL": window.location.href };
+      const response = await fetch(poller.dataset.url, { credentials: "same-origin", headers });
+      const signIn = response.headers.get("HX-Redirect"); // the session ended (portal/htmx_sign_in.py)
+      if (signIn) return window.location.assign(signIn);
       if (response.status === 200) {
         htmx.swap(poller, await response.text(), { swapStyle: "none", ignoreTitle: true }, { selectOOB: PANEL_PARTS });
         for (const part of document.querySelectorAll(PANEL_PARTS)) window.showLocalTimes(part);
