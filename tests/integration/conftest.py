@@ -42,9 +42,9 @@ REQUIRED = ["GPULAB_SSH_HOST", "GPULAB_SSH_PORT", "GPULAB_SERVICE_KEY", "GPULAB_
 # in a student's home), longest first, each to the lane with the least to do, to even out what the lanes do after
 # that block; each lane runs its longest tests first, so the short ones fill its end.
 #
-# Tests marked `slurm_all_gpus` ask for all four GPUs, or hold some for minutes: SLURM would keep one such job
-# waiting behind another (the GPUs are busy, and the one asking for all of them is ahead of the rest), so their
-# modules are dealt to the same lane as one, where they run one after another.
+# Tests marked `slurm_gpu_replays` have the stand-in nvidia-smi show recorded figures on the GPUs their jobs got
+# (tests/integration/gpu_replays.py: an idle GPU, a starving one), through one file on the node: their modules are
+# dealt to the same lane as one, where they run one after another.
 #
 # A test marked `slurm_outage` takes away what every user of the cluster needs (it stops slurmctld, freezes or kills
 # the service account's SSH sessions, changes a partition's limits): besides the node, it waits for and holds off
@@ -103,7 +103,7 @@ def _recorded_seconds() -> dict[str, float]:
 
 def _deal_to_lanes(modules: dict[str, list]) -> Callable:
     """The exclusive tests to the first lane (the other lanes wait through them, so they are not counted against
-    any); then each module's other tests, whole (the modules with a `slurm_all_gpus` test as one), longest first, to
+    any); then each module's other tests, whole (the modules with a `slurm_gpu_replays` test as one), longest first, to
     the lane with the least to do so far. Returns the seconds each test is expected to take."""
     recorded = _recorded_seconds()
 
@@ -116,8 +116,8 @@ def _deal_to_lanes(modules: dict[str, list]) -> Callable:
         for item in tests:
             if item.get_closest_marker("slurm_exclusive"):
                 item.add_marker(pytest.mark.xdist_group(SLURM_LANES[0]))
-        all_gpus = any(item.get_closest_marker("slurm_all_gpus") for item in tests)
-        units.setdefault("all GPUs" if all_gpus else module, []).extend(tests)
+        replays = any(item.get_closest_marker("slurm_gpu_replays") for item in tests)
+        units.setdefault("GPU replays" if replays else module, []).extend(tests)
     for _, tests in sorted(units.items(), key=lambda unit: -sum(seconds(item) for item in unit[1])):
         shared = [item for item in tests if not item.get_closest_marker("slurm_exclusive")]
         lane = min(SLURM_LANES, key=load.__getitem__)

@@ -7,9 +7,6 @@ replay, on each, the figures of a recorded GPU that idles (GPU 3) or trains (GPU
 
 from __future__ import annotations
 
-import contextlib
-from pathlib import Path
-
 import pytest
 
 from core.choices import EventKind, JobState
@@ -19,11 +16,8 @@ from notifications.models import Notification
 from tests.integration.jobs_api import launch
 
 from .conftest import slurm, wait_for
+from .gpu_replays import IDLE, TRAINING, gpus_of, replay
 from .test_series_store import start_collector
-from .test_telemetry import gres_indexes
-
-REPLAYS = Path("/run/gpulab-nvidia-smi-replays")  # the stand-in's "gpu=source" lines
-IDLE, TRAINING = 3, 0  # recorded GPUs (scripts/fixtures/nvidia-smi-query.csv)
 
 
 def evaluated(predicate):
@@ -37,7 +31,7 @@ def evaluated(predicate):
     return check
 
 
-@pytest.mark.slurm_all_gpus  # its two jobs hold two GPUs for minutes
+@pytest.mark.slurm_gpu_replays
 @pytest.mark.timeout(400)
 def test_idle_gpu_is_warned_then_cancelled_and_a_busy_one_runs_on(
     worker, login, api_for, alice, bob, course, cluster, sleep_template, job_state, portal_env, tmp_path
@@ -47,7 +41,7 @@ def test_idle_gpu_is_warned_then_cancelled_and_a_busy_one_runs_on(
     try:
         busy = job_state(launch(api_for, bob, gpus_per_node=1, seconds=400, time_minutes=10), JobState.RUNNING)
         idle = job_state(launch(api_for, alice, gpus_per_node=1, seconds=400, time_minutes=10), JobState.RUNNING)
-        busy_gpu, idle_gpu = gpu_of(busy), gpu_of(idle)
+        (busy_gpu,), (idle_gpu,) = gpus_of(busy.scheduler_id), gpus_of(idle.scheduler_id)
         replay({busy_gpu: TRAINING, idle_gpu: IDLE})
         try:
             warning = wait_for(
@@ -86,24 +80,6 @@ def test_idle_gpu_is_warned_then_cancelled_and_a_busy_one_runs_on(
     finally:
         replay({})  # before the clean-up cancels the busy job and frees its GPU
         collector.stop()
-
-
-def gpu_of(job: Job) -> int:
-    """The GPU index SLURM gave a one-GPU job."""
-    shown = slurm("scontrol", "show", "job", "-d", job.scheduler_id)
-    (index,) = gres_indexes(shown.split("IDX:")[1].split(")")[0])
-    return index
-
-
-def replay(replays: dict[int, int]) -> None:
-    """Have the stand-in nvidia-smi show these GPUs with another recorded GPU's figures ({} for none)."""
-    if replays:  # whole or not at all: the stand-in reads it every second
-        written = REPLAYS.with_suffix(".new")
-        written.write_text("".join(f"{gpu}={source}\n" for gpu, source in replays.items()))
-        written.replace(REPLAYS)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            REPLAYS.unlink()
 
 
 def _ask_until_cancelled(job) -> None:

@@ -20,6 +20,7 @@ from telemetry.parsers import parse_nvidia_smi_line
 from tests.kind_settings import set_cluster
 
 from .conftest import ROOT, Daemon, free_port, start_web, wait_for
+from .gpu_replays import IDLE, STARVING, gpus_of, gres_indexes, replay
 from .jobs_api import launch
 from .ws import Socket
 
@@ -38,15 +39,6 @@ def with_gpus(message: dict) -> bool:
         and message.get("kind") == "job"
         and any(g["util"] is not None for g in message["gpus"])
     )
-
-
-def gres_indexes(text: str) -> list[int]:
-    """SLURM's GRES index list as `scontrol show job -d` prints it ("0-1", "0,2", "0-1,3"), in order."""
-    indexes: list[int] = []
-    for part in text.split(","):
-        first, _, last = part.partition("-")
-        indexes += range(int(first), int(last or first) + 1)
-    return indexes
 
 
 def test_job_socket_streams_its_gpus_from_the_node(
@@ -265,13 +257,22 @@ def _has_step(socket, step: int) -> bool:
     return step in steps
 
 
-@pytest.mark.slurm_all_gpus  # its job asks for all four GPUs
+@pytest.mark.slurm_gpu_replays
 @pytest.mark.timeout(180)
 def test_bottleneck_hints_show_once_they_hold_and_idle_gpus_flag_the_student(
     worker, collector, web, api_for, alice, instructor, course, cluster, sleep_template, job_state
 ):
-    # Four GPUs: in the recorded rows GPU 2 holds 88% of its memory at 12-28% utilization, GPU 3 does nothing.
-    job = running_gpu_job(api_for, alice, job_state, gpus=4, seconds=300)
+    # Two GPUs, shown as the recorded GPU 2 (88% of its memory at 12-28% utilization) and GPU 3 (doing nothing).
+    job = running_gpu_job(api_for, alice, job_state, gpus=2, seconds=300)
+    starving, idle_gpu = gpus_of(job.scheduler_id)
+    replay({starving: STARVING, idle_gpu: IDLE})
+    try:
+        _hints_and_the_class_view(web, alice, instructor, course, job, starving, idle_gpu)
+    finally:
+        replay({})
+
+
+def _hints_and_the_class_view(web, alice, instructor, course, job, starving: int, idle_gpu: int) -> None:
     with Socket(web, alice, f"/ws/jobs/{job.pk}/") as socket:
         first = socket.wait(with_gpus, what="GPU numbers")
         assert first["hints"] == []  # nothing before the rules have held for 30 s
@@ -288,7 +289,7 @@ def test_bottleneck_hints_show_once_they_hold_and_idle_gpus_flag_the_student(
     with Socket(web, instructor, f"/ws/courses/{course.slug}/") as socket:
         frame = socket.wait(lambda m: m.get("kind") == "course" and m["gpus"], what="a course frame")
         idle = {g["key"].rsplit("/", 1)[-1]: g["idle_s"] for g in frame["gpus"]}
-        assert idle["3"] >= 20 and idle["0"] == 0
+        assert idle[str(idle_gpu)] >= 20 and idle[str(starving)] == 0
 
 
 def test_kubernetes_pod_usage_and_dcgm_gpus_reach_the_job_frame(alice, course, k8s_cluster, k8s_templates, kube):
