@@ -62,10 +62,9 @@ def load_test(request, job_id):
     form = LoadTestForm(request.POST)
     asked = {name: request.POST.get(name, "")[:12] for name in form.fields}  # what the form shows again
     refused = servers.refusal(request.user, job)  # first: no value changes that answer
-    if refused or not form.is_valid():
-        messages.error(request, f"No load test started: {refused or form.problems()}")
-        return redirect(f"{job.get_absolute_url()}?{urlencode(asked)}#load-test")
     try:
+        if refused or not form.is_valid():
+            raise servers.ActionRefused(refused or form.problems())
         name = servers.start_load_test(request.user, job, **form.values())
     except servers.ActionRefused as exc:
         messages.error(request, f"No load test started: {exc}")
