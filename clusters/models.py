@@ -14,9 +14,9 @@ class Cluster(models.Model):
     enabled = models.BooleanField(default=True, help_text="Disabled clusters take no new jobs.")
     emulated = models.BooleanField(
         default=False,
-        help_text="A stand-in for a real cluster, such as the one make demo emulates when it is given no kubeconfig "
-        "(its pods run as local processes on one machine, without GPUs). Every page that names the cluster says "
-        "“emulated”.",
+        help_text="A stand-in for a real cluster, such as the emulator make demo starts when it is given no "
+        "kubeconfig: what students launch there runs as local processes on one machine, without GPUs. Every page "
+        "that names the cluster says “emulated”.",
     )
     run_as = models.CharField(
         "jobs run as",
