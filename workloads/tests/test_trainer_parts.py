@@ -6,8 +6,12 @@ parts the script is made of, so a failure names the part.
 
 from __future__ import annotations
 
+import os
 import signal
+from types import SimpleNamespace
+from typing import cast
 
+import distributed
 import pytest
 import torch
 from checkpoints import CHECKPOINT
@@ -77,6 +81,19 @@ def test_a_sigterm_stops_the_loop_after_the_current_step(tmp_path):
     run = small_run(tmp_path, "--max_steps", "20")
     outcome = train_steps(run, StopAfter(7))
     assert (outcome.step, outcome.stopped) == (7, True)
+
+
+def test_a_sigterm_that_lands_while_the_ranks_agree_stops_them_at_the_next_step(monkeypatch):
+    """torchrun signals each rank once; one that arrives during the agreeing all_reduce must not be lost."""
+
+    def all_reduce_as_the_signal_lands(flag, op):
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler runs here, after this rank's flag was taken
+
+    monkeypatch.setattr(distributed.dist, "all_reduce", all_reduce_as_the_signal_lands)
+    two_ranks = cast(Dist, SimpleNamespace(world=2, device=torch.device("cpu")))
+    stop = StopSignal()
+    assert stop.agreed(two_ranks) is False  # neither rank had it when they agreed on this step
+    assert stop.agreed(two_ranks) is True
 
 
 def test_a_stopped_run_resumed_ends_with_the_weights_of_a_run_never_stopped(tmp_path, capsys):

@@ -59,7 +59,11 @@ class Dist:
 
 
 class StopSignal:
-    """Set by SIGTERM; under DDP every rank stops at the same step (a rank that stopped alone would hang the rest)."""
+    """Set by SIGTERM; under DDP every rank stops at the same step (a rank that stopped alone would hang the rest).
+
+    Only the handler writes `received`: a SIGTERM that lands while the ranks are agreeing counts at the next step.
+    (Writing the agreed answer back over it lost that signal, and the job trained on until SIGKILL, unsaved.)
+    """
 
     def __init__(self) -> None:
         self.received = False
@@ -73,8 +77,7 @@ class StopSignal:
             return self.received
         flag = torch.tensor([1.0 if self.received else 0.0], device=env.device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        self.received = flag.item() > 0
-        return self.received
+        return flag.item() > 0
 
 
 def ignore_sigterm(worker_id: int) -> None:
