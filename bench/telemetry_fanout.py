@@ -118,11 +118,12 @@ def clients(seconds: float, plan: dict, urls: list[str], args: argparse.Namespac
     from websockets.asyncio.client import connect
     from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-    latencies: list[float] = []
+    latencies: dict[str, list[float]] = {"job": [], "course": [], "node": []}
+    arrivals: list[tuple[float, float]] = []  # (seconds into the measurement, latency ms): how it moves over time
     sockets: list[dict] = []
 
     async def follow(url: str, path: str, cookie: str, stop_at: float) -> None:
-        record: dict = {"path": path, "seqs": []}
+        record: dict = {"path": path, "seqs": [], "asked": time.time(), "bytes": 0}
         sockets.append(record)
         try:
             await receive(url, path, cookie, stop_at, record)
@@ -132,6 +133,7 @@ def clients(seconds: float, plan: dict, urls: list[str], args: argparse.Namespac
     async def receive(url: str, path: str, cookie: str, stop_at: float, record: dict) -> None:
         headers = {"Cookie": f"sessionid={cookie}", "Origin": url}
         ws_url = url.replace("http", "ws") + path
+        kind = path.split("/")[2].rstrip("s")  # /ws/jobs/… → job
         async with connect(ws_url, additional_headers=headers, max_size=2**24, open_timeout=60) as ws:
             while time.time() < stop_at:
                 try:
@@ -139,16 +141,20 @@ def clients(seconds: float, plan: dict, urls: list[str], args: argparse.Namespac
                 except TimeoutError:
                     break
                 received = time.time() * 1000
+                record.setdefault("first", received / 1000 - record["asked"])  # opened and first message read
                 # Only the frame's head is read (the server writes "type", "seq" first): a thousand sockets' JSON
                 # decoded whole would make this process, not the servers, the bottleneck on a small machine.
                 head = FRAME_HEAD.match(raw)
                 if head is None:
+                    record.setdefault("first_bytes", len(raw))
                     continue
                 if received / 1000 > measure_from:
+                    record["bytes"] += len(raw)
                     record["seqs"].append(int(head.group(1)))
                     sampled = SAMPLED_AT.search(raw)
                     if sampled:
-                        latencies.append(received - int(sampled.group(1)))
+                        latencies[kind].append(received - int(sampled.group(1)))
+                        arrivals.append((received / 1000 - measure_from, received - int(sampled.group(1))))
 
     job_sockets, course_sockets, node_sockets = socket_mix(args.sockets, len(plan["nodes"]), args.course_sockets)
     part, parts = args.part, args.client_processes
@@ -179,7 +185,7 @@ def clients(seconds: float, plan: dict, urls: list[str], args: argparse.Namespac
 
     asyncio.run(run())
     errors = [s["error"] for s in sockets if "error" in s]
-    out.write_text(json.dumps({"seqs": [s["seqs"] for s in sockets], "latencies": latencies, "errors": errors}))
+    out.write_text(json.dumps({"sockets": sockets, "latencies": latencies, "arrivals": arrivals, "errors": errors}))
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(f"client CPU seconds {usage.ru_utime + usage.ru_stime:.1f}", flush=True)
 
@@ -265,6 +271,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--layer", choices=["pubsub", "classic"], default="pubsub")
     parser.add_argument("--ws", default="websockets-sansio", help="uvicorn's WebSocket implementation")
+    parser.add_argument("--deflate", action="store_true", help="let sockets compress each message (uvicorn's default)")
     parser.add_argument("--role", choices=["main", "producer", "clients"], default="main")
     parser.add_argument("--plan")
     parser.add_argument("--urls", help="the servers' URLs, comma-separated (role clients)")
@@ -303,6 +310,7 @@ def main() -> None:
             urls.append(f"http://127.0.0.1:{port}")
             argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1"]
             argv += ["--port", str(port), "--log-level", "warning", "--ws", args.ws]
+            argv += ["--ws-per-message-deflate", "true" if args.deflate else "false"]
             servers.append(start(argv, results / f"telemetry_server_{n}.log"))
         procs += servers
         for url in urls:
@@ -341,16 +349,24 @@ def main() -> None:
         server_cores = [(cpu_seconds(server.pid) - c0) / wall for server, c0 in zip(servers, cpu0, strict=True)]
         producer_cores = (cpu_seconds(producer.pid) - producer_cpu0) / wall if producer.poll() is None else float("nan")
         client_cores = [float(log.read_text().rsplit("client CPU seconds ", 1)[-1].split()[0]) for log in client_logs]
-        seqs, latencies, errors = [], [], []
+        sockets: list[dict] = []
+        by_kind: dict[str, list[float]] = {"job": [], "course": [], "node": []}
+        errors, arrivals = [], []
         for log in client_logs:
             part = json.loads(log.with_suffix(".json").read_text())
-            seqs += part["seqs"]
-            latencies += part["latencies"]
+            sockets += part["sockets"]
+            arrivals += part["arrivals"]
+            for kind, values in part["latencies"].items():
+                by_kind[kind] += values
             errors += part["errors"]
+        seqs = [s["seqs"] for s in sockets]
+        latencies = [value for values in by_kind.values() for value in values]
         received = sum(len(s) for s in seqs)
         expected = sum(max(s) - min(s) + 1 for s in seqs if s)
         delivered = received / max(1, expected)
-        print(f"servers: {args.web_processes} uvicorn --ws {args.ws}; {args.client_processes} client process(es)")
+        deflate = "per-message deflate" if args.deflate else "no per-message deflate"
+        print(f"servers: {args.web_processes} uvicorn --ws {args.ws}, {deflate}; "
+              f"{args.client_processes} client process(es)")  # fmt: skip
         print(f"layer: {args.layer} ({layer}); {args.seconds:.0f} s measured after {WARMUP:.0f} s warm-up")
         print(f"series: {len(plan['nodes']) * GPUS_PER_NODE} GPUs at 1 Hz on {len(plan['nodes'])} nodes; "
               f"{len(plan['jobs'])} jobs")  # fmt: skip
@@ -361,6 +377,19 @@ def main() -> None:
             print(f"  {errors.count(error)} socket(s) failed: {error}")
         print(f"latency sample→client: p50 {percentile(latencies, 50):.0f} ms, p95 {percentile(latencies, 95):.0f} ms, "
               f"p99 {percentile(latencies, 99):.0f} ms, max {max(latencies, default=0.0):.0f} ms")  # fmt: skip
+        for kind, values in by_kind.items():
+            mine = [s for s in sockets if f"/{kind}s/" in s["path"]]
+            frames_per_s = sum(len(s["seqs"]) for s in mine) / max(1, len(mine)) / args.seconds
+            kib_per_s = sum(s["bytes"] for s in mine) / max(1, len(mine)) / args.seconds / 1024
+            first_kib = [s.get("first_bytes", 0) / 1024 for s in mine]
+            print(f"  {kind} pages: p50 {percentile(values, 50):.0f} ms, p95 {percentile(values, 95):.0f} ms, "
+                  f"max {max(values, default=0.0):.0f} ms; per socket {frames_per_s:.1f} frames/s, {kib_per_s:.1f} "
+                  f"KiB/s, first message p50 {percentile(first_kib, 50):.0f} KiB")  # fmt: skip
+        slices = [[ms for at, ms in arrivals if start <= at < start + 15] for start in range(0, int(args.seconds), 15)]
+        print("p95 by 15 s of the measurement: " + ", ".join(f"{percentile(v, 95):.0f}" for v in slices if v) + " ms")
+        opened = [s["first"] for s in sockets if "first" in s]
+        print(f"opening (connect to first message read): p50 {1000 * percentile(opened, 50):.0f} ms, "
+              f"p95 {1000 * percentile(opened, 95):.0f} ms, max {1000 * max(opened, default=0.0):.0f} ms")  # fmt: skip
         print(f"delivered: {received}/{expected} frames = {100 * delivered:.3f} %")
         print(
             f"server CPU: {', '.join(f'{c:.2f}' for c in server_cores)} cores; "

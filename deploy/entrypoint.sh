@@ -82,9 +82,12 @@ case "$role" in
   web)
     # X-Forwarded-For is believed only from TRUSTED_PROXIES (addresses or networks, comma-separated): the client
     # address that sign-in lockout and the token throttle count against (docs/operations.md).
+    # No per-message deflate: a socket's compressor costs ~45 KiB and CPU for every frame it forwards, where a frame
+    # is built once for all its sockets (bench/telemetry_fanout.py, docs/operations.md "Sizing").
     proxies=${TRUSTED_PROXIES-${FORWARDED_ALLOW_IPS-127.0.0.1}}
     exec uvicorn portal.asgi:application --host 0.0.0.0 --port "${PORT:-8000}" --workers "${WEB_CONCURRENCY:-2}" \
-      --ws websockets-sansio --proxy-headers --forwarded-allow-ips "$proxies" --no-access-log "$@"
+      --ws websockets-sansio --ws-per-message-deflate false --proxy-headers --forwarded-allow-ips "$proxies" \
+      --no-access-log "$@"
     ;;
   worker)
     exec celery -A portal worker --concurrency "${WORKER_CONCURRENCY:-4}" --loglevel "${LOG_LEVEL:-INFO}" "$@"

@@ -110,7 +110,8 @@ bash scripts/demo_cluster.sh "$RUN/clusters.d" "$LAB_VENV"
 stop web worker collector
 log "starting the portal on http://$BIND (HTTP and WebSockets), a Celery worker with beat, the telemetry collector"
 setsid .venv/bin/uvicorn portal.asgi:application --host "${BIND%:*}" --port "${BIND##*:}" --workers 2 \
-  --ws websockets-sansio --forwarded-allow-ips "${TRUSTED_PROXIES:-}" </dev/null >"$RUN/web.log" 2>&1 &
+  --ws websockets-sansio --ws-per-message-deflate false --forwarded-allow-ips "${TRUSTED_PROXIES:-}" \
+  </dev/null >"$RUN/web.log" 2>&1 &
 echo $! >"$RUN/web.pid"
 setsid .venv/bin/python manage.py collect_telemetry </dev/null >"$RUN/collector.log" 2>&1 &
 echo $! >"$RUN/collector.pid"

@@ -85,11 +85,16 @@ class TelemetryConsumer(AsyncWebsocketConsumer):
         if self.group is None:  # refused at connect: nothing of anyone's
             return
         try:
-            frames = await stream.newest(_redis(), self.group, after_ms=after_ms, limit=resync.MAX_FRAMES)
+            text = await self.missed(self.group, after_ms)
         except OSError:
             return  # Redis restarting: live frames resume by themselves
         with contextlib.suppress(RuntimeError):  # the socket closed meanwhile: nobody is left to answer
-            await self.send(text_data=stream.history_message(frames))
+            await self.send(text_data=text)
+
+    async def missed(self, group: str, after_ms: int) -> str:
+        """A resync's answer: the ring's newest frames after that time, a bounded piece."""
+        frames = await stream.newest(_redis(), group, after_ms=after_ms, limit=resync.MAX_FRAMES)
+        return stream.history_message(frames)
 
     async def _history(self, seconds: int) -> list[str]:
         if self.group is None:  # refused at connect: nothing of anyone's
@@ -140,11 +145,23 @@ class JobTelemetryConsumer(SeriesConsumer):
 
 
 class CourseTelemetryConsumer(TelemetryConsumer):
-    history_seconds = 300  # the dashboard's heatmap spans five minutes
+    """Opens with the dashboard's heat (its five minutes of cells, telemetry/heat.py), and a resync gets it again:
+    each cell is the newest sample of its column, so the heat is all a page that missed frames lacks."""
 
     def authorize(self, user, route):
         course = access.get_course(user, route["kwargs"]["slug"], teach=True)
         return stream.course_group(course.pk)
+
+    async def first_message(self) -> str:
+        if self.group is None:  # refused at connect: nothing of anyone's
+            return stream.EMPTY_HEAT
+        try:
+            return await stream.heat(_redis(), self.group)
+        except OSError:
+            return stream.EMPTY_HEAT  # Redis restarting: live frames fill the columns from now on
+
+    async def missed(self, group: str, after_ms: int) -> str:
+        return await stream.heat(_redis(), group)
 
 
 class NodeTelemetryConsumer(SeriesConsumer):

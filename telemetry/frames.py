@@ -1,7 +1,8 @@
 """From what the collector knows to one frame per group: node, job and course.
 
-A group gets a frame on a tick when something it shows changed, and at least every HEARTBEAT_SECONDS
-otherwise, so a node that stops answering turns stale on every page that shows it instead of freezing.
+A node or job group gets a frame on a tick when something it shows changed, and at least every HEARTBEAT_SECONDS
+otherwise, so a node that stops answering turns stale on every page that shows it instead of freezing; a course
+group gets every GPU of its running jobs once every HEARTBEAT_SECONDS.
 Stale GPUs carry no numbers (null), never zeros. The builder also feeds each job's hint rules and usage
 totals (telemetry/summary.py).
 """
@@ -66,6 +67,7 @@ class FrameBuilder:
     rules: dict[str, HintRules] = field(default_factory=dict)
     usage: dict[str, Usage] = field(default_factory=dict)
     last_sent: dict[str, float] = field(default_factory=dict)
+    rosters: dict[int, str] = field(default_factory=dict)  # course → the roster its frames last carried
 
     def build(self, snap: Snapshot, now: float) -> dict[str, dict]:
         """{group: frame} for every group due on this tick: node frames, job frames, then course frames."""
@@ -168,25 +170,30 @@ class FrameBuilder:
                 )
         return gpus, hosts, no_gpu
 
-    # -- course frames: the GPUs of the jobs that changed, and every GPU on a heartbeat -------------------------
+    # -- course frames: every GPU of the course, once a second --------------------------------------------------
+    # The dashboard draws once a second into 5-second columns (static/js/class_dashboard.js): a frame for each
+    # node's news (ten a second on a class of many nodes) would send it ten frames to draw one.
     def _course_frames(self, moments: list[JobMoment], now: float, due) -> dict[str, dict]:
-        rows: dict[int, list[tuple[bool, CourseRow]]] = {}
+        rows: dict[int, list[CourseRow]] = {}
         sampled: dict[int, float] = {}
         for m in moments:
             course_id = m.job.course_id
+            if not due(course_group(course_id)):
+                continue
             idle_since = self.rules[m.job.job_id].idle_since
-            rows.setdefault(course_id, []).extend((m.changed, self._course_row(m.job, gpu, idle_since, now))
-                                                  for gpu in m.gpus)  # fmt: skip
-            if m.changed:
-                sampled[course_id] = max(sampled.get(course_id, 0.0), m.sampled)
+            rows.setdefault(course_id, []).extend(self._course_row(m.job, gpu, idle_since, now) for gpu in m.gpus)
+            sampled[course_id] = max(sampled.get(course_id, 0.0), m.sampled)
         frames = {}
         for course_id, course_rows in rows.items():
-            group = course_group(course_id)
-            heartbeat = due(group)
-            if course_id in sampled or heartbeat:
-                sent = [row for changed, row in course_rows if changed or heartbeat]
-                frames[group] = CourseFrame(sent, _ms(sampled.get(course_id, 0.0))).to_wire()
+            frame = CourseFrame(course_rows, _ms(sampled[course_id]))
+            frames[course_group(course_id)] = frame.to_wire(with_roster=self.rosters.get(course_id) != frame.roster)
+            self.rosters[course_id] = frame.roster
         return frames
+
+    def not_published(self) -> None:
+        """The tick's frames were lost (Redis down): the next course frames carry their roster again, or pages
+        would hold columns they cannot name."""
+        self.rosters.clear()
 
     @staticmethod
     def _course_row(job: JobRef, gpu: GpuRow, idle_since: dict[str, float], now: float) -> CourseRow:

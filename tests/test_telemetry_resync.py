@@ -13,7 +13,9 @@ from channels.db import database_sync_to_async
 from django.db import connections
 
 from telemetry import consumers, resync
-from telemetry.consumers import TelemetryConsumer
+from telemetry.consumers import CourseTelemetryConsumer, TelemetryConsumer
+from telemetry.heat import CourseHeat
+from telemetry.wire import CourseFrame, CourseRow
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the consumer's access check runs on a database thread
 
@@ -27,6 +29,7 @@ class FakeRing:
         pad = "x" * 560
         self.frames = [(now_ms - (RING - i) * 1000, i) for i in range(RING)]
         self.texts = {seq: json.dumps({"type": "frame", "seq": seq, "t": t, "pad": pad}) for t, seq in self.frames}
+        self.heat: CourseHeat | None = None  # a course group's, once published
 
     def _between(self, low, high) -> list[str]:
         def bound(text):  # Redis's syntax: "(5" excludes 5
@@ -47,10 +50,19 @@ class FakeRing:
         found = list(reversed(self._between(low, high)))
         return found[start : start + num] if num is not None else found
 
+    async def get(self, key):
+        assert key.endswith(":heat:telemetry.course.probe")
+        return self.heat.text().encode() if self.heat else None
+
 
 class Probe(TelemetryConsumer):
     def authorize(self, user, route):
         return "telemetry.job.probe"
+
+
+class CourseProbe(CourseTelemetryConsumer):
+    def authorize(self, user, route):
+        return "telemetry.course.probe"
 
 
 @pytest.fixture
@@ -61,13 +73,18 @@ def ring(monkeypatch, settings):
     return fake
 
 
-async def _open() -> ApplicationCommunicator:
+async def _open(consumer=Probe) -> ApplicationCommunicator:
+    communicator, _first = await _open_with_first(consumer)
+    return communicator
+
+
+async def _open_with_first(consumer=Probe) -> tuple[ApplicationCommunicator, dict]:
     scope = {"type": "websocket", "path": "/ws/probe/", "headers": [], "subprotocols": [], "query_string": b""}
-    communicator = ApplicationCommunicator(Probe.as_asgi(), {**scope, "user": None, "url_route": {"kwargs": {}}})
+    communicator = ApplicationCommunicator(consumer.as_asgi(), {**scope, "user": None, "url_route": {"kwargs": {}}})
     await communicator.send_input({"type": "websocket.connect"})
     assert (await communicator.receive_output(timeout=10))["type"] == "websocket.accept"
-    await communicator.receive_output(timeout=10)  # the page's first history
-    return communicator
+    first = await communicator.receive_output(timeout=10)  # the page's first history
+    return communicator, json.loads(first["text"])
 
 
 async def _close(communicator: ApplicationCommunicator) -> None:
@@ -157,3 +174,22 @@ def test_resyncs_are_answered_at_most_once_a_second_and_later_ones_coalesced(rin
 def test_requested_after_clamps_into_the_window_before_now(value, expected):
     text = json.dumps({"resync": value})
     assert resync.requested_after(text, now_ms=10_000, window_seconds=1) == expected
+
+
+def test_a_course_socket_opens_with_the_dashboards_heat_and_a_resync_gets_the_heat_again(ring):
+    async def run():
+        before, empty = await _open_with_first(CourseProbe)  # no frame published yet: an empty heat
+        await _close(before)
+        ring.heat = CourseHeat()
+        course = CourseFrame([CourseRow("ada", "a1", "gpu1/0", 55.0, 10.0, False, 0)], None).to_wire()
+        ring.heat.add({"seq": 41, "t": ring.frames[-1][0], **course})
+        communicator, first = await _open_with_first(CourseProbe)
+        await _ask(communicator, json.dumps({"resync": ring.frames[-30][0]}))
+        again = json.loads((await communicator.receive_output(timeout=5))["text"])
+        await _close(communicator)
+        return empty, first, again
+
+    empty, first, again = asyncio.run(run())
+    assert empty == {"type": "heat", "gpus": []}
+    assert first["type"] == again["type"] == "heat" and first["seq"] == again["seq"] == 41
+    assert first["gpus"][0]["util"][-1] == 55.0 and "frames" not in first

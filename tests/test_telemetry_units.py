@@ -194,6 +194,23 @@ def test_a_silent_node_is_stale_with_no_numbers_and_frames_keep_coming():
     assert frames["telemetry.node.1"]["stale"] is True and frames["telemetry.node.1"]["gpus"][0]["util"] is None
 
 
+def test_course_frames_come_once_a_second_and_name_their_gpus_only_when_the_roster_changed():
+    state = LiveState()
+    job = live_node(state)
+    builder = FrameBuilder()
+    first = builder.build(state.take(), now=1000.5)["telemetry.course.7"]
+    assert [r["key"] for r in first["gpus"]] == ["alice/6b3f0c2e/gpu01/0", "alice/6b3f0c2e/gpu01/2"]
+    assert first["util"] == [93, 12] and first["idle_s"] == [0, 0]
+    samples = [s for s in map(parse_nvidia_smi_line, ROWS.read_text().splitlines()) if s][:4]
+    state.put_gpus(1, samples, at=1000.7)  # the node's next sample: news for the job, not yet a second
+    news = builder.build(state.take(), now=1000.8)
+    assert f"telemetry.job.{job.job_id}" in news and "telemetry.course.7" not in news
+    second = builder.build(state.take(), now=1001.5)["telemetry.course.7"]
+    assert "gpus" not in second and second["roster"] == first["roster"] and len(second["util"]) == 2
+    builder.not_published()  # Redis lost that tick: the next frame names the GPUs again
+    assert builder.build(state.take(), now=1002.6)["telemetry.course.7"]["gpus"] == first["gpus"]
+
+
 def test_a_node_without_nvidia_smi_says_so():
     state = LiveState()
     state.node(1, 1, "cpu01")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import uuid
 from pathlib import Path
 
 from telemetry.parsers import CpuSample, DcgmGpu, DiskSample, GpuSample, HostSample
@@ -92,8 +94,25 @@ def test_course_rows_are_keyed_by_student_job_and_gpu_and_sent_in_key_order():
             CourseRow("ada", "a1b2c3d4e5", "gpu02/1", None, None, True, 0)]  # fmt: skip
     wire = CourseFrame(rows, None).to_wire()
     assert [r["key"] for r in wire["gpus"]] == ["ada/a1b2c3d4/gpu02/1", "zoe/ffffffff/gpu01/0"]
-    assert wire["gpus"][0] == {"key": "ada/a1b2c3d4/gpu02/1", "job": "a1b2c3d4e5", "student": "ada", "util": None,
-                               "mem": None, "stale": True, "idle_s": 0, "simulated": False}  # fmt: skip
+    assert wire["gpus"][0] == {"key": "ada/a1b2c3d4/gpu02/1", "job": "a1b2c3d4e5", "student": "ada", "simulated": False}
+    # One number per GPU, in the roster's order; a stale GPU's are null, never zero.
+    assert (wire["util"], wire["mem"], wire["idle_s"]) == ([None, 5.0], [None, 10.0], [0, 120])
+
+
+def test_a_course_frame_names_its_roster_and_carries_the_entries_only_when_asked():
+    rows = [CourseRow("ada", "a1", "gpu02/1", 33.333333, 1.0, False, 0)]
+    frame = CourseFrame(rows, 5)
+    lean = frame.to_wire(with_roster=False)
+    assert "gpus" not in lean and lean["roster"] == frame.to_wire()["roster"] and lean["util"] == [33.3]
+    moved = CourseFrame([CourseRow("ada", "a1", "gpu02/1", 90.0, 2.0, False, 30)], 6)
+    assert moved.roster == frame.roster  # the same GPUs: the same roster, whatever their numbers
+    other = CourseFrame([*rows, CourseRow("bob", "b1", "gpu02/0", 1.0, 1.0, False, 0)], 5)
+    assert other.roster != frame.roster
+    many = [
+        CourseRow(f"student{i:02d}", str(uuid.uuid4()), f"gpu{i:02d}/{i % 8}", 50.0, 20.0, False, 0) for i in range(100)
+    ]
+    sizes = [len(json.dumps(CourseFrame(many, 5).to_wire(with_roster=w), separators=(",", ":"))) for w in (False, True)]
+    assert sizes[0] < sizes[1] / 4, sizes  # a second of a class without its roster
 
 
 def test_every_key_a_record_writes_is_documented_next_to_the_javascript():

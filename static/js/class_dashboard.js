@@ -1,6 +1,7 @@
 // The class dashboard (telemetry/templates/telemetry/course_dashboard.html): a canvas heatmap with one row per student,
-// their GPUs averaged every 5 s, the least busy first; a student's row opens into one row per GPU. It reads the
-// course group's frames ({gpus: [{key, job, student, util, idle_s, stale}]}) through TelemetrySocket
+// their GPUs averaged every 5 s, the least busy first; a student's row opens into one row per GPU. It opens with the
+// server's cells of the last five minutes (a "heat" message, telemetry/heat.py) and then reads the course group's
+// frames, every GPU once a second in columns ({roster, util: […], idle_s: […]}), through TelemetrySocket
 // (static/js/telemetry.js, loaded before this file; the keys: docs/telemetry-wire.md), and draws at most once a
 // second, never per frame, from a one-second timer (nothing while the tab is hidden or the heatmap is off-screen).
 // A draw does only what changed: the cells are painted when their colours changed (from a one-pixel-per-cell image),
@@ -58,6 +59,8 @@ class ClassHeatmap {
     this.names = labels.names; // username → name
     this.jobLabels = labels.jobs; // job id → "tiny-lm-single 3f2a1b9c"
     this.gpus = new Map(); // key → {key, job, student, gpu, idle, seen, util and at: its buckets (gpuRing)}
+    this.roster = null; // the roster the frames' columns follow, and its GPUs, one per column
+    this.columns = [];
     this.expanded = new Set(); // students shown one row per GPU
     this.rows = []; // what each heatmap row is, top to bottom: {student} or {gpu}
     this.dirty = false;
@@ -104,25 +107,56 @@ class ClassHeatmap {
     return Date.now() - (Number.isFinite(this.offset) ? this.offset : 0);
   }
 
+  // A frame holds every GPU in columns (docs/telemetry-wire.md): `util` and `idle_s` carry one number per GPU, in the
+  // order of the roster it names; a frame with `gpus` brings a new roster. A frame whose roster this page never got
+  // (the one that brought it was lost) cannot be read: the page asks for the heat, which names the roster.
   receive(frame) {
     this.offset = Math.min(this.offset, Date.now() - frame.t);
-    const bucket = Math.floor(frame.t / BUCKET_MS) * BUCKET_MS;
-    const slot = (bucket / BUCKET_MS) % COLUMNS;
-    for (const g of frame.gpus || []) {
-      let gpu = this.gpus.get(g.key);
-      if (!gpu) {
-        // key: student/job8/node/index
-        gpu = { key: g.key, job: g.job, student: g.student, gpu: g.key.split("/").slice(2).join("/"), ...gpuRing() };
-        this.gpus.set(g.key, gpu);
-      }
-      gpu.util[slot] = g.util ?? NaN; // a bucket holds its newest sample
-      gpu.at[slot] = bucket;
-      gpu.idle = g.idle_s || 0;
-      gpu.seen = frame.t;
-      if (g.simulated && this.simulatedNote && this.simulatedNote.hidden) this.simulatedNote.hidden = false;
+    if (frame.gpus) this.useRoster(frame.roster, frame.gpus.map((g) => this.track(g)));
+    if (frame.roster !== this.roster || frame.util.length !== this.columns.length) {
+      if (this.askHeat) this.askHeat();
+      return;
     }
+    const bucket = Math.floor(frame.t / BUCKET_MS) * BUCKET_MS;
+    this.columns.forEach((gpu, i) => {
+      setCell(gpu, bucket, frame.util[i] ?? NaN); // a bucket holds its newest sample
+      gpu.idle = frame.idle_s[i] || 0;
+      gpu.seen = frame.t;
+    });
     this.dirty = true;
     this.el.dataset.frames = String(++this.frames);
+  }
+
+  // The server's cells of the last five minutes ({type: "heat", first, bucket_ms, gpus: [{…, seen, util: [60]}],
+  // roster, live}), what the page opens with and what a resync brings: each cell is its column's newest sample, as
+  // frames leave it, and `live` names the columns of the frames that follow.
+  load(heat) {
+    if (!heat.gpus.length) return;
+    this.offset = Math.min(this.offset, Date.now() - heat.t);
+    for (const g of heat.gpus) {
+      const gpu = this.track(g);
+      g.util.forEach((value, i) => { if (value !== null) setCell(gpu, heat.first + i * heat.bucket_ms, value); });
+      gpu.seen = Math.max(gpu.seen || 0, g.seen);
+      gpu.idle = g.idle_s || 0;
+    }
+    if (heat.roster) this.useRoster(heat.roster, heat.live.map((key) => this.gpus.get(key)));
+    this.dirty = true;
+  }
+
+  useRoster(roster, gpus) {
+    this.roster = roster;
+    this.columns = gpus;
+  }
+
+  // A GPU's record (key: student/job8/node/index), made when it first appears.
+  track(g) {
+    let gpu = this.gpus.get(g.key);
+    if (!gpu) {
+      gpu = { key: g.key, job: g.job, student: g.student, gpu: g.key.split("/").slice(2).join("/"), ...gpuRing() };
+      this.gpus.set(g.key, gpu);
+    }
+    if (g.simulated && this.simulatedNote && this.simulatedNote.hidden) this.simulatedNote.hidden = false;
+    return gpu;
   }
 
   // The GPUs shown, by student: in use now, or (marked ended) used by a job that ended within the five minutes, so a
@@ -480,6 +514,13 @@ class ClassHeatmap {
 // Each GPU's last COLUMNS buckets in a ring: util (NaN: no sample) and the bucket each slot holds now.
 const gpuRing = () => ({ util: new Float32Array(COLUMNS).fill(NaN), at: new Float64Array(COLUMNS).fill(-1) });
 
+// A GPU's cell for bucket t: its slot of the ring now holds that bucket.
+function setCell(gpu, t, value) {
+  const slot = (t / BUCKET_MS) % COLUMNS;
+  gpu.util[slot] = value;
+  gpu.at[slot] = t;
+}
+
 // A GPU's value in bucket t, or null where it has no sample.
 function valueAt(gpu, t) {
   const slot = (t / BUCKET_MS) % COLUMNS;
@@ -512,7 +553,11 @@ document.addEventListener("DOMContentLoaded", () => {
   const root = document.querySelector("[data-class-dashboard]");
   if (!root) return;
   const heatmap = new ClassHeatmap(root);
-  new TelemetrySocket(root.dataset.socket, { frame: (frame) => heatmap.receive(frame) });
+  const socket = new TelemetrySocket(root.dataset.socket, {
+    heat: (heat) => heatmap.load(heat),
+    frame: (frame) => heatmap.receive(frame),
+  });
+  heatmap.askHeat = () => socket.resync();
   // Redraw once a second when frames came, and every 5 s regardless, so GPUs that stopped reporting leave. A hidden
   // tab does no drawing at all and catches up when shown. Drawn in the timer itself: asking for an animation frame
   // each second cost more than a draw of the newest column.

@@ -57,9 +57,22 @@ class TelemetrySocket {
       // A reconnect draws the whole history again; frames up to its newest are in it.
       if (message.last) { this.lastSeq = message.last.seq; this.lastT = message.last.t; }
       if (this.handlers.series) this.handlers.series(message);
+    } else if (message.type === "heat") {
+      // The class dashboard's cells up to frame `seq` (on opening, and as a resync's answer). A late answer is drawn
+      // but never moves the count back, or the frames after it would look lost again.
+      if (message.seq > this.lastSeq || this.lastSeq - message.seq >= 1000) {
+        this.lastSeq = message.seq;
+        this.lastT = message.t;
+      }
+      if (this.handlers.heat) this.handlers.heat(message);
     } else if (this.handlers[message.type]) {
       this.handlers[message.type](message);
     }
+  }
+
+  // Asks for what came after the last frame held (answered at most once a second, later asks coalesced).
+  resync() {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ resync: this.lastT }));
   }
 
   frame(frame, fromHistory) {
@@ -67,7 +80,7 @@ class TelemetrySocket {
       // Already shown (a resync overlaps), unless the counter started again (Redis lost its data).
       if (fromHistory || this.lastSeq - frame.seq < 1000) return;
     } else if (!fromHistory && this.lastSeq && frame.seq > this.lastSeq + 1) {
-      this.ws.send(JSON.stringify({ resync: this.lastT }));
+      this.resync();
     }
     this.lastSeq = frame.seq;
     this.lastT = frame.t;

@@ -118,6 +118,7 @@ class Collector:
                 self.redis_down_since = None
         except (RedisError, OSError) as exc:
             # Frames of this tick are lost; clients see the gap in seq and fetch the ring once Redis is back.
+            self.builder.not_published()
             if self.redis_down_since is None:
                 self.redis_down_since = time.monotonic()
                 logger.warning("telemetry: cannot publish, Redis: %s", exc)

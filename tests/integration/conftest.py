@@ -635,6 +635,7 @@ def start_web(env: dict[str, str], log: Path) -> Daemon:
     port = free_port()
     argv = [str(ROOT / ".venv/bin/uvicorn"), "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
     argv += ["--forwarded-allow-ips", env.get("TRUSTED_PROXIES", "")]  # as scripts/demo.sh: none unless configured
+    argv += ["--ws", "websockets-sansio", "--ws-per-message-deflate", "false"]  # as deployed (deploy/entrypoint.sh)
     # uvicorn logs "startup complete" before it binds; "running on" comes once the socket listens.
     server = Daemon(argv, env, log, lambda text: "Uvicorn running on" in text).start()
     server.url = f"http://127.0.0.1:{port}"

@@ -20,6 +20,7 @@ from courses.models import Enrollment, Role
 from jobs.models import Job
 from telemetry.models import SeriesChunk
 from telemetry.stream import KEY_PREFIX, Publisher, course_group
+from telemetry.wire import CourseFrame, CourseRow
 
 from .test_browser import log_in
 from .test_pages_browser import no_sideways_scroll
@@ -53,18 +54,17 @@ def full_class(course, cluster, sleep_template):
 
 def course_frame(
     students, t_ms: int, idle_students=IDLE, shift: float = 0.0, ended=frozenset(), simulated: bool = False
-) -> dict:
+) -> CourseFrame:
     rows = []
     for i, (user, job) in enumerate(students):
         if i in ended:  # the job ended: the collector sends its GPUs no more
             continue
         for gpu in (0, 1):
             idle = i in idle_students
-            rows.append({"key": f"{user.username}/{str(job.pk)[:8]}/node{i % 8}/{gpu}", "job": str(job.pk),
-                         "student": user.username, "util": 0.0 if idle else 40.0 + (i * 7 + gpu * 13) % 60 - shift,
-                         "mem": 30.0, "stale": False, "idle_s": 400 if idle else 0,
-                         "simulated": simulated})  # fmt: skip
-    return {"kind": "course", "gpus": rows, "st": t_ms}
+            util = 0.0 if idle else 40.0 + (i * 7 + gpu * 13) % 60 - shift
+            rows.append(CourseRow(user.username, str(job.pk), f"node{i % 8}/{gpu}", util, 30.0, False,
+                                  400 if idle else 0, simulated))  # fmt: skip
+    return CourseFrame(rows, t_ms)
 
 
 class Feed:
@@ -85,13 +85,19 @@ class Feed:
     def run(self) -> None:
         async def feed():
             publisher = Publisher()
+            roster = None  # as the collector does: a frame names its GPUs only when they changed
+
+            async def publish(frame: CourseFrame, t: int) -> None:
+                nonlocal roster
+                await publisher.publish({self.group: frame.to_wire(with_roster=frame.roster != roster)}, now_ms=t)
+                roster = frame.roster
+
             now = int(time.time() * 1000)
             for t in range(now - 295_000, now, 5000):
-                await publisher.publish({self.group: course_frame(self.students, t)}, now_ms=t)
+                await publish(course_frame(self.students, t), t)
             while not self.stop.is_set():
                 t = int(time.time() * 1000)
-                frame = course_frame(self.students, t, self.idle, self.shift, self.ended, self.simulated)
-                await publisher.publish({self.group: frame}, now_ms=t)
+                await publish(course_frame(self.students, t, self.idle, self.shift, self.ended, self.simulated), t)
                 await asyncio.sleep(1)
             await publisher.close()
 
@@ -126,6 +132,9 @@ def test_sixty_students_get_one_labelled_row_each_with_the_idle_first(web, brows
         hover = page.evaluate("document.querySelector('[data-chart=heatmap]').heatmap.cellText(0, 57)")
         assert hover.startswith("Student No. ") and "· sleep-echo " in hover and " % at " in hover
         assert "mean GPU util of 2 GPUs 0 %" in hover
+        # Three minutes ago: a column only the socket's first message (the heat) can fill.
+        earlier = page.evaluate("document.querySelector('[data-chart=heatmap]').heatmap.cellText(0, 20)")
+        assert "mean GPU util of 2 GPUs 0 %" in earlier
 
         # Every row's label is drawn, none on top of another: the chart grows with the class.
         tops = page.evaluate(
@@ -172,7 +181,7 @@ def test_sixty_students_get_one_labelled_row_each_with_the_idle_first(web, brows
 
 @pytest.mark.timeout(120)
 def test_a_class_with_no_gpus_in_use_says_so_instead_of_blank_axes(web, browser, instructor, course, alice):
-    redis.Redis.from_url(os.environ["REDIS_URL"]).delete(f"{KEY_PREFIX}:ring:{course_group(course.pk)}")
+    redis.Redis.from_url(os.environ["REDIS_URL"]).delete(f"{KEY_PREFIX}:heat:{course_group(course.pk)}")
     page = open_page(browser, 1280)
     log_in(page, web, "ines")
     page.goto(f"{web.url}/courses/{course.slug}/dashboard/")

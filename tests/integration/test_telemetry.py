@@ -22,7 +22,7 @@ from tests.kind_settings import set_cluster
 from .conftest import ROOT, Daemon, free_port, start_web, wait_for
 from .gpu_replays import IDLE, STARVING, gpus_of, gres_indexes, replay
 from .jobs_api import launch
-from .ws import Socket
+from .ws import Socket, course_rows
 
 ROWS = Path(__file__).resolve().parents[2] / "scripts/fixtures/nvidia-smi-query.csv"
 FIXTURE = [s for s in map(parse_nvidia_smi_line, ROWS.read_text().splitlines()) if s]
@@ -95,8 +95,8 @@ def test_sockets_only_join_what_the_user_may_see(
         assert refusal.value.response.status_code == 403, (user, path)
 
     with Socket(web, instructor, f"/ws/courses/{course.slug}/") as socket:
-        frame = socket.wait(lambda m: m.get("kind") == "course" and m["gpus"], what="a course frame")
-        assert {g["student"] for g in frame["gpus"]} == {"alice"} and frame["gpus"][0]["job"] == str(job.pk)
+        rows = course_rows(socket)
+        assert {g["student"] for g in rows} == {"alice"} and rows[0]["job"] == str(job.pk)
     with Socket(web, instructor, f"/ws/jobs/{job.pk}/") as socket:
         socket.wait(with_gpus, what="the job's frames, for its instructor")
 
@@ -287,8 +287,7 @@ def _hints_and_the_class_view(web, alice, instructor, course, job, starving: int
         starvation = next(h for h in hinted["hints"] if h["code"] == "input_starvation")
         assert "num_workers" in starvation["advice"] and "pin_memory" in starvation["advice"]
     with Socket(web, instructor, f"/ws/courses/{course.slug}/") as socket:
-        frame = socket.wait(lambda m: m.get("kind") == "course" and m["gpus"], what="a course frame")
-        idle = {g["key"].rsplit("/", 1)[-1]: g["idle_s"] for g in frame["gpus"]}
+        idle = {g["key"].rsplit("/", 1)[-1]: g["idle_s"] for g in course_rows(socket)}
         assert idle[str(idle_gpu)] >= 20 and idle[str(starving)] == 0
 
 

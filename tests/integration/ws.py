@@ -48,3 +48,22 @@ class Socket:
 
     def frames(self, kind: str) -> list[dict]:
         return [m for m in self.messages if m.get("type") == "frame" and m.get("kind") == kind]
+
+
+def course_rows(socket: Socket, *, timeout: float = 30) -> list[dict]:
+    """The class dashboard's GPUs as its page reads them, once it has any: a course frame's columns joined to the
+    roster it names, which the socket's heat or an earlier frame brought (docs/telemetry-wire.md), a row per GPU."""
+    rosters: dict[str, list[dict]] = {}
+
+    def rows(message: dict) -> list[dict]:
+        if message.get("type") == "heat" and message.get("roster"):
+            entries = {g["key"]: g for g in message["gpus"]}
+            rosters[message["roster"]] = [entries[key] for key in message["live"]]
+        if message.get("kind") != "course":
+            return []
+        if "gpus" in message:
+            rosters[message["roster"]] = message["gpus"]
+        columns = zip(rosters.get(message["roster"], []), message["util"], message["mem"], message["idle_s"])
+        return [{**entry, "util": util, "mem": mem, "idle_s": idle_s} for entry, util, mem, idle_s in columns]
+
+    return rows(socket.wait(lambda m: bool(rows(m)), timeout=timeout, what="a course frame with GPUs"))
