@@ -63,7 +63,10 @@ def course_rows(socket: Socket, *, timeout: float = 30) -> list[dict]:
             return []
         if "gpus" in message:
             rosters[message["roster"]] = message["gpus"]
-        columns = zip(rosters.get(message["roster"], []), message["util"], message["mem"], message["idle_s"])
+        roster = rosters.get(message["roster"])
+        if roster is None:  # a roster this socket was never told: the page asks for the heat
+            return []
+        columns = zip(roster, message["util"], message["mem"], message["idle_s"], strict=True)
         return [{**entry, "util": util, "mem": mem, "idle_s": idle_s} for entry, util, mem, idle_s in columns]
 
     return rows(socket.wait(lambda m: bool(rows(m)), timeout=timeout, what="a course frame with GPUs"))
