@@ -131,7 +131,7 @@ class ClassHeatmap {
   // roster, live}), what the page opens with and what a resync brings: each cell is its column's newest sample, as
   // frames leave it, and `live` names the columns of the frames that follow.
   load(heat) {
-    if (!heat.gpus.length) return;
+    if (!heat.gpus.length && !heat.roster) return; // before the class's first frame
     this.offset = Math.min(this.offset, Date.now() - heat.t);
     for (const g of heat.gpus) {
       const gpu = this.track(g);

@@ -196,6 +196,41 @@ def test_a_class_with_no_gpus_in_use_says_so_instead_of_blank_axes(web, browser,
     page.screenshot(path=f"{SHOTS}/dashboard-empty-1280.png", full_page=True)
 
 
+@pytest.mark.timeout(120)
+def test_a_class_whose_jobs_hold_no_gpus_reads_its_frames_without_asking_for_more(web, browser, instructor, course):
+    """Jobs running on CPU nodes: the frames name an empty roster, which the page opened with, so it asks nothing."""
+    group = course_group(course.pk)
+    redis.Redis.from_url(os.environ["REDIS_URL"]).delete(f"{KEY_PREFIX}:heat:{group}")
+
+    def publish(seconds: int, *, first: bool) -> None:  # in a thread of its own: Playwright's loop runs in this one
+        async def frames():
+            publisher = Publisher()
+            for i in range(seconds):
+                t = int(time.time() * 1000)
+                named = first and i == 0  # as the collector: the roster once, when it is new
+                await publisher.publish({group: CourseFrame([], t).to_wire(with_roster=named)}, now_ms=t)
+                await asyncio.sleep(1)
+            await publisher.close()
+
+        thread = threading.Thread(target=asyncio.run, args=(frames(),))
+        thread.start()
+        thread.join()
+
+    publish(2, first=True)  # the heat now names the empty roster
+    page = open_page(browser, 1280)
+    asked: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: asked.append(str(payload))))
+    log_in(page, web, "ines")
+    page.goto(f"{web.url}/courses/{course.slug}/dashboard/")
+    expect(page.locator("[data-heatmap-empty]")).to_be_visible()
+    publish(4, first=False)
+    assert page.evaluate("document.querySelector('[data-chart=heatmap]').heatmap.roster") is not None
+    assert asked == []  # no resync: every frame was readable
+    expect(page.locator("[data-heatmap-empty]")).to_have_text(
+        "No GPUs in use right now. Students' GPUs appear here as soon as their jobs start."
+    )
+
+
 # Marks every row label (a JS property: the same element keeps it) and records what changes in the labels.
 WATCH_LABELS = """() => {
   const labels = document.querySelector('[data-chart=heatmap] .heat-labels');
