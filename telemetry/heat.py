@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 BUCKET_MS = 5000  # static/js/class_dashboard.js BUCKET_MS: one column
 COLUMNS = 60  # ... and COLUMNS: five minutes
+KEPT_SECONDS = COLUMNS * BUCKET_MS // 1000  # a heat no frame renewed for this long shows nothing: Redis drops it
 
 
 @dataclass

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from .heat import CourseHeat
+from .heat import KEPT_SECONDS, CourseHeat
 
 RING_SECONDS = 600
 KEY_PREFIX = "gpulab:telemetry"
@@ -101,7 +101,7 @@ class Publisher:
                 if keeps_heat(group):
                     heat = self.heats[group]
                     heat.add(body)
-                    pipe.set(_heat_key(group), heat.text(), ex=RING_SECONDS)
+                    pipe.set(_heat_key(group), heat.text(), ex=KEPT_SECONDS)
                     continue
                 key = _ring_key(group)
                 pipe.zadd(key, {text: now_ms})

@@ -29,7 +29,7 @@ from .summary import REPORT_COLUMNS, course_report
 
 STUDENT_COLUMNS = ["Student", "Status", "Running", "Waiting", "Jobs", "Failed", "GPU-hours", "Mean GPU utilization"]
 STUDENT_COLUMNS += ["Last activity", "Idle"]
-ENDED_LABELS_FOR = timedelta(hours=1)  # the heatmap's frames from the ring can name a job that ended this long ago
+ENDED_LABELS_FOR = timedelta(hours=1)  # the heatmap's heat can name a job that ended (kept five minutes)
 
 
 @login_required

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from telemetry.parsers import DcgmGpu, GpuSample, HostSample
 
@@ -222,7 +223,7 @@ class CourseFrame:
     def rows(self) -> list[CourseRow]:
         return sorted(self.gpus, key=lambda r: r.key)
 
-    @property
+    @cached_property
     def roster(self) -> str:
         """The roster's name: a digest of its entries, so a collector that starts again names the same one alike."""
         entries = json.dumps([r.to_wire() for r in self.rows], separators=(",", ":"))

@@ -7,7 +7,7 @@ import asyncio
 import json
 
 from telemetry import stream
-from telemetry.heat import BUCKET_MS, COLUMNS, CourseHeat
+from telemetry.heat import BUCKET_MS, COLUMNS, KEPT_SECONDS, CourseHeat
 from telemetry.wire import CourseFrame, CourseRow
 
 T0 = 1_800_000_000_000  # a column's start (ms)
@@ -93,6 +93,7 @@ class FakeRedis:
 
     def __init__(self, stored: dict | None = None):
         self.values: dict[str, object] = dict(stored or {})
+        self.expiry: dict[str, int | None] = {}
 
     def pipeline(self, transaction=False):
         return FakePipeline(self)
@@ -124,6 +125,7 @@ class FakePipeline:
             if name == "set":
                 if not (kw.get("nx") and args[0] in values):
                     values[args[0]] = args[1]
+                    self.redis.expiry[args[0]] = kw.get("ex")
             elif name == "incr":
                 values[args[0]] = int(values.get(args[0], 0)) + 1
             elif name == "zadd":
@@ -157,6 +159,8 @@ def test_a_course_group_keeps_its_heat_instead_of_a_ring_and_job_groups_keep_the
     assert heat["type"] == "heat" and heat["gpus"][0]["util"][-1] == 61.0
     assert heat["seq"] == json.loads(next(m["text"] for g, m in layer.sent if g == course))["seq"]
     assert asyncio.run(stream.heat(FakeRedis(), course)) == stream.EMPTY_HEAT
+    # A class whose jobs all ended sends no frames: its heat leaves Redis when its last column leaves the page.
+    assert redis.expiry[f"{stream.KEY_PREFIX}:heat:{course}"] == KEPT_SECONDS == 300
 
 
 def test_a_new_publisher_carries_on_the_heat_redis_holds():

@@ -111,6 +111,7 @@ class ClassHeatmap {
   // order of the roster it names; a frame with `gpus` brings a new roster. A frame whose roster this page never got
   // (the one that brought it was lost) cannot be read: the page asks for the heat, which names the roster.
   receive(frame) {
+    if (!Array.isArray(frame.util)) return; // a frame of another version of the portal, while it is being deployed
     this.offset = Math.min(this.offset, Date.now() - frame.t);
     if (frame.gpus) this.useRoster(frame.roster, frame.gpus.map((g) => this.track(g)));
     if (frame.roster !== this.roster || frame.util.length !== this.columns.length) {
@@ -123,6 +124,7 @@ class ClassHeatmap {
       gpu.idle = frame.idle_s[i] || 0;
       gpu.seen = frame.t;
     });
+    this.readSeq = frame.seq;
     this.dirty = true;
     this.el.dataset.frames = String(++this.frames);
   }
@@ -130,16 +132,23 @@ class ClassHeatmap {
   // The server's cells of the last five minutes ({type: "heat", first, bucket_ms, gpus: [{…, seen, util: [60]}],
   // roster, live}), what the page opens with and what a resync brings: each cell is its column's newest sample, as
   // frames leave it, and `live` names the columns of the frames that follow.
+  // A resync's answer may come after frames newer than it (read before they were sent): it then only fills the cells
+  // the page lacks, and leaves the roster, idle times and last-seen times those frames brought. The page's clock is
+  // set by frames alone: a heat may be minutes old (a class whose jobs ended), and its GPUs then show as ended.
   load(heat) {
     if (!heat.gpus.length && !heat.roster) return; // before the class's first frame
-    this.offset = Math.min(this.offset, Date.now() - heat.t);
+    const older = this.readSeq !== undefined && heat.seq < this.readSeq && this.readSeq - heat.seq < 1000;
     for (const g of heat.gpus) {
       const gpu = this.track(g);
-      g.util.forEach((value, i) => { if (value !== null) setCell(gpu, heat.first + i * heat.bucket_ms, value); });
+      g.util.forEach((value, i) => {
+        const t = heat.first + i * heat.bucket_ms;
+        if (value !== null && !(older && holds(gpu, t))) setCell(gpu, t, value);
+      });
+      if (older && gpu.seen !== undefined) continue;
       gpu.seen = Math.max(gpu.seen || 0, g.seen);
       gpu.idle = g.idle_s || 0;
     }
-    if (heat.roster) this.useRoster(heat.roster, heat.live.map((key) => this.gpus.get(key)));
+    if (heat.roster && !older) this.useRoster(heat.roster, heat.live.map((key) => this.gpus.get(key)));
     this.dirty = true;
   }
 
@@ -520,6 +529,9 @@ function setCell(gpu, t, value) {
   gpu.util[slot] = value;
   gpu.at[slot] = t;
 }
+
+// Whether a GPU's ring holds bucket t now.
+const holds = (gpu, t) => gpu.at[(t / BUCKET_MS) % COLUMNS] === t;
 
 // A GPU's value in bucket t, or null where it has no sample.
 function valueAt(gpu, t) {

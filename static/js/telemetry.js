@@ -5,7 +5,8 @@
 // tab are not drawn and catch up when shown, their queued points folded into their columns now and then (thinned
 // like the others), so a page left open for hours holds the same memory as one just opened. The frames' keys: docs/telemetry-wire.md. Which number of a frame feeds which chart comes with the series message
 // (static/js/telemetry-charts.json, read by telemetry/series.py too). The server numbers frames per group (seq);
-// a jump means frames were lost, and the page asks for the ring from the time of the last frame it holds.
+// a jump means frames were lost, and the page asks for what came after the last frame it holds (the ring's
+// frames; on the class dashboard, its heat).
 // Stale samples arrive as null and show as gaps, never as zeros.
 "use strict";
 

@@ -52,6 +52,15 @@ def full_class(course, cluster, sleep_template):
     return list(zip(users, jobs, strict=True))
 
 
+def open_full_dashboard(page, web, course):
+    """The instructor's dashboard, once its heatmap has a row for every student; returns the heatmap."""
+    log_in(page, web, "ines")
+    page.goto(f"{web.url}/courses/{course.slug}/dashboard/")
+    heatmap = page.locator("[data-chart=heatmap]")
+    expect(heatmap).to_have_attribute("data-rows", str(STUDENTS), timeout=30_000)
+    return heatmap
+
+
 def course_frame(
     students, t_ms: int, idle_students=IDLE, shift: float = 0.0, ended=frozenset(), simulated: bool = False
 ) -> CourseFrame:
@@ -231,6 +240,33 @@ def test_a_class_whose_jobs_hold_no_gpus_reads_its_frames_without_asking_for_mor
     )
 
 
+# A resync's answer read before the frames the page has since drawn: another roster, an idle time and a value for
+# every column. Returns what it changed of the newest frames' work.
+LATE_HEAT = """() => {
+  const heatmap = document.querySelector('[data-chart=heatmap]').heatmap;
+  const [roster, offset, gpu] = [heatmap.roster, heatmap.offset, heatmap.columns[0]];
+  const newest = Math.floor(gpu.seen / 5000) * 5000; // the newest frame's column
+  const before = valueAt(gpu, newest), idle = gpu.idle;
+  heatmap.load({ type: 'heat', seq: heatmap.readSeq - 3, t: newest - 600000, first: newest - 59 * 5000,
+    bucket_ms: 5000, roster: 'an-older-roster', live: [gpu.key],
+    gpus: [{ key: gpu.key, job: gpu.job, student: gpu.student, seen: newest - 600000, idle_s: 999, simulated: false,
+             util: Array(60).fill(1) }] });
+  return { roster: heatmap.roster === roster, offset: heatmap.offset === offset, idle: gpu.idle === idle,
+           newest: valueAt(gpu, newest) === before, before };
+}"""
+
+
+@pytest.mark.timeout(120)
+def test_a_late_heat_fills_only_what_the_page_lacks(web, browser, instructor, course, full_class):
+    page = open_page(browser, 1280)
+    with Feed(course, full_class):
+        open_full_dashboard(page, web, course)
+        page.wait_for_function("document.querySelector('[data-chart=heatmap]').dataset.frames >= 2")
+        kept = page.evaluate(LATE_HEAT)
+        assert kept["before"] is not None
+        assert kept == {"roster": True, "offset": True, "idle": True, "newest": True, "before": kept["before"]}
+
+
 # Marks every row label (a JS property: the same element keeps it) and records what changes in the labels.
 WATCH_LABELS = """() => {
   const labels = document.querySelector('[data-chart=heatmap] .heat-labels');
@@ -248,12 +284,9 @@ WATCH_LABELS = """() => {
 @pytest.mark.timeout(180)
 def test_redraws_touch_only_the_rows_that_changed(web, browser, instructor, course, full_class):
     page = open_page(browser, 1280)
-    log_in(page, web, "ines")
-    heatmap = page.locator("[data-chart=heatmap]")
     labels = page.locator("[data-chart=heatmap] .heat-label")
     with Feed(course, full_class) as feed:
-        page.goto(f"{web.url}/courses/{course.slug}/dashboard/")
-        expect(heatmap).to_have_attribute("data-rows", str(STUDENTS), timeout=30_000)
+        heatmap = open_full_dashboard(page, web, course)
         page.wait_for_timeout(1500)
         page.evaluate(WATCH_LABELS)
         frames = int(heatmap.get_attribute("data-frames"))
