@@ -488,6 +488,11 @@ def _nothing_onto_the_node_outside_its_group(request, monkeypatch):
     )
 
 
+# How long a job that asks for several of the node's four GPUs may wait to start: the other lanes' jobs share them,
+# and one that holds a GPU may run a minute or two. (A job of one GPU starts within the fixture's default.)
+SHARED_GPUS_WAIT = 240
+
+
 @pytest.fixture
 def job_state():
     from jobs.models import Job

@@ -5,6 +5,7 @@ Celery worker's budget pass stops the running job once the course's grace has pa
 
 from decimal import Decimal
 
+import pytest
 from django.urls import reverse
 from django.utils import timezone
 
@@ -15,9 +16,10 @@ from jobs.models import Job
 from notifications.models import Notification
 from tests.integration.jobs_api import launch
 
-from .conftest import slurm, wait_for
+from .conftest import SHARED_GPUS_WAIT, slurm, wait_for
 
 
+@pytest.mark.timeout(300 + SHARED_GPUS_WAIT)  # its two GPUs may wait for the other lanes' jobs, then a grace passes
 def test_tiny_budget_refuses_a_launch_and_stops_the_running_job_after_the_grace(
     worker, login, api_for, alice, cluster, sleep_template, course, job_state
 ):
@@ -28,7 +30,8 @@ def test_tiny_budget_refuses_a_launch_and_stops_the_running_job_after_the_grace(
         student_gpu_hours=Decimal("0.01"), budget_period=BudgetPeriod.WEEK, budget_grace_minutes=1
     )
     course.refresh_from_db()
-    job = job_state(launch(api_for, alice, seconds=300, gpus_per_node=2, partition="gpu"), JobState.RUNNING)
+    launched = launch(api_for, alice, seconds=300, gpus_per_node=2, partition="gpu")
+    job = job_state(launched, JobState.RUNNING, timeout=SHARED_GPUS_WAIT)
     wait_for(lambda: standing_of(course, alice)[0].exhausted, timeout=60, what="the budget to be used up")
     evaluate_budgets.delay()  # what beat sends every minute, run by the worker
     overrun = wait_for(lambda: BudgetOverrun.objects.filter(course=course, student=alice).first(), what="overrun")

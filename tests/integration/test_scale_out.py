@@ -18,7 +18,7 @@ from core.choices import ON_SCHEDULER_STATES
 from jobs.models import Job
 from workers.tasks import submit_job
 
-from .conftest import Worker, slurm, start_web, wait_for
+from .conftest import SHARED_GPUS_WAIT, Worker, slurm, start_web, wait_for
 from .ws import Socket
 
 BURST = 12
@@ -181,7 +181,7 @@ def test_a_job_launched_through_one_web_process_is_followed_live_through_the_oth
     goes to web-a, the student's page (its socket and its API) to web-b, and web-b streams the job's own GPUs."""
     token = Token.objects.create(user=alice).key
     job_id = post_launch(web_pair[0], token, f"launch-{uuid.uuid4().hex[:8]}", gpus_per_node=2, seconds=120)
-    job = job_state(Job.objects.get(pk=job_id), "running")
+    job = job_state(Job.objects.get(pk=job_id), "running", timeout=SHARED_GPUS_WAIT)
     assert api_get(web_pair[1], token, f"/api/v1/jobs/{job_id}/")["state"] == "running"
     with Socket(web_pair[1], alice, f"/ws/jobs/{job_id}/") as socket:
         assert socket.wait(lambda m: True, what="the history")["type"] == "series"

@@ -19,7 +19,7 @@ from telemetry.models import JobSummary, Node
 from telemetry.parsers import parse_nvidia_smi_line
 from tests.kind_settings import set_cluster
 
-from .conftest import ROOT, Daemon, free_port, start_web, wait_for
+from .conftest import ROOT, SHARED_GPUS_WAIT, Daemon, free_port, start_web, wait_for
 from .gpu_replays import IDLE, STARVING, gpus_of, gres_indexes, replay
 from .jobs_api import launch
 from .ws import Socket, course_rows
@@ -30,7 +30,7 @@ FIXTURE = [s for s in map(parse_nvidia_smi_line, ROWS.read_text().splitlines()) 
 
 def running_gpu_job(api_for, user, job_state, *, gpus: int = 2, seconds: int = 120) -> Job:
     job = launch(api_for, user, gpus_per_node=gpus, seconds=seconds, time_minutes=5)
-    return job_state(job, "running")
+    return job_state(job, "running", timeout=SHARED_GPUS_WAIT if gpus > 1 else 90)
 
 
 def with_gpus(message: dict) -> bool:
@@ -258,7 +258,7 @@ def _has_step(socket, step: int) -> bool:
 
 
 @pytest.mark.slurm_gpu_replays
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(180 + SHARED_GPUS_WAIT)  # its two GPUs may wait for the other lanes' jobs
 def test_bottleneck_hints_show_once_they_hold_and_idle_gpus_flag_the_student(
     worker, collector, web, api_for, alice, instructor, course, cluster, sleep_template, job_state
 ):
