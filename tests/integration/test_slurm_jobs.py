@@ -53,6 +53,9 @@ def test_failed_job_reports_its_exit_code(worker, api_for, alice, cluster, sleep
 def test_cancel_a_running_job(worker, api_for, alice, cluster, sleep_template, job_state, followed_with):
     set_cluster(cluster, has_accounting=followed_with == "sacct", save=True)
     job = job_state(launch(api_for, alice, seconds=300), "running")
+    # SLURM's "running" comes before slurmd has started the script; a cancel in between can leave the shell alive
+    # (this node's proctrack/linuxproc finds processes by walking /proc), and it then exits 0 after its sleep is killed.
+    wait_for(lambda: "sleep" in _commands_of(job.scheduler_id), timeout=60, what="the script to reach its sleep")
     response = api_for(alice).post(f"/api/v1/jobs/{job.pk}/cancel/")
     assert response.status_code == 202
     job = job_state(job, "cancelled", timeout=60)
@@ -60,6 +63,18 @@ def test_cancel_a_running_job(worker, api_for, alice, cluster, sleep_template, j
     assert state in {"CANCELLED", "COMPLETING"}
     assert job.events.filter(kind="cancel", actor=alice).exists()
     assert job.exit_code == 143  # SLURM's 0:15 (SIGTERM), the same with accounting and without
+
+
+def _commands_of(scheduler_id: str) -> set[str]:
+    """The command names of the job's processes on the node (`scontrol listpids` runs where the job does)."""
+    listed = slurm("scontrol", "listpids", scheduler_id).splitlines()[1:]
+    names = set()
+    for pid in (line.split()[0] for line in listed if line.split()):
+        try:
+            names.add(Path(f"/proc/{pid}/comm").read_text().strip())
+        except OSError:  # it ended between the listing and the read
+            continue
+    return names
 
 
 @pytest.mark.timeout(400)
