@@ -28,13 +28,16 @@ def job_group(job_id) -> str:
     return f"telemetry.job.{job_id}"
 
 
+COURSE_GROUP_PREFIX = "telemetry.course."
+
+
 def course_group(course_id) -> str:
-    return f"telemetry.course.{course_id}"
+    return f"{COURSE_GROUP_PREFIX}{course_id}"
 
 
 def keeps_heat(group: str) -> bool:
     """A course group: its history is the dashboard's heat, not a ring of frames."""
-    return group.startswith("telemetry.course.")
+    return group.startswith(COURSE_GROUP_PREFIX)
 
 
 def node_group(node_id) -> str:

@@ -399,7 +399,7 @@ class ClassHeatmap {
   }
 
   showTimes(narrow) {
-    const picks = narrow ? [0, 30, 59] : [0, 12, 24, 36, 48, 59];
+    const picks = narrow ? [0, 59] : [0, 12, 24, 36, 48, 59]; // a phone's column holds two clock times, not three
     const key = `${this.times[0]}:${narrow}`;
     if (this.timeAxis.dataset.key === key) return;
     this.timeAxis.dataset.key = key;

@@ -186,6 +186,14 @@ def test_sixty_students_get_one_labelled_row_each_with_the_idle_first(web, brows
         phone.screenshot(path=f"{SHOTS}/dashboard-60-students-390.png", full_page=True)
         phone.locator("[data-chart=heatmap]").screenshot(path=f"{SHOTS}/dashboard-60-students-390-heatmap.png")
         assert phone.evaluate("document.scrollingElement.scrollWidth") <= 390
+        # The time axis's clock times stand apart, each whole, on the phone's narrow column of cells.
+        times = phone.locator("[data-chart=heatmap] .heat-times span")
+        expect(times.first).not_to_have_text("")
+        boxes = [times.nth(i).bounding_box() for i in range(times.count())]
+        assert all(left["x"] + left["width"] < right["x"] for left, right in itertools.pairwise(boxes)), boxes
+        assert phone.evaluate(
+            "[...document.querySelectorAll('.heat-times span')].every(s => s.scrollWidth <= s.clientWidth)"
+        )
 
 
 @pytest.mark.timeout(120)
