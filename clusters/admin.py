@@ -16,7 +16,7 @@ from . import kinds, services
 from .backends import BackendError
 from .backends.ssh import fingerprint, probe_host_key
 from .choices import RunAs
-from .forms import TOKEN_WARNING, ApiTokenField, ClusterAccountForm, token_expiry_text
+from .forms import TOKEN_WARNING, ApiTokenField, ClusterAccountForm, NameListField, token_expiry_text
 from .identity import set_cluster_username, validate_cluster_username
 from .kind_settings import settings_form_fields
 from .kinds import get_backend
@@ -54,6 +54,9 @@ class ClusterAccountInline(admin.TabularInline):
 class ClusterAdminForm(forms.ModelForm):
     """A cluster's fields and its kind's settings (Kind.cluster_settings, added as form fields by
     ClusterAdmin.get_form), the settings shown from and kept in Cluster.kind_settings."""
+
+    partitions = NameListField(help_text="Partitions students may use, separated by commas, e.g. “debug, gpu”.")
+    gpu_types = NameListField(label="GPU types", help_text="GRES GPU types, separated by commas, e.g. “a100, h100”.")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

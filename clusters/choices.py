@@ -5,6 +5,8 @@ import re
 from django.db import models
 
 POSIX_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+# A partition's or a GRES type's name, as the admin page and clusters.d files accept it.
+SCHEDULER_NAME = re.compile(r"[\w.-]+", re.ASCII)
 # Accounts every Linux login node has (Debian's base passwd, and what SLURM, munge and the usual daemons add). A job
 # running as one of these would act for the system, not for a student.
 SYSTEM_ACCOUNTS = frozenset(

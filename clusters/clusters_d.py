@@ -50,7 +50,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from . import kinds, services
-from .choices import POSIX_NAME, RunAs
+from .choices import POSIX_NAME, SCHEDULER_NAME, RunAs
 from .models import AuthMethod, Cluster, ClusterAccount
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")
@@ -181,7 +181,7 @@ def parse_file(path: Path) -> dict:
     lists = {}
     for key in ("partitions", "gpu_types"):
         value = job.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) and re.fullmatch(r"[\w.-]+", v) for v in value):
+        if not isinstance(value, list) or not all(isinstance(v, str) and SCHEDULER_NAME.fullmatch(v) for v in value):
             raise ClusterFileError(f"{where}: job.{key} must be a list of names.")
         lists[key] = value
     account = _section(extra, "service_account", where)

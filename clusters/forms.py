@@ -1,3 +1,4 @@
+import re
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
@@ -5,6 +6,7 @@ from django import forms
 from django.utils.text import capfirst
 
 from . import kinds as cluster_kinds
+from .choices import SCHEDULER_NAME
 from .models import AuthMethod, ClusterAccount
 
 
@@ -22,6 +24,28 @@ class SecretField(forms.CharField):
             "kubeconfig. It is stored encrypted and never shown again; leave empty to keep the current one.",
         )
         super().__init__(**kwargs)
+
+
+class NameListField(forms.CharField):
+    """Scheduler names typed as "debug, gpu" (commas or spaces between them), kept as a JSON list in the row."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        return ", ".join(str(name) for name in value) if isinstance(value, list | tuple) else value
+
+    def to_python(self, value):
+        names = [name for name in re.split(r"[,\s]+", super().to_python(value) or "") if name]
+        wrong = [name for name in names if not SCHEDULER_NAME.fullmatch(name)]
+        if wrong:
+            quoted = ", ".join(f"“{name}”" for name in wrong)
+            raise forms.ValidationError(
+                f"Not a name SLURM could have: {quoted}. Names are ASCII letters, digits, _ . and -, separated by "
+                "commas, e.g. “debug, gpu”."
+            )
+        return list(dict.fromkeys(names))  # each once, in the order typed
 
 
 # A stored slurmrestd token is flagged this long before its `exp`.

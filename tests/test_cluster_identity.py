@@ -115,7 +115,7 @@ def test_the_admins_new_cluster_form_starts_at_each_students_own_user(login, adm
     text = client.get(reverse("admin:clusters_cluster_add")).content.decode()
     assert '<option value="" selected>Each student&#x27;s own user' in text
     data = {"name": "campus", "title": "", "kind": "slurm", "enabled": "on", "run_as": "", "host": "login.example"}
-    data.update({"port": "22", "lab_dir": "~/gpulab", "partitions": "[]", "gpu_types": "[]"})
+    data.update({"port": "22", "lab_dir": "~/gpulab", "partitions": "", "gpu_types": ""})
     data.update({"accounts-TOTAL_FORMS": "0", "accounts-INITIAL_FORMS": "0"})
     response = client.post(reverse("admin:clusters_cluster_add") + "?kind=slurm", data)
     assert response.status_code == 302, response.content.decode()[-3000:]
