@@ -3,6 +3,7 @@ in every notice and in every e-mail."""
 
 from __future__ import annotations
 
+import math
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 SIGNIFICANT = 2  # a small budget (0.05 h) keeps two significant digits: 0.05, 0.031, never "0.1" or "0.03"
@@ -28,3 +29,9 @@ def gpu_hours(value) -> str:
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
+
+
+def percent_under(value: float) -> str:
+    """A percentage that stayed under a rule's whole percent, rounded down to a tenth ("9.9", "0.2", "7"): rounded
+    to the nearest, 9.7 would read "10" beside "below 10 %", the sentence it is in."""
+    return f"{math.floor(value * 10) / 10:g}"

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from clusters import kinds
 from core.choices import ACTIVE_STATES, TERMINAL_STATES, EndpointAPI, EventKind, JobState, SessionKind
+from core.figures import percent_under
 from core.templating.params import Param, parse_schema
 
 if TYPE_CHECKING:
@@ -336,6 +337,10 @@ class IdleWarning(models.Model):
     @property
     def active(self) -> bool:
         return self.warned_at is not None and (self.kept_at is None or self.kept_at < self.warned_at)
+
+    @property
+    def max_util_text(self) -> str:
+        return percent_under(self.max_util)
 
 
 class JobWait(models.Model):

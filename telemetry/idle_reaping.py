@@ -16,6 +16,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from core.choices import EventKind, JobState
+from core.figures import percent_under
 from courses import terms
 from courses.models import Course
 from jobs.cancellation import request_cancel
@@ -119,7 +120,7 @@ def _warn(job: Job, course: Course, idle: Idle, now: datetime) -> bool:
     cancel_at = now + timedelta(minutes=course.idle_cancel_minutes)
     text = (
         f"The GPUs of your job have been below {course.idle_util_below} % for {idle.minutes:.0f} minutes "
-        f"(highest {idle.max_util:.0f} %). It will be cancelled at {terms.when(cancel_at)} unless you press "
+        f"(highest {percent_under(idle.max_util)} %). It will be cancelled at {terms.when(cancel_at)} unless you press "
         "“Keep it” on its page or the GPUs get busy again."
     )
     record(job, EventKind.NOTE, f"Idle warning sent to the owner. {text}")
@@ -140,6 +141,6 @@ def _claim_warning(job: Job, now: datetime, idle: Idle) -> bool:
 def _why(course: Course, idle: Idle, warned_at: datetime) -> str:
     return (
         f"Cancelled by the portal: its GPUs stayed below {course.idle_util_below} % utilization for "
-        f"{idle.minutes:.0f} minutes (highest {idle.max_util:.0f} %), and nobody kept it within "
+        f"{idle.minutes:.0f} minutes (highest {percent_under(idle.max_util)} %), and nobody kept it within "
         f"{course.idle_cancel_minutes} minute(s) of the warning at {terms.when(warned_at)}."
     )

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.choices import EventKind, JobState
+from core.figures import percent_under
 from courses import budgets
 from courses.models import Course
 from jobs.models import IdleWarning, Job, JobEvent
@@ -70,6 +71,20 @@ def test_idle_job_is_warned_then_cancelled_with_the_numbers(rule, alice, make_jo
     assert idle_pass.run(now + timedelta(minutes=4)).cancelled == [str(job.pk)]
     event = JobEvent.objects.get(job=job, kind=EventKind.CANCEL)
     assert "below 10 % utilization for 10 minutes (highest 7 %)" in event.message and event.actor is None
+
+
+def test_a_highest_just_under_the_rule_never_reads_as_the_rule(rule, alice, make_job, heard, login):
+    job = running(make_job, alice)
+    now = timezone.now()
+    utilization(job, now - timedelta(minutes=6), 20, 90)
+    utilization(job, now, 6, 9.96, 0.25)  # a ten-second mean just under 10 %, beside an idle GPU
+    idle_pass.run(now)
+    assert "below 10 % for 6 minutes (highest 9.9 %)" in heard[0]["text"]
+    assert "minutes (highest 9.9 %)" in login(alice).get(job.get_absolute_url()).content.decode()
+    utilization(job, now + timedelta(minutes=4), 4, 0)
+    idle_pass.run(now + timedelta(minutes=4))
+    assert "(highest 9.9 %)" in JobEvent.objects.get(job=job, kind=EventKind.CANCEL).message
+    assert [percent_under(u) for u in (0, 0.25, 7, 9.96, 45.0)] == ["0", "0.2", "7", "9.9", "45"]
 
 
 def test_an_idle_warning_is_on_the_jobs_timeline_and_in_notifications_once(rule, alice, make_job, login):

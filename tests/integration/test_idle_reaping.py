@@ -7,6 +7,8 @@ replay, on each, the figures of a recorded GPU that idles (GPU 3) or trains (GPU
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from core.choices import EventKind, JobState
@@ -69,7 +71,8 @@ def test_idle_gpu_is_warned_then_cancelled_and_a_busy_one_runs_on(
         idle = job_state(idle, JobState.CANCELLED, timeout=150)
         event = idle.events.get(kind=EventKind.CANCEL)
         assert event.actor is None and "stayed below 10 % utilization for" in event.message
-        assert "highest 0 %" in event.message
+        # The highest is below the rule, whatever the GPU showed in the seconds before the replay reached it.
+        assert float(re.search(r"\(highest ([\d.]+) %\)", event.message).group(1)) < 10, event.message
         state = slurm("squeue", "--states=all", "--noheader", f"--jobs={idle.scheduler_id}", "--format=%T").strip()
         assert state in {"CANCELLED", "COMPLETING", ""}
         busy.refresh_from_db()
