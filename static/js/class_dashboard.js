@@ -149,6 +149,7 @@ class ClassHeatmap {
       gpu.idle = g.idle_s || 0;
     }
     if (heat.roster && !older) this.useRoster(heat.roster, heat.live.map((key) => this.gpus.get(key)));
+    this.layout = ""; // its cells reach back five minutes: the next draw reads every column, not just the newest
     this.dirty = true;
   }
 

@@ -264,15 +264,49 @@ LATE_HEAT = """() => {
 }"""
 
 
-@pytest.mark.timeout(120)
-def test_a_late_heat_fills_only_what_the_page_lacks(web, browser, instructor, course, full_class):
+def on_live_dashboard(browser, web, course, full_class, script: str):
+    """What `script` returns on the instructor's dashboard of the full class, once two live frames have come."""
     page = open_page(browser, 1280)
     with Feed(course, full_class):
         open_full_dashboard(page, web, course)
         page.wait_for_function("document.querySelector('[data-chart=heatmap]').dataset.frames >= 2")
-        kept = page.evaluate(LATE_HEAT)
-        assert kept["before"] is not None
-        assert kept == {"roster": True, "offset": True, "idle": True, "newest": True, "before": kept["before"]}
+        return page.evaluate(script)
+
+
+@pytest.mark.timeout(120)
+def test_a_late_heat_fills_only_what_the_page_lacks(web, browser, instructor, course, full_class):
+    kept = on_live_dashboard(browser, web, course, full_class, LATE_HEAT)
+    assert kept["before"] is not None
+    assert kept == {"roster": True, "offset": True, "idle": True, "newest": True, "before": kept["before"]}
+
+
+# A page that lost a frame three minutes back (its cell empty, drawn so), then a resync's late heat with that cell:
+# what the first row says of the column before the heat, and on the draw right after it (the same 5-s column).
+HEAT_FILLS_A_GAP = """() => {
+  const heatmap = document.querySelector('[data-chart=heatmap]').heatmap;
+  heatmap.draw();
+  const t = heatmap.times[20], gpus = heatmap.rows[0].gpus;
+  for (const gpu of gpus) gpu.at[(t / 5000) % 60] = -1;
+  heatmap.layout = '';
+  heatmap.draw();
+  const before = heatmap.cellText(0, 20);
+  const util = Array(60).fill(null);
+  util[20] = 42;
+  heatmap.load({ type: 'heat', seq: heatmap.readSeq - 2, t: heatmap.times[59], first: heatmap.times[0],
+    bucket_ms: 5000, roster: heatmap.roster, live: heatmap.columns.map((g) => g.key),
+    gpus: gpus.map((g) => ({ key: g.key, job: g.job, student: g.student, seen: g.seen, idle_s: g.idle,
+                             simulated: false, util })) });
+  heatmap.draw();
+  return { before, after: heatmap.cellText(0, 20), same: heatmap.times[20] === t };
+}"""
+
+
+@pytest.mark.timeout(120)
+def test_a_cell_a_late_heat_fills_is_drawn_at_once_not_at_the_next_column(web, browser, instructor, course, full_class):
+    seen = on_live_dashboard(browser, web, course, full_class, HEAT_FILLS_A_GAP)
+    assert seen["same"], seen  # both draws in one column: only the heat can have filled it
+    assert "no sample" in seen["before"], seen
+    assert "mean GPU util of 2 GPUs 42 %" in seen["after"], seen
 
 
 # Marks every row label (a JS property: the same element keeps it) and records what changes in the labels.
