@@ -20,6 +20,9 @@ def page(live_server, chromium):
 
 
 def log_in(page, live_server, username: str) -> None:
+    # A page left open on the portal sends itself to the login page once its cookies are gone (its pollers are
+    # answered with the login's address); leaving it first keeps that navigation from interrupting this one.
+    page.goto("about:blank")
     page.goto(f"{live_server.url}/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
