@@ -235,7 +235,7 @@ class ClassHeatmap {
       return;
     }
     if (now !== this.times?.[NEWEST]) this.times = Array.from({ length: COLUMNS }, (_, i) => now - (NEWEST - i) * BUCKET_MS);
-    const narrow = width < 600; // a phone: shorter labels, three times under the cells
+    const narrow = width < 600; // a phone: shorter labels, two times under the cells
     let layout = `${now}:${width}:${window.devicePixelRatio}:${this.el.hidden}`;
     for (const s of students) {
       const open = this.expanded.has(s.student);
