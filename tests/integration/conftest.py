@@ -431,7 +431,8 @@ def cancel_own_jobs() -> None:
     never every job of a user, which other test processes and a demo on the same machine share.
 
     A submit holds its job's row lock through the sbatch, so the update waits for any sbatch under way: once it
-    returns, every job the scheduler was given carries its id in its row, and no later submit will start."""
+    returns, every job the scheduler was given carries its id in its row, and no later submit will start. A job a
+    test makes by hand carries an id SLURM never gives (made_up.py): cancelling it stops no other test's job."""
     from core.choices import ACTIVE_STATES
     from jobs.models import Job
 

@@ -23,6 +23,7 @@ from telemetry.live import JobRef
 from telemetry.models import Node, SeriesChunk
 from telemetry.parsers import CpuSample, DiskSample, GpuSample, HostSample, TrainerPoint
 
+from . import made_up
 from .test_browser import log_in
 
 pytestmark = pytest.mark.browser
@@ -68,7 +69,7 @@ def make_job(owner, template, cluster, *, state="running", started_min=60, finis
     now = timezone.now()
     return Job.objects.create(
         owner=owner, course=template.courses.first(), template=template, cluster=cluster, state=state, gpus=gpus,
-        scheduler_id=str(9000 + Job.objects.count()), started_at=now - timedelta(minutes=started_min),
+        scheduler_id=made_up.scheduler_id(), started_at=now - timedelta(minutes=started_min),
         finished_at=None if finished_min is None else now - timedelta(minutes=finished_min),
         exit_code=None if finished_min is None else 0,
     )  # fmt: skip

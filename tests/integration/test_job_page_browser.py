@@ -19,6 +19,7 @@ from jobs import enqueue
 from jobs.models import Job, JobTemplate, KeptLog
 from jobs.states import transition
 
+from . import made_up
 from .test_browser import log_in
 
 pytestmark = pytest.mark.browser
@@ -126,7 +127,7 @@ def test_quota_refusal_is_shown_once_at_the_top_and_the_fields_stay_in_place(
 def test_state_changes_are_announced_once_in_a_live_region(chromium, live_server, alice, unsent_job):
     job = unsent_job(alice)
     transition(job, JobState.SUBMITTING)
-    transition(job, JobState.RUNNING, scheduler_id="77001")
+    transition(job, JobState.RUNNING, scheduler_id=made_up.scheduler_id())
     page = _page(chromium, "laptop")
     log_in(page, live_server, "alice")
     page.goto(f"{live_server.url}/jobs/{job.pk}/")
@@ -194,7 +195,7 @@ def test_training_job_page_shows_progress_asks_before_cancel_and_says_who_cancel
 def test_without_javascript_cancel_leads_to_a_confirm_page(chromium, live_server, alice, unsent_job):
     job = unsent_job(alice)
     transition(job, JobState.SUBMITTING)
-    transition(job, JobState.RUNNING, scheduler_id="77002")
+    transition(job, JobState.RUNNING, scheduler_id=made_up.scheduler_id())
     page = _page(chromium, "phone", java_script_enabled=False)
     log_in(page, live_server, "alice")
     page.goto(f"{live_server.url}/jobs/{job.pk}/")
@@ -250,7 +251,7 @@ def test_open_job_page_swaps_nothing_until_the_state_changes_then_shows_it_witho
 ):
     job = unsent_job(alice)
     transition(job, JobState.SUBMITTING)
-    transition(job, JobState.RUNNING, scheduler_id="77003")
+    transition(job, JobState.RUNNING, scheduler_id=made_up.scheduler_id())
     # Five minutes and ten seconds in: the "Running for 5 min" the page shows holds for the next 50 s.
     Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(minutes=5, seconds=10))
     # No earlier run's "last heard" for this cluster: a silent cluster's notice counts its seconds, a real change.
@@ -308,7 +309,7 @@ def test_failed_jobs_page_shows_the_tracebacks_last_lines_and_opens_the_log_at_t
 ):
     job = unsent_job(alice)
     transition(job, JobState.SUBMITTING)
-    transition(job, JobState.RUNNING, scheduler_id="77004")
+    transition(job, JobState.RUNNING, scheduler_id=made_up.scheduler_id())
     error = "The job ended with exit code 1 (FAILED). The log shows why."
     _ended_with_kept_log(job, JobState.FAILED, FAILED_LOG, exit_code=1, error=error)
     page = _page(chromium, size)
@@ -338,7 +339,7 @@ def test_failed_job_without_a_traceback_shows_the_logs_last_lines_and_opens_it_a
 ):
     job = unsent_job(alice)
     transition(job, JobState.SUBMITTING)
-    transition(job, JobState.RUNNING, scheduler_id="77005")
+    transition(job, JobState.RUNNING, scheduler_id=made_up.scheduler_id())
     text = "".join(f"line {n}\n" for n in range(200)) + "bash: train.sh: No such file or directory\n"
     _ended_with_kept_log(job, JobState.FAILED, text, exit_code=127, error="The job ended with exit code 127.")
     page = _page(chromium, "laptop")
@@ -358,7 +359,7 @@ def test_a_job_that_ends_while_its_page_is_open_shows_its_log_with_the_new_state
 ):
     job = unsent_job(alice)
     transition(job, JobState.SUBMITTING)
-    transition(job, JobState.RUNNING, scheduler_id="77006")
+    transition(job, JobState.RUNNING, scheduler_id=made_up.scheduler_id())
     page = _page(chromium, "laptop")
     log_in(page, live_server, "alice")
     page.goto(f"{live_server.url}/jobs/{job.pk}/")

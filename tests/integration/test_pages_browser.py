@@ -14,6 +14,7 @@ from rest_framework.authtoken.models import Token
 from jobs.models import Job
 from jobs.states import transition
 
+from . import made_up
 from .test_browser import log_in
 
 pytestmark = pytest.mark.browser
@@ -31,15 +32,23 @@ def jobs(course, cluster, sleep_template, alice, bob):
     """A list as a lab leaves it: running, pending with a long reason, finished and failed jobs of two students."""
     now = timezone.now()
     rows = [
-        (alice, "running", {"scheduler_id": "123456", "started_at": now - timedelta(minutes=12)}),
-        (alice, "pending", {"scheduler_id": "123457", "scheduler_reason": "(QOSMaxGRESPerUser) waiting for GPUs"}),
-        (alice, "completed", {"scheduler_id": "123450", "started_at": now - timedelta(hours=2), "finished_at": now}),
-        (alice, "failed", {"scheduler_id": "123449", "started_at": now - timedelta(hours=3), "finished_at": now}),
+        (alice, "running", {"started_at": now - timedelta(minutes=12)}),
+        (alice, "pending", {"scheduler_reason": "(QOSMaxGRESPerUser) waiting for GPUs"}),
+        (alice, "completed", {"started_at": now - timedelta(hours=2), "finished_at": now}),
+        (alice, "failed", {"started_at": now - timedelta(hours=3), "finished_at": now}),
         # Pending on the scheduler, not queued: a queued job is sent to SLURM by any worker this test session runs.
-        (bob, "pending", {"scheduler_id": "123458"}),
+        (bob, "pending", {}),
     ]
     return [
-        Job.objects.create(owner=owner, course=course, cluster=cluster, template=sleep_template, state=state, **extra)
+        Job.objects.create(
+            owner=owner,
+            course=course,
+            cluster=cluster,
+            template=sleep_template,
+            state=state,
+            scheduler_id=made_up.scheduler_id(),
+            **extra,
+        )
         for owner, state, extra in rows
     ]
 

@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 from jobs.models import Job, JobTemplate, JobUsage
 from telemetry.models import JobSummary
 
+from . import made_up
 from .test_browser import log_in
 from .test_job_page_browser import SHOTS, WIDTHS, _no_horizontal_scroll, _page
 
@@ -43,7 +44,7 @@ def ended_jobs(transactional_db, course, cluster, alice, bob):
     template.courses.add(course)
     finished = timezone.now() - timedelta(minutes=5)
     jobs = []
-    for n, (owner, util, cpu_seconds, rss, minutes) in enumerate([(alice, 9.0, 720, 2, 12), (bob, 83.0, 5200, 26, 50)]):
+    for owner, util, cpu_seconds, rss, minutes in [(alice, 9.0, 720, 2, 12), (bob, 83.0, 5200, 26, 50)]:
         params = {"partition": "gpu", "time_minutes": 60, "gpus_per_node": 4, "cpus_per_task": 8, "mem_gb": 32}
         job = Job.objects.create(
             owner=owner,
@@ -54,7 +55,7 @@ def ended_jobs(transactional_db, course, cluster, alice, bob):
             script="python train.py\n",
             gpus=4,
             state="completed",
-            scheduler_id=str(9100 + n),
+            scheduler_id=made_up.scheduler_id(),
             exit_code=0,
             submitted_at=finished - timedelta(minutes=minutes + 1),
             started_at=finished - timedelta(minutes=minutes),
