@@ -32,8 +32,10 @@ from .models import LIVE_LAB_SESSION_STATES, Course, LabSession, LabSessionEvent
 MAKE_RESERVATION = "workers.tasks.make_lab_reservation"
 REMOVE_RESERVATION = "workers.tasks.remove_lab_reservation"
 KEEP_HOLD = "workers.tasks.keep_lab_session_held"
-# A start earlier than this is "in the past": a session booked for the current minute still starts now.
+# Starts are booked by the minute (the form's time field): a start's minute counts as now until this long after it
+# ended, so the current minute, sent a little later, still books a session that starts now.
 PAST_GRACE = timedelta(minutes=1)
+MINUTE = timedelta(minutes=1)
 
 
 class BookingRefused(Exception):
@@ -84,6 +86,10 @@ def _when(moment: datetime) -> str:
     return timezone.localtime(moment).strftime("%a %d %b %H:%M")
 
 
+def _has_passed(starts_at: datetime, now: datetime) -> bool:
+    return starts_at.replace(second=0, microsecond=0) + MINUTE + PAST_GRACE <= now
+
+
 def overlapping(cluster: Cluster, starts_at: datetime, ends_at: datetime) -> QuerySet[LabSession]:
     return LabSession.objects.filter(
         cluster=cluster, state__in=LIVE_LAB_SESSION_STATES, starts_at__lt=ends_at, ends_at__gt=starts_at
@@ -97,7 +103,7 @@ def booking_errors(course: Course, booking: Booking, now: datetime | None = None
     if not lab_clusters(course).filter(pk=booking.cluster.pk).exists():
         errors["cluster"] = "Lab sessions cannot be booked on that cluster: an admin must allow them on it first."
         return errors
-    if booking.starts_at < now - PAST_GRACE:
+    if _has_passed(booking.starts_at, now):
         errors["starts_at"] = f"That time has passed ({_when(booking.starts_at)}). Book a start from now on."
     elif booking.starts_at > now + timedelta(days=settings.GPULAB_LAB_SESSION_MAX_DAYS_AHEAD):
         errors["starts_at"] = f"Book at most {settings.GPULAB_LAB_SESSION_MAX_DAYS_AHEAD} days ahead."

@@ -3,7 +3,7 @@ see and cancel a session, the conditional and audited moves, the retry-safe rese
 backend, and the job submitted into the reservation of its course's session."""
 
 import html
-from datetime import timedelta
+from datetime import datetime, time, timedelta
 
 import pytest
 from django.urls import reverse
@@ -104,6 +104,24 @@ def test_the_form_refuses_a_bad_booking_with_the_reason(
     assert response.status_code == 400
     assert words in " ".join(response.context["form"].errors[field])
     assert not LabSession.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("now", "refused"),
+    [("16:03:00", False), ("16:04:00.07", False), ("16:04:59", False), ("16:05:00", True), ("17:03:00", True)],
+)
+def test_the_current_minute_sent_a_little_later_still_books_a_session_that_starts_now(
+    course, lab_cluster, now, refused
+):
+    """The instructor types the minute it is (the form books whole minutes) and sends the form in the next one: the
+    session starts now. Only a minute that ended more than PAST_GRACE ago has passed."""
+    minute = timezone.localtime().replace(hour=16, minute=3, second=0, microsecond=0)
+    sent = datetime.combine(minute.date(), time.fromisoformat(now), minute.tzinfo)
+    booking = lab_sessions.Booking(cluster=lab_cluster, starts_at=minute, minutes=60, gpus=1)
+    errors = lab_sessions.booking_errors(course, booking, now=sent)
+    assert ("starts_at" in errors) is refused, errors
+    if refused:
+        assert errors["starts_at"] == f"That time has passed ({minute:%a %d %b} 16:03). Book a start from now on."
 
 
 def test_an_overlapping_session_of_the_course_is_refused(login, instructor, course, lab_cluster, sent):
