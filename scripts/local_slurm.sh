@@ -408,9 +408,14 @@ start_slurmrestd() {
   fi
   if ! is_running "$SLURMREST_DIR/slurmrestd.pid"; then
     echo "$SLURMREST_PLUGINS" >"$SLURMREST_DIR/plugins"
-    SLURM_JWT=daemon setsid slurmrestd -u nobody -g nogroup -a rest_auth/jwt -s "$SLURMREST_PLUGINS" \
-      "127.0.0.1:$SLURMREST_PORT" >>"$LOCAL_DIR/log/slurmrestd.log" 2>&1 </dev/null &
-    echo $! >"$SLURMREST_DIR/slurmrestd.pid"
+    # Started from /: slurmrestd keeps the directory it starts in as its own (a job submitted without one runs
+    # there), and a checkout it was started from may be removed while it runs ("getcwd failed" on every submit).
+    (
+      cd /
+      SLURM_JWT=daemon setsid slurmrestd -u nobody -g nogroup -a rest_auth/jwt -s "$SLURMREST_PLUGINS" \
+        "127.0.0.1:$SLURMREST_PORT" >>"$LOCAL_DIR/log/slurmrestd.log" 2>&1 </dev/null &
+      echo $! >"$SLURMREST_DIR/slurmrestd.pid"
+    )
   fi
   # A token of the SlurmUser for the demo and the tests: it may submit as any lab user (X-SLURM-USER-NAME).
   (umask 077 && scontrol token username=root lifespan=$((30 * 86400)) | sed -n 's/^SLURM_JWT=//p' \

@@ -274,6 +274,9 @@ class Worker:
         return self.logdir / f"{self.name}-{self.count}.log"
 
     def start(self, **extra_env: str) -> None:
+        # Never two at once: a test that failed before its kill() (a submission that never reached SLURM) would leave
+        # its worker, failpoints and all, taking the queue's messages beside the new one for the rest of the session.
+        self.kill()
         self.count += 1
         env = {**self.base_env, **extra_env}
         celery = str(ROOT / ".venv/bin/celery")
