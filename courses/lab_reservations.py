@@ -101,35 +101,36 @@ def make(session_id: int) -> str:
 def keep(session_id: int) -> str:
     """A held session on now, on a cluster that holds GPUs only while a session is on: hold them at its start, and
     after that check they are still held, putting them back where they were lost. Each change is an event."""
-    session = _session(session_id)
     now = timezone.now()
-    if session is None or session.state != LabSessionState.HELD or not session.starts_at <= now < session.ends_at:
-        return "nothing"
-    holds = holds_of(session)
-    if not holds.applied_while_on:
-        return "nothing"
-    try:
-        held = holds.hold(hold_request(session, now))
-    except BackendError as exc:
-        if exc.transient:
-            raise
-        message = f"At its start the cluster would not hold the session's GPUs: {exc}"
-        move(session.pk, [LabSessionState.HELD], LabSessionState.REFUSED, message=message, removed_at=now)
-        return "refused"
-    if not held.changed:
-        return "in place"
     with transaction.atomic():
-        still_held = LabSession.objects.filter(pk=session.pk, state=LabSessionState.HELD)
-        if still_held.update(gpus_held=held.gpus, message=held.words[:500], updated_at=now):
-            LabSessionEvent.objects.create(
-                session=session,
-                from_state=LabSessionState.HELD,
-                to_state=LabSessionState.HELD,
-                message=held.words[:500],
-            )
-            return "held"
-    _release(session)  # cancelled or ended while the cluster was asked: what was just held goes again
-    return "cancelled"
+        # The row is held across the cluster call, as a submit holds its job's across sbatch: a cancel waits for this
+        # pass (or came first, and the pass does nothing), so a hold is never put back after the cancel gave it back.
+        session = (
+            LabSession.objects.select_for_update(of=("self",))
+            .select_related("course", "cluster")
+            .filter(pk=session_id)
+            .first()
+        )
+        if session is None or session.state != LabSessionState.HELD or not session.starts_at <= now < session.ends_at:
+            return "nothing"
+        holds = holds_of(session)
+        if not holds.applied_while_on:
+            return "nothing"
+        try:
+            held = holds.hold(hold_request(session, now))
+        except BackendError as exc:
+            if exc.transient:
+                raise
+            message = f"At its start the cluster would not hold the session's GPUs: {exc}"
+            move(session.pk, [LabSessionState.HELD], LabSessionState.REFUSED, message=message, removed_at=now)
+            return "refused"
+        if not held.changed:
+            return "in place"
+        LabSession.objects.filter(pk=session.pk).update(gpus_held=held.gpus, message=held.words[:500], updated_at=now)
+        LabSessionEvent.objects.create(
+            session=session, from_state=LabSessionState.HELD, to_state=LabSessionState.HELD, message=held.words[:500]
+        )
+        return "held"
 
 
 def _close(session: LabSession, state: str, message: str) -> str:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import html
 import os
+import threading
 import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 from playwright.sync_api import expect
@@ -20,7 +22,7 @@ from rest_framework.test import APIClient
 from clusters.backends.kinds.kubernetes import crds
 from clusters.kinds import get_backend, kind_of
 from clusters.models import AuthMethod, Cluster, ClusterAccount
-from courses import lab_reservations
+from courses import lab_reservations, lab_sessions
 from courses.models import LabSession, LabSessionState
 from tests.kind_settings import set_cluster, set_course
 
@@ -204,6 +206,15 @@ def test_a_session_booked_ahead_is_checked_then_raised_at_its_start_once_even_ac
     assert raised_by(course_queue(sessions_kube)) == {}
 
 
+def made_again_from_an_old_copy(kube: Emulator, queue: dict) -> None:
+    """An admin deletes the course's queue and makes it again from an old copy: the session's GPUs are gone."""
+    kube.call("DELETE", QUEUE)
+    queue = {k: v for k, v in queue.items() if k in ("apiVersion", "kind", "spec")}
+    queue["metadata"] = {"name": "gpulab-hpc"}
+    gpus_of(queue)["nominalQuota"] = 8
+    kube.call("POST", f"{KUEUE}/clusterqueues", queue)
+
+
 def test_a_raise_lost_to_an_admin_who_made_the_queue_again_is_put_back_while_the_worker_was_down(
     worker, api_for, instructor, course, kueue_cluster, sessions_kube
 ):
@@ -211,12 +222,7 @@ def test_a_raise_lost_to_an_admin_who_made_the_queue_again_is_put_back_while_the
     session = state_of(book(api_for, instructor, course, kueue_cluster), LabSessionState.HELD)
     queue = nominal_is(sessions_kube, 12, "the raise")
     worker.kill()
-    # An admin deletes the course's queue and makes it again from an old copy: the session's GPUs are gone.
-    sessions_kube.call("DELETE", QUEUE)
-    queue = {k: v for k, v in queue.items() if k in ("apiVersion", "kind", "spec")}
-    queue["metadata"] = {"name": "gpulab-hpc"}
-    gpus_of(queue)["nominalQuota"] = 8
-    sessions_kube.call("POST", f"{KUEUE}/clusterqueues", queue)
+    made_again_from_an_old_copy(sessions_kube, queue)
     worker.start()
     nominal_is(sessions_kube, 12, "the lost raise to be put back")
     assert raised_by(course_queue(sessions_kube))[SESSION] == session.reservation_name
@@ -247,6 +253,55 @@ def test_cancelling_mid_session_gives_the_gpus_back(worker, api_for, instructor,
     ]
     time.sleep(4)  # the sweeps that follow leave a cancelled session's queue alone
     assert gpus_of(course_queue(sessions_kube))["nominalQuota"] == 8
+
+
+def test_a_cancel_during_a_keep_pass_waits_for_it_and_the_gpus_are_given_back_once(
+    worker, api_for, instructor, course, kueue_cluster, sessions_kube, monkeypatch
+):
+    """The beat's keep pass puts a lost raise back while the instructor cancels: the cancel waits for the pass, and
+    the GPUs are given back once, with one event. (A pass that did not hold the row put the raise back after the
+    cancel had given it back, and took it away again: two give-backs in the session's history.)"""
+    worker.stop()  # the test runs each step itself, in the order it means
+    monkeypatch.setattr(lab_sessions, "send_on_commit", lambda *args: None)
+    try:
+        lender(sessions_kube, gpus=6)
+        session = book(api_for, instructor, course, kueue_cluster)
+        assert lab_reservations.make(session.pk) == "held"
+        made_again_from_an_old_copy(sessions_kube, nominal_is(sessions_kube, 12, "the raise"))
+        holder = type(lab_reservations.holds_of(session))
+        hold, outcome = holder.hold, {}
+
+        def cancel() -> None:
+            try:
+                outcome["cancelled"] = lab_sessions.cancel(LabSession.objects.get(pk=session.pk), actor=instructor)
+            finally:
+                connection.close()
+
+        canceller = threading.Thread(target=cancel)
+
+        def hold_while_the_instructor_cancels(self, request):
+            canceller.start()
+            canceller.join(timeout=1)
+            outcome["waited"] = canceller.is_alive()  # on this pass's row lock
+            return hold(self, request)
+
+        monkeypatch.setattr(holder, "hold", hold_while_the_instructor_cancels)
+        assert lab_reservations.keep(session.pk) == "held"
+        canceller.join(timeout=30)
+        assert outcome == {"waited": True, "cancelled": True}
+        monkeypatch.setattr(holder, "hold", hold)
+        assert lab_reservations.remove(session.pk) == "removed"
+        assert gpus_of(course_queue(sessions_kube))["nominalQuota"] == 8
+        assert raised_by(course_queue(sessions_kube)) == {}
+        assert [(f, t) for f, t, _ in events_of(session)] == [
+            ("", "booked"),
+            ("booked", "held"),
+            ("held", "held"),
+            ("held", "cancelled"),
+            ("cancelled", "cancelled"),
+        ]
+    finally:
+        worker.start()
 
 
 def test_a_session_the_cohort_cannot_lend_is_refused_with_the_figures_and_the_queue_is_untouched(
