@@ -408,8 +408,8 @@ start_slurmrestd() {
   fi
   if ! is_running "$SLURMREST_DIR/slurmrestd.pid"; then
     echo "$SLURMREST_PLUGINS" >"$SLURMREST_DIR/plugins"
-    # Started from /: slurmrestd keeps the directory it starts in as its own (a job submitted without one runs
-    # there), and a checkout it was started from may be removed while it runs ("getcwd failed" on every submit).
+    # Started from /: slurmrestd asks for its working directory on each submit, and a checkout it was started from
+    # may be removed while it runs (then every submit fails with "getcwd failed").
     (
       cd /
       SLURM_JWT=daemon setsid slurmrestd -u nobody -g nogroup -a rest_auth/jwt -s "$SLURMREST_PLUGINS" \
